@@ -1,0 +1,42 @@
+//! mcp-chain's middleware: the JSON-RPC message model and the layers a chain
+//! is built from. Pure logic: no process, pipe or stdio lives here, so every
+//! layer is testable with a `tower::service_fn` inner service.
+//!
+//! # The service shape
+//!
+//! Every layer is a `tower::Layer` whose service is
+//! `Service<Envelope, Response = Option<Message>, Error = BoxError>`:
+//!
+//! - a request goes in and its response (or an error answer) comes out as
+//!   `Some`; a notification gives `None`; a request the peer cancelled also
+//!   gives `None`, because a cancelled request gets no answer;
+//! - the chain is built twice from the same layer values: once for messages
+//!   from the client (`Direction::ToServer`, first layer outermost) and once
+//!   for messages from the server (`Direction::ToClient`, last layer
+//!   outermost), so a layer sits at the same place on the path whichever
+//!   side speaks. State a layer keeps is shared by both.
+//! - request-side work is done in `call`, before the future is returned, so
+//!   the order messages are written in is the order they were read in.
+//!
+//! # Layout
+//!
+//! - [`message`]: `Message` (request, notification, response, error), ids,
+//!   error codes, method names.
+//! - [`envelope`]: `Envelope`, `Direction`, the delivery signal.
+//! - [`log`]: a pass-through layer that traces every message.
+
+pub mod envelope;
+pub mod log;
+pub mod message;
+
+pub use envelope::{Delivered, DeliveryTicket, Direction, Envelope};
+pub use message::{ErrorCode, ErrorObject, Message, RequestId};
+
+use std::future::Future;
+use std::pin::Pin;
+
+/// A failure (not a protocol answer): upstream gone, pipe broken.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// The future every layer's service returns.
+pub type ResponseFuture = Pin<Box<dyn Future<Output = Result<Option<Message>, BoxError>> + Send>>;

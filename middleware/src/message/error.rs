@@ -1,0 +1,107 @@
+//! Protocol errors: the `error` member of a JSON-RPC error response, and the
+//! codes mcp-chain uses. docs/errors.md lists the same table.
+
+use serde_json::{Map, Value};
+use std::fmt;
+
+/// A JSON-RPC error code. Kept as `i64` so a server's odd code is relayed
+/// as sent instead of failing to parse.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ErrorCode(pub i64);
+
+impl ErrorCode {
+    /// Invalid JSON. Answered with id `null`: the id could not be read.
+    pub const PARSE_ERROR: Self = Self(-32700);
+    /// Valid JSON that is not a JSON-RPC message.
+    pub const INVALID_REQUEST: Self = Self(-32600);
+    /// Unknown method, or a method a filter denies (it must look missing).
+    pub const METHOD_NOT_FOUND: Self = Self(-32601);
+    /// Bad params; also an unknown or hidden tool or prompt, as the SDKs answer.
+    pub const INVALID_PARAMS: Self = Self(-32602);
+    pub const INTERNAL_ERROR: Self = Self(-32603);
+    /// The MCP SDKs' "connection closed": the server is gone.
+    pub const CONNECTION_CLOSED: Self = Self(-32000);
+    /// The MCP SDKs' "request timed out".
+    pub const REQUEST_TIMEOUT: Self = Self(-32001);
+    /// Unknown (or hidden) resource, as the specification answers it.
+    pub const RESOURCE_NOT_FOUND: Self = Self(-32002);
+    /// mcp-chain's own refusals sit outside -32768..-32000 (JSON-RPC) and
+    /// -32020..-32099 (reserved by the 2026-07-28 revision): plain
+    /// application codes, chosen to read like their HTTP namesakes.
+    pub const REFUSED: Self = Self(403);
+    pub const RATE_LIMITED: Self = Self(429);
+    pub const UPSTREAM_UNAVAILABLE: Self = Self(503);
+}
+
+impl fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+/// The `error` object: `code`, `message`, optional `data`, and any other
+/// member the sender added (kept for fidelity).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ErrorObject {
+    pub code: ErrorCode,
+    pub message: String,
+    pub data: Option<Value>,
+    pub extra: Map<String, Value>,
+}
+
+// === impl ErrorObject ===
+
+impl ErrorObject {
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            message: message.into(),
+            data: None,
+            extra: Map::new(),
+        }
+    }
+
+    pub fn with_data(mut self, data: Value) -> Self {
+        self.data = Some(data);
+        self
+    }
+
+    /// An error mcp-chain answers itself on behalf of `layer`: the message
+    /// names mcp-chain and the layer, `data` carries `layer` and `reason`
+    /// for programs (DESIGN.md, Errors).
+    pub fn refusal(code: ErrorCode, layer: &str, reason: &str, message: &str) -> Self {
+        let mut data = Map::new();
+        data.insert("layer".into(), layer.into());
+        data.insert("reason".into(), reason.into());
+        Self::new(code, format!("mcp-chain {layer}: {message}")).with_data(Value::Object(data))
+    }
+
+    pub(crate) fn from_value(value: Value) -> Option<Self> {
+        let Value::Object(mut map) = value else {
+            return None;
+        };
+        let code = map.remove("code")?.as_i64()?;
+        let message = match map.remove("message")? {
+            Value::String(s) => s,
+            _ => return None,
+        };
+        let data = map.remove("data");
+        Some(Self {
+            code: ErrorCode(code),
+            message,
+            data,
+            extra: map,
+        })
+    }
+
+    pub fn to_value(&self) -> Value {
+        let mut map = Map::with_capacity(3 + self.extra.len());
+        map.insert("code".into(), self.code.0.into());
+        map.insert("message".into(), self.message.clone().into());
+        if let Some(data) = &self.data {
+            map.insert("data".into(), data.clone());
+        }
+        map.extend(self.extra.iter().map(|(k, v)| (k.clone(), v.clone())));
+        Value::Object(map)
+    }
+}

@@ -1,0 +1,30 @@
+//! Method names mcp-chain acts on, as constants (never literals in logic).
+
+pub const INITIALIZE: &str = "initialize";
+pub const PING: &str = "ping";
+pub const SERVER_DISCOVER: &str = "server/discover";
+
+pub const TOOLS_LIST: &str = "tools/list";
+pub const TOOLS_CALL: &str = "tools/call";
+pub const RESOURCES_LIST: &str = "resources/list";
+pub const RESOURCES_TEMPLATES_LIST: &str = "resources/templates/list";
+pub const RESOURCES_READ: &str = "resources/read";
+pub const RESOURCES_SUBSCRIBE: &str = "resources/subscribe";
+pub const RESOURCES_UNSUBSCRIBE: &str = "resources/unsubscribe";
+pub const PROMPTS_LIST: &str = "prompts/list";
+pub const PROMPTS_GET: &str = "prompts/get";
+pub const COMPLETION_COMPLETE: &str = "completion/complete";
+pub const LOGGING_SET_LEVEL: &str = "logging/setLevel";
+
+pub const SAMPLING_CREATE_MESSAGE: &str = "sampling/createMessage";
+pub const ROOTS_LIST: &str = "roots/list";
+pub const ELICITATION_CREATE: &str = "elicitation/create";
+
+pub const NOTIFICATION_INITIALIZED: &str = "notifications/initialized";
+pub const NOTIFICATION_CANCELLED: &str = "notifications/cancelled";
+pub const NOTIFICATION_PROGRESS: &str = "notifications/progress";
+pub const NOTIFICATION_MESSAGE: &str = "notifications/message";
+pub const NOTIFICATION_TOOLS_LIST_CHANGED: &str = "notifications/tools/list_changed";
+pub const NOTIFICATION_RESOURCES_LIST_CHANGED: &str = "notifications/resources/list_changed";
+pub const NOTIFICATION_PROMPTS_LIST_CHANGED: &str = "notifications/prompts/list_changed";
+pub const NOTIFICATION_RESOURCES_UPDATED: &str = "notifications/resources/updated";

@@ -1,0 +1,321 @@
+//! The JSON-RPC 2.0 envelope mcp-chain relays.
+//!
+//! Only the envelope is modelled: `params`, `result` and `error.data` stay
+//! [`serde_json::Value`]s and every member the model does not name is kept in
+//! `extra`, so a message no layer changed leaves with everything it came
+//! with (`_meta`, `structuredContent`, fields from newer revisions).
+//!
+//! Parsing is two steps: bytes → [`Value`] (serde_json, which keeps the last
+//! of duplicate keys and caps nesting at 128 levels), then [`Value`] →
+//! [`Message`]. The proxy forwards the message it parsed, never the original
+//! bytes, so what a layer checked is exactly what the peer receives.
+
+mod error;
+mod id;
+pub mod method;
+
+pub use error::{ErrorCode, ErrorObject};
+pub use id::RequestId;
+
+use serde::ser::{Serialize, SerializeMap, Serializer};
+use serde_json::{Map, Value};
+
+const JSONRPC: &str = "jsonrpc";
+const VERSION: &str = "2.0";
+
+/// One JSON-RPC 2.0 message.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Message {
+    Request(Request),
+    Notification(Notification),
+    Response(Response),
+    Error(ErrorResponse),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Request {
+    pub id: RequestId,
+    pub method: String,
+    pub params: Option<Value>,
+    pub extra: Map<String, Value>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Notification {
+    pub method: String,
+    pub params: Option<Value>,
+    pub extra: Map<String, Value>,
+}
+
+/// A success response.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Response {
+    pub id: RequestId,
+    pub result: Value,
+    pub extra: Map<String, Value>,
+}
+
+/// An error response. `id` is `None` (written as `null`) when the request's
+/// id could not be read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ErrorResponse {
+    pub id: Option<RequestId>,
+    pub error: ErrorObject,
+    pub extra: Map<String, Value>,
+}
+
+/// Valid JSON that is not a JSON-RPC message; answered with -32600.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("invalid JSON-RPC message: {reason}")]
+pub struct Invalid {
+    /// The id, when one could be read, so the error can be matched.
+    pub id: Option<RequestId>,
+    pub reason: &'static str,
+}
+
+/// What one line of input holds.
+#[derive(Debug)]
+pub enum Incoming {
+    Single(Result<Message, Invalid>),
+    /// A JSON-RPC batch (allowed by the 2025-03-26 revision). Each element is
+    /// judged on its own, as JSON-RPC asks.
+    Batch(Vec<Result<Message, Invalid>>),
+}
+
+// === impl Incoming ===
+
+impl Incoming {
+    /// Parses one line (without its newline). `Err` is invalid JSON (-32700).
+    pub fn parse(line: &[u8]) -> Result<Self, serde_json::Error> {
+        Ok(match serde_json::from_slice(line)? {
+            Value::Array(items) if !items.is_empty() => {
+                Self::Batch(items.into_iter().map(Message::from_value).collect())
+            }
+            Value::Array(_) => Self::Single(Err(Invalid {
+                id: None,
+                reason: "an empty batch",
+            })),
+            value => Self::Single(Message::from_value(value)),
+        })
+    }
+}
+
+// === impl Message ===
+
+impl Message {
+    /// Classifies a JSON value as a message. Checks `"jsonrpc": "2.0"`, the
+    /// id's type, the method's type and the shape of `params`.
+    pub fn from_value(value: Value) -> Result<Self, Invalid> {
+        let Value::Object(mut map) = value else {
+            return Err(Invalid {
+                id: None,
+                reason: "a message must be a JSON object",
+            });
+        };
+        let raw_id = map.remove("id");
+        let id = match &raw_id {
+            None | Some(Value::Null) => None,
+            Some(v) => Some(RequestId::from_value(v).ok_or(Invalid {
+                id: None,
+                reason: "id must be a string or a number",
+            })?),
+        };
+        let invalid = |reason| Invalid {
+            id: id.clone(),
+            reason,
+        };
+        match map.remove(JSONRPC) {
+            Some(Value::String(v)) if v == VERSION => {}
+            _ => return Err(invalid("\"jsonrpc\" must be \"2.0\"")),
+        }
+        if let Some(method) = map.remove("method") {
+            let Value::String(method) = method else {
+                return Err(invalid("method must be a string"));
+            };
+            let params = map.remove("params");
+            if matches!(params, Some(ref p) if !p.is_object() && !p.is_array()) {
+                return Err(invalid("params must be an object or an array"));
+            }
+            return match (raw_id, id.clone()) {
+                (None, _) => Ok(Self::Notification(Notification {
+                    method,
+                    params,
+                    extra: map,
+                })),
+                (Some(_), Some(id)) => Ok(Self::Request(Request {
+                    id,
+                    method,
+                    params,
+                    extra: map,
+                })),
+                (Some(_), None) => Err(invalid("a request id must not be null")),
+            };
+        }
+        match (map.remove("result"), map.remove("error")) {
+            (Some(result), None) => match id {
+                Some(id) => Ok(Self::Response(Response {
+                    id,
+                    result,
+                    extra: map,
+                })),
+                None => Err(invalid("a response needs the id of its request")),
+            },
+            (None, Some(error)) => match ErrorObject::from_value(error) {
+                Some(error) => Ok(Self::Error(ErrorResponse {
+                    id,
+                    error,
+                    extra: map,
+                })),
+                None => Err(invalid("error must have an integer code and a string message")),
+            },
+            (Some(_), Some(_)) => Err(invalid("a response has result or error, not both")),
+            (None, None) => Err(invalid("no method, result or error")),
+        }
+    }
+
+    pub fn request(id: impl Into<RequestId>, method: &str, params: Option<Value>) -> Self {
+        Self::Request(Request {
+            id: id.into(),
+            method: method.to_owned(),
+            params,
+            extra: Map::new(),
+        })
+    }
+
+    pub fn notification(method: &str, params: Option<Value>) -> Self {
+        Self::Notification(Notification {
+            method: method.to_owned(),
+            params,
+            extra: Map::new(),
+        })
+    }
+
+    pub fn response(id: RequestId, result: Value) -> Self {
+        Self::Response(Response {
+            id,
+            result,
+            extra: Map::new(),
+        })
+    }
+
+    pub fn error(id: Option<RequestId>, error: ErrorObject) -> Self {
+        Self::Error(ErrorResponse {
+            id,
+            error,
+            extra: Map::new(),
+        })
+    }
+
+    /// The method of a request or notification.
+    pub fn method(&self) -> Option<&str> {
+        match self {
+            Self::Request(r) => Some(&r.method),
+            Self::Notification(n) => Some(&n.method),
+            Self::Response(_) | Self::Error(_) => None,
+        }
+    }
+
+    /// The id of a request or response.
+    pub fn id(&self) -> Option<&RequestId> {
+        match self {
+            Self::Request(r) => Some(&r.id),
+            Self::Response(r) => Some(&r.id),
+            Self::Error(e) => e.id.as_ref(),
+            Self::Notification(_) => None,
+        }
+    }
+
+    /// `params` of a request or notification.
+    pub fn params(&self) -> Option<&Value> {
+        match self {
+            Self::Request(r) => r.params.as_ref(),
+            Self::Notification(n) => n.params.as_ref(),
+            Self::Response(_) | Self::Error(_) => None,
+        }
+    }
+
+    /// A word for logs and audit lines.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Request(_) => "request",
+            Self::Notification(_) => "notification",
+            Self::Response(_) => "response",
+            Self::Error(_) => "error",
+        }
+    }
+
+    /// Appends the message as one line of JSON (with its `\n`).
+    pub fn write_line(&self, out: &mut Vec<u8>) {
+        // Writing a Value-based message into a Vec cannot fail: no I/O, and
+        // every map key is a string.
+        serde_json::to_writer(&mut *out, self).expect("serializing to a Vec cannot fail");
+        out.push(b'\n');
+    }
+
+    pub fn to_value(&self) -> Value {
+        serde_json::to_value(self).expect("a message always serializes")
+    }
+}
+
+impl Serialize for Message {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let (extra, len) = match self {
+            Self::Request(r) => (&r.extra, 3 + usize::from(r.params.is_some())),
+            Self::Notification(n) => (&n.extra, 2 + usize::from(n.params.is_some())),
+            Self::Response(r) => (&r.extra, 3),
+            Self::Error(e) => (&e.extra, 3),
+        };
+        let mut map = s.serialize_map(Some(len + extra.len()))?;
+        map.serialize_entry(JSONRPC, VERSION)?;
+        match self {
+            Self::Request(r) => {
+                map.serialize_entry("id", &r.id)?;
+                map.serialize_entry("method", &r.method)?;
+                if let Some(p) = &r.params {
+                    map.serialize_entry("params", p)?;
+                }
+            }
+            Self::Notification(n) => {
+                map.serialize_entry("method", &n.method)?;
+                if let Some(p) = &n.params {
+                    map.serialize_entry("params", p)?;
+                }
+            }
+            Self::Response(r) => {
+                map.serialize_entry("id", &r.id)?;
+                map.serialize_entry("result", &r.result)?;
+            }
+            Self::Error(e) => {
+                map.serialize_entry("id", &e.id)?;
+                map.serialize_entry("error", &ErrorSer(&e.error))?;
+            }
+        }
+        for (k, v) in extra {
+            map.serialize_entry(k, v)?;
+        }
+        map.end()
+    }
+}
+
+/// Serializes an [`ErrorObject`] without building an intermediate `Value`.
+struct ErrorSer<'a>(&'a ErrorObject);
+
+impl Serialize for ErrorSer<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let e = self.0;
+        let len = 2 + usize::from(e.data.is_some()) + e.extra.len();
+        let mut map = s.serialize_map(Some(len))?;
+        map.serialize_entry("code", &e.code.0)?;
+        map.serialize_entry("message", &e.message)?;
+        if let Some(d) = &e.data {
+            map.serialize_entry("data", d)?;
+        }
+        for (k, v) in &e.extra {
+            map.serialize_entry(k, v)?;
+        }
+        map.end()
+    }
+}
+
+#[cfg(test)]
+mod tests;

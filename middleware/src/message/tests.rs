@@ -1,0 +1,119 @@
+use super::*;
+use serde_json::json;
+
+fn roundtrip(v: Value) -> Value {
+    let msg = Message::from_value(v).expect("valid message");
+    let mut line = Vec::new();
+    msg.write_line(&mut line);
+    assert_eq!(line.last(), Some(&b'\n'));
+    serde_json::from_slice(&line).expect("we write valid JSON")
+}
+
+#[test]
+fn request_roundtrips_with_unknown_fields_and_meta() {
+    let v = json!({"jsonrpc":"2.0","id":7,"method":"tools/call",
+        "params":{"name":"x","arguments":{"a":[1,2]},"_meta":{"progressToken":"p"}},
+        "futureField":{"deep":true}});
+    assert_eq!(roundtrip(v.clone()), v);
+}
+
+#[test]
+fn ids_are_echoed_exactly() {
+    for id in [
+        json!(9007199254740991u64),
+        json!(-1),
+        json!(0),
+        json!("ünïcødé 🦀"),
+        json!(""),
+        json!(18446744073709551615u64),
+    ] {
+        let v = json!({"jsonrpc":"2.0","id":id,"result":{}});
+        assert_eq!(roundtrip(v.clone()), v);
+    }
+}
+
+#[test]
+fn responses_and_errors_keep_everything() {
+    let ok = json!({"jsonrpc":"2.0","id":"a","result":{"content":[],"structuredContent":{"k":1},"isError":false}});
+    assert_eq!(roundtrip(ok.clone()), ok);
+    let err = json!({"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"bad","data":{"x":1},"odd":2}});
+    assert_eq!(roundtrip(err.clone()), err);
+}
+
+#[test]
+fn notification_has_no_id() {
+    let v = json!({"jsonrpc":"2.0","method":"notifications/initialized"});
+    let msg = Message::from_value(v.clone()).expect("valid");
+    assert!(matches!(msg, Message::Notification(_)));
+    assert_eq!(roundtrip(v.clone()), v);
+}
+
+#[test]
+fn invalid_shapes_are_rejected_with_their_id() {
+    let cases = [
+        (json!(5), None),
+        (json!({"id":1,"method":"ping"}), Some(RequestId::from(1))),
+        (json!({"jsonrpc":"1.0","id":"x","method":"ping"}), Some("x".into())),
+        (json!({"jsonrpc":"2.0","id":true,"method":"ping"}), None),
+        (json!({"jsonrpc":"2.0","id":null,"method":"ping"}), None),
+        (json!({"jsonrpc":"2.0","id":2,"method":7}), Some(2.into())),
+        (json!({"jsonrpc":"2.0","id":3,"method":"m","params":"s"}), Some(3.into())),
+        (json!({"jsonrpc":"2.0","id":4}), Some(4.into())),
+        (json!({"jsonrpc":"2.0","id":5,"result":1,"error":{"code":1,"message":"m"}}), Some(5.into())),
+        (json!({"jsonrpc":"2.0","result":1}), None),
+        (json!({"jsonrpc":"2.0","id":6,"error":{"code":"x","message":"m"}}), Some(6.into())),
+    ];
+    for (value, id) in cases {
+        let err = Message::from_value(value.clone()).expect_err(&value.to_string());
+        assert_eq!(err.id, id, "{value}");
+    }
+}
+
+#[test]
+fn params_may_be_an_array() {
+    let v = json!({"jsonrpc":"2.0","id":1,"method":"m","params":[1,2]});
+    assert_eq!(roundtrip(v.clone()), v);
+}
+
+#[test]
+fn parse_sorts_lines() {
+    assert!(Incoming::parse(b"{nope").is_err());
+    assert!(matches!(
+        Incoming::parse(b"[]"),
+        Ok(Incoming::Single(Err(_)))
+    ));
+    let Ok(Incoming::Batch(items)) = Incoming::parse(
+        br#"[{"jsonrpc":"2.0","id":1,"method":"ping"},5,{"jsonrpc":"2.0","method":"n"}]"#,
+    ) else {
+        panic!("expected a batch");
+    };
+    assert!(items[0].is_ok() && items[1].is_err() && items[2].is_ok());
+}
+
+#[test]
+fn duplicate_keys_keep_the_last_and_we_forward_what_we_parsed() {
+    let Ok(Incoming::Single(Ok(msg))) = Incoming::parse(
+        br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"safe","name":"evil"}}"#,
+    ) else {
+        panic!("expected a request");
+    };
+    let name = msg.params().and_then(|p| p.get("name")).cloned();
+    assert_eq!(name, Some(json!("evil")));
+    let mut out = Vec::new();
+    msg.write_line(&mut out);
+    let text = String::from_utf8(out).expect("utf-8");
+    assert_eq!(text.matches("\"name\"").count(), 1, "{text}");
+}
+
+#[test]
+fn deep_nesting_is_an_error_not_a_crash() {
+    let deep = "[".repeat(100_000);
+    assert!(Incoming::parse(deep.as_bytes()).is_err());
+}
+
+#[test]
+fn refusal_names_mcp_chain_and_layer() {
+    let e = ErrorObject::refusal(ErrorCode::RATE_LIMITED, "rate_limit", "limited", "too many calls");
+    assert!(e.message.starts_with("mcp-chain rate_limit:"));
+    assert_eq!(e.data, Some(json!({"layer":"rate_limit","reason":"limited"})));
+}
