@@ -1,1 +1,10 @@
-fn main() {}
+//! The `mcp-chain` binary: a thin shell over the library.
+
+use clap::Parser;
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let cli = mcp_chain::cli::Cli::parse();
+    mcp_chain::logging::init(cli.log_level.as_deref());
+    mcp_chain::main(cli)
+}

@@ -24,10 +24,21 @@
 //!   error codes, method names.
 //! - [`envelope`]: `Envelope`, `Direction`, the delivery signal.
 //! - [`log`]: a pass-through layer that traces every message.
+//! - [`pattern`]: globs and `re:` regexes, allow/deny lists.
+//! - [`target`]: the tool, resource or prompt a request is about.
+//! - [`filter`]: allow/deny lists; what is denied looks missing.
+//! - [`timeout`]: a deadline per request; -32001 to the client, a
+//!   cancellation to the server.
+//! - [`units`]: durations (`"2s"`) and rates (`"5/s"`) as written in configs.
 
 pub mod envelope;
+pub mod filter;
 pub mod log;
 pub mod message;
+pub mod pattern;
+pub mod target;
+pub mod timeout;
+pub mod units;
 
 pub use envelope::{Delivered, DeliveryTicket, Direction, Envelope};
 pub use message::{ErrorCode, ErrorObject, Message, RequestId};

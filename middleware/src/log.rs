@@ -164,7 +164,10 @@ mod tests {
             .oneshot(Envelope::new(Direction::ToServer, req))
             .await
             .expect("inner answers");
-        assert_eq!(answer, Some(Message::response(1.into(), json!({"ok":true}))));
+        assert_eq!(
+            answer,
+            Some(Message::response(1.into(), json!({"ok":true})))
+        );
     }
 
     #[test]

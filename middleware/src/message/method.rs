@@ -28,3 +28,7 @@ pub const NOTIFICATION_TOOLS_LIST_CHANGED: &str = "notifications/tools/list_chan
 pub const NOTIFICATION_RESOURCES_LIST_CHANGED: &str = "notifications/resources/list_changed";
 pub const NOTIFICATION_PROMPTS_LIST_CHANGED: &str = "notifications/prompts/list_changed";
 pub const NOTIFICATION_RESOURCES_UPDATED: &str = "notifications/resources/updated";
+
+/// Fetches the result of a task-augmented request (2025-11-25): for a
+/// `tools/call` run as a task, this carries the tool's result.
+pub const TASKS_RESULT: &str = "tasks/result";

@@ -166,7 +166,9 @@ impl Message {
                     error,
                     extra: map,
                 })),
-                None => Err(invalid("error must have an integer code and a string message")),
+                None => Err(invalid(
+                    "error must have an integer code and a string message",
+                )),
             },
             (Some(_), Some(_)) => Err(invalid("a response has result or error, not both")),
             (None, None) => Err(invalid("no method, result or error")),

@@ -53,15 +53,27 @@ fn invalid_shapes_are_rejected_with_their_id() {
     let cases = [
         (json!(5), None),
         (json!({"id":1,"method":"ping"}), Some(RequestId::from(1))),
-        (json!({"jsonrpc":"1.0","id":"x","method":"ping"}), Some("x".into())),
+        (
+            json!({"jsonrpc":"1.0","id":"x","method":"ping"}),
+            Some("x".into()),
+        ),
         (json!({"jsonrpc":"2.0","id":true,"method":"ping"}), None),
         (json!({"jsonrpc":"2.0","id":null,"method":"ping"}), None),
         (json!({"jsonrpc":"2.0","id":2,"method":7}), Some(2.into())),
-        (json!({"jsonrpc":"2.0","id":3,"method":"m","params":"s"}), Some(3.into())),
+        (
+            json!({"jsonrpc":"2.0","id":3,"method":"m","params":"s"}),
+            Some(3.into()),
+        ),
         (json!({"jsonrpc":"2.0","id":4}), Some(4.into())),
-        (json!({"jsonrpc":"2.0","id":5,"result":1,"error":{"code":1,"message":"m"}}), Some(5.into())),
+        (
+            json!({"jsonrpc":"2.0","id":5,"result":1,"error":{"code":1,"message":"m"}}),
+            Some(5.into()),
+        ),
         (json!({"jsonrpc":"2.0","result":1}), None),
-        (json!({"jsonrpc":"2.0","id":6,"error":{"code":"x","message":"m"}}), Some(6.into())),
+        (
+            json!({"jsonrpc":"2.0","id":6,"error":{"code":"x","message":"m"}}),
+            Some(6.into()),
+        ),
     ];
     for (value, id) in cases {
         let err = Message::from_value(value.clone()).expect_err(&value.to_string());
@@ -113,7 +125,15 @@ fn deep_nesting_is_an_error_not_a_crash() {
 
 #[test]
 fn refusal_names_mcp_chain_and_layer() {
-    let e = ErrorObject::refusal(ErrorCode::RATE_LIMITED, "rate_limit", "limited", "too many calls");
+    let e = ErrorObject::refusal(
+        ErrorCode::RATE_LIMITED,
+        "rate_limit",
+        "limited",
+        "too many calls",
+    );
     assert!(e.message.starts_with("mcp-chain rate_limit:"));
-    assert_eq!(e.data, Some(json!({"layer":"rate_limit","reason":"limited"})));
+    assert_eq!(
+        e.data,
+        Some(json!({"layer":"rate_limit","reason":"limited"}))
+    );
 }

@@ -93,7 +93,11 @@ pub(crate) fn read_messages(
         }
         match serde_json::from_slice::<Value>(&buf) {
             Ok(msg) => on_message(msg)?,
-            Err(e) => out.send(&error(Value::Null, PARSE_ERROR, format!("Parse error: {e}")))?,
+            Err(e) => out.send(&error(
+                Value::Null,
+                PARSE_ERROR,
+                format!("Parse error: {e}"),
+            ))?,
         }
     }
 }
@@ -104,17 +108,26 @@ pub(crate) fn classify(msg: Value) -> Result<Incoming, Value> {
     let Value::Object(mut obj) = msg else {
         return Err(error(Value::Null, INVALID_REQUEST, "Invalid Request"));
     };
-    let id = obj.remove("id");
-    let params = obj.remove("params").unwrap_or(Value::Null);
-    match (obj.remove("method"), id) {
-        (Some(Value::String(method)), Some(id)) => Ok(Incoming::Request { id, method, params }),
-        (Some(Value::String(method)), None) => Ok(Incoming::Notification { method, params }),
-        (None, Some(id)) if obj.contains_key("result") || obj.contains_key("error") => {
-            obj.insert("id".into(), id);
+    if obj.contains_key("method") {
+        let id = obj.remove("id");
+        let params = obj.remove("params").unwrap_or(Value::Null);
+        return match (obj.remove("method"), id) {
+            (Some(Value::String(method)), Some(id)) => Ok(Incoming::Request { id, method, params }),
+            (Some(Value::String(method)), None) => Ok(Incoming::Notification { method, params }),
+            (_, id) => Err(error(
+                id.unwrap_or(Value::Null),
+                INVALID_REQUEST,
+                "Invalid Request",
+            )),
+        };
+    }
+    // A response is passed on untouched, key order included.
+    match obj.get("id") {
+        Some(_) if obj.contains_key("result") || obj.contains_key("error") => {
             Ok(Incoming::Response(Value::Object(obj)))
         }
-        (_, id) => Err(error(
-            id.unwrap_or(Value::Null),
+        id => Err(error(
+            id.cloned().unwrap_or(Value::Null),
             INVALID_REQUEST,
             "Invalid Request",
         )),
@@ -137,4 +150,3 @@ pub(crate) fn notification(method: &str, params: Value) -> Value {
 pub(crate) fn text_result(text: impl Into<String>) -> Value {
     json!({"content": [{"type": "text", "text": text.into()}]})
 }
-

@@ -1,0 +1,131 @@
+//! [`Filter`]: judges each message in `call`, answers or drops what is
+//! denied, and prunes hidden items from list results on the way back.
+
+use super::policy::{denial, Listing, Policy};
+use crate::target::Target;
+use crate::{BoxError, Direction, Envelope, Message, ResponseFuture};
+use std::future::ready;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use tower::Service;
+
+/// Hides the tools, resources, templates, prompts and methods its policy
+/// denies. See the [module docs](super) for what that means per message.
+#[derive(Debug, Clone)]
+pub struct Filter<S> {
+    inner: S,
+    policy: Arc<Policy>,
+}
+
+/// What `call` decided for one message.
+#[derive(Debug)]
+enum Verdict {
+    /// Not this filter's business: forward untouched.
+    Pass,
+    /// Forward, then remove hidden items from the list result.
+    Prune(Listing),
+    /// Answer the request here; the inner service never sees it.
+    Answer(Message),
+    /// A denied notification: it goes nowhere and gets no answer.
+    Drop,
+}
+
+// === impl Filter ===
+
+impl<S> Filter<S> {
+    pub(super) fn new(inner: S, policy: Arc<Policy>) -> Self {
+        Self { inner, policy }
+    }
+
+    pub fn get_ref(&self) -> &S {
+        &self.inner
+    }
+
+    pub fn get_mut(&mut self) -> &mut S {
+        &mut self.inner
+    }
+
+    pub fn into_inner(self) -> S {
+        self.inner
+    }
+
+    fn judge(&self, direction: Direction, msg: &Message) -> Verdict {
+        let policy = &self.policy;
+        match msg {
+            Message::Request(req) => {
+                if !policy.allows_method(&req.method) {
+                    return Verdict::Answer(denial(req.id.clone(), &req.method, None));
+                }
+                if direction == Direction::ToClient {
+                    // Server→client requests name no tool or prompt; only
+                    // the method list applies to them.
+                    return Verdict::Pass;
+                }
+                if let Some(target) = Target::of(&req.method, req.params.as_ref()) {
+                    if !policy.allows(target) {
+                        return Verdict::Answer(denial(req.id.clone(), &req.method, Some(target)));
+                    }
+                }
+                match Listing::of(&req.method) {
+                    Some(listing) if policy.prunes(listing) => Verdict::Prune(listing),
+                    _ => Verdict::Pass,
+                }
+            }
+            Message::Notification(note) => {
+                if !policy.allows_method(&note.method) {
+                    return Verdict::Drop;
+                }
+                // `notifications/resources/updated` for a hidden resource
+                // would reveal that it exists.
+                match Target::of(&note.method, note.params.as_ref()) {
+                    Some(target) if !policy.allows(target) => Verdict::Drop,
+                    _ => Verdict::Pass,
+                }
+            }
+            Message::Response(_) | Message::Error(_) => Verdict::Pass,
+        }
+    }
+}
+
+impl<S> Service<Envelope> for Filter<S>
+where
+    S: Service<Envelope, Response = Option<Message>, Error = BoxError>,
+    S::Future: Send + 'static,
+{
+    type Response = Option<Message>;
+    type Error = BoxError;
+    type Future = ResponseFuture;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, env: Envelope) -> ResponseFuture {
+        // Judged and forwarded here, before the future is returned, so
+        // messages leave in the order they arrived (DESIGN.md, invariant 1).
+        match self.judge(env.direction, &env.message) {
+            Verdict::Pass => Box::pin(self.inner.call(env)),
+            Verdict::Prune(listing) => {
+                let policy = self.policy.clone();
+                let answer = self.inner.call(env);
+                Box::pin(async move {
+                    let mut answer = answer.await?;
+                    if let Some(Message::Response(resp)) = &mut answer {
+                        policy.prune(listing, &mut resp.result);
+                    }
+                    Ok(answer)
+                })
+            }
+            Verdict::Answer(msg) => {
+                tracing::debug!(layer = "filter", direction = %env.direction,
+                    method = env.message.method().unwrap_or(""), "denied request");
+                Box::pin(ready(Ok(Some(msg))))
+            }
+            Verdict::Drop => {
+                tracing::debug!(layer = "filter", direction = %env.direction,
+                    method = env.message.method().unwrap_or(""), "dropped notification");
+                Box::pin(ready(Ok(None)))
+            }
+        }
+    }
+}

@@ -1,0 +1,121 @@
+//! `[[middleware]] type = "timeout"` as written in the TOML, and its checks.
+
+use super::layer::{Deadline, Rules, TimeoutLayer};
+use crate::pattern::Pattern;
+use crate::units::parse_duration;
+use serde::de::{Deserializer, MapAccess, Visitor};
+use serde::Deserialize;
+use std::fmt;
+use std::time::Duration;
+
+/// The word that turns a deadline off for the tools or methods it names.
+const NO_DEADLINE: &str = "none";
+
+/// The timeout layer's settings, as written.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TimeoutConfig {
+    /// Deadline for every client request no `tools` or `methods` entry names.
+    #[serde(default)]
+    pub default: Option<String>,
+    /// Tool-name pattern → deadline for `tools/call`, first match wins.
+    #[serde(default)]
+    pub tools: OrderedMap,
+    /// Method pattern → deadline, first match wins; checked after `tools`.
+    #[serde(default)]
+    pub methods: OrderedMap,
+    /// Each `notifications/progress` for the request starts its deadline over.
+    #[serde(default)]
+    pub reset_on_progress: bool,
+    /// With `reset_on_progress`, the most a request may run however much
+    /// progress it reports.
+    #[serde(default)]
+    pub max_total: Option<String>,
+}
+
+/// A TOML table kept in the order it was written, so "first match wins"
+/// means what the user sees in the file.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OrderedMap(pub Vec<(String, String)>);
+
+impl<'de> Deserialize<'de> for OrderedMap {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Entries;
+        impl<'de> Visitor<'de> for Entries {
+            type Value = OrderedMap;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a table of pattern = \"duration\"")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<OrderedMap, A::Error> {
+                let mut entries = Vec::new();
+                while let Some(entry) = map.next_entry::<String, String>()? {
+                    entries.push(entry);
+                }
+                Ok(OrderedMap(entries))
+            }
+        }
+        d.deserialize_map(Entries)
+    }
+}
+
+// === impl TimeoutConfig ===
+
+impl TimeoutConfig {
+    /// Checks every value and compiles every pattern. Errors name the key:
+    /// `tools."slow_*": bad duration ...`.
+    pub fn validate(&self) -> Result<TimeoutLayer, String> {
+        let default = match &self.default {
+            Some(text) => deadline(text).map_err(|e| format!("default: {e}"))?,
+            None => None,
+        };
+        let tools = patterns(&self.tools, "tools")?;
+        let methods = patterns(&self.methods, "methods")?;
+        if default.is_none() && tools.iter().chain(&methods).all(|(_, d)| d.is_none()) {
+            return Err(
+                "nothing to time out: set default, or a deadline under tools or methods".into(),
+            );
+        }
+        let max_total = match &self.max_total {
+            Some(_) if !self.reset_on_progress => {
+                return Err("max_total: only used with reset_on_progress = true".into())
+            }
+            Some(text) => Some(positive(text).map_err(|e| format!("max_total: {e}"))?),
+            None => None,
+        };
+        Ok(TimeoutLayer::new(Rules {
+            default,
+            tools,
+            methods,
+            reset_on_progress: self.reset_on_progress,
+            max_total,
+        }))
+    }
+}
+
+fn patterns(map: &OrderedMap, key: &str) -> Result<Vec<(Pattern, Deadline)>, String> {
+    map.0
+        .iter()
+        .map(|(pattern, text)| {
+            let at = |e: String| format!("{key}.{pattern:?}: {e}");
+            Ok((
+                Pattern::new(pattern).map_err(at)?,
+                deadline(text).map_err(at)?,
+            ))
+        })
+        .collect()
+}
+
+/// A positive duration, or `"none"` for no deadline.
+fn deadline(text: &str) -> Result<Deadline, String> {
+    if text.trim() == NO_DEADLINE {
+        return Ok(None);
+    }
+    positive(text).map(Some)
+}
+
+fn positive(text: &str) -> Result<Duration, String> {
+    match parse_duration(text)? {
+        d if d.is_zero() => Err(format!("{text:?} is zero; a deadline must be positive")),
+        d => Ok(d),
+    }
+}

@@ -1,0 +1,63 @@
+//! The command line.
+
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+
+/// mcp-chain: an MCP middleware proxy.
+///
+/// Speaks MCP on stdin/stdout, starts the real server as a child process and
+/// passes every message, both ways, through the layers of a TOML config
+/// (filter, rewrite, audit, rate limit, timeout, log).
+///
+/// Examples:
+///   mcp-chain -- npx -y @modelcontextprotocol/server-everything
+///   mcp-chain --config fs.toml
+///   mcp-chain --config fs.toml -- uvx mcp-server-time
+///   mcp-chain check --config fs.toml
+#[derive(Debug, Parser)]
+#[command(name = "mcp-chain", version, verbatim_doc_comment)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+
+    /// TOML file with [upstream], [proxy] and [[middleware]] tables.
+    #[arg(
+        long,
+        short = 'c',
+        value_name = "FILE",
+        env = "MCP_CHAIN_CONFIG",
+        global = true
+    )]
+    pub config: Option<PathBuf>,
+
+    /// Log level for mcp-chain's own logs on stderr (error, warn, info,
+    /// debug, trace, or a tracing filter such as "mcp_chain=debug");
+    /// RUST_LOG is used when this is not given. Default: warn.
+    #[arg(long, value_name = "LEVEL", global = true)]
+    pub log_level: Option<String>,
+
+    /// Largest message accepted on either pipe, in bytes; a longer line is
+    /// answered with an error and skipped. Overrides proxy.max_message_bytes.
+    #[arg(long, value_name = "BYTES")]
+    pub max_message_bytes: Option<u64>,
+
+    /// At shutdown, how long to wait for owed answers and then for the server
+    /// to exit before it is terminated ("250ms", "5s"). Overrides
+    /// proxy.shutdown_grace.
+    #[arg(long, value_name = "DURATION")]
+    pub shutdown_grace: Option<String>,
+
+    /// The server to run, after `--`; replaces the config's [upstream].
+    #[arg(last = true, value_name = "SERVER_COMMAND")]
+    pub server: Vec<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Validate the config, print the effective chain, exit 0 (valid) or 1.
+    Check {
+        /// A server command to check instead of [upstream], after `--`.
+        #[arg(last = true, value_name = "SERVER_COMMAND")]
+        server: Vec<String>,
+    },
+}

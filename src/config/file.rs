@@ -1,0 +1,53 @@
+//! The TOML file as written: a serde mirror, checked for unknown keys.
+//! Meaning is given to it in `validate.rs`.
+
+use mcp_chain_middleware::log::LogConfig;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ConfigFile {
+    pub(crate) upstream: Option<UpstreamFile>,
+    #[serde(default)]
+    pub(crate) proxy: ProxyFile,
+    #[serde(default)]
+    pub(crate) middleware: Vec<toml::Spanned<MiddlewareFile>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct UpstreamFile {
+    pub(crate) command: String,
+    #[serde(default)]
+    pub(crate) args: Vec<String>,
+    #[serde(default)]
+    pub(crate) env: BTreeMap<String, String>,
+    pub(crate) cwd: Option<String>,
+}
+
+/// Settings of the relay itself.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ProxyFile {
+    /// Largest message accepted on either pipe, in bytes.
+    pub(crate) max_message_bytes: Option<u64>,
+    /// How long to wait at shutdown for answers still owed, then for the
+    /// server to exit ("250ms", "5s").
+    pub(crate) shutdown_grace: Option<String>,
+}
+
+/// One `[[middleware]]` table; `type` picks the layer.
+#[derive(Debug, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub(crate) enum MiddlewareFile {
+    Log(LogConfig),
+}
+
+impl MiddlewareFile {
+    pub(crate) fn type_name(&self) -> &'static str {
+        match self {
+            Self::Log(_) => "log",
+        }
+    }
+}

@@ -1,0 +1,111 @@
+//! Loading the TOML configuration: read, expand `${VAR}`, parse (unknown
+//! keys are errors), validate, and report every problem as
+//! `file:line:col: message`.
+
+mod error;
+mod expand;
+mod file;
+mod validate;
+
+pub use error::ConfigError;
+pub(crate) use validate::{parse_duration, DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_SHUTDOWN_GRACE};
+
+use crate::chain::AnyLayer;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// A checked configuration.
+#[derive(Debug)]
+pub struct Config {
+    /// From `[upstream]`; the command line after `--` replaces it.
+    pub upstream: Option<UpstreamConfig>,
+    pub max_message_bytes: usize,
+    pub shutdown_grace: Duration,
+    /// The layers, in file order: the first is outermost.
+    pub(crate) chain: Vec<AnyLayer>,
+    /// The file this came from, for messages.
+    pub path: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone)]
+pub struct UpstreamConfig {
+    pub command: String,
+    pub args: Vec<String>,
+    pub env: BTreeMap<String, String>,
+    pub cwd: Option<PathBuf>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            upstream: None,
+            max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
+            shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
+            chain: Vec::new(),
+            path: None,
+        }
+    }
+}
+
+impl Config {
+    /// Reads and checks a config file, expanding `${VAR}` from our environment.
+    pub fn load(path: &Path) -> Result<Self, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        let mut config = Self::from_toml_str(&text, &path.display().to_string(), |name| {
+            std::env::var(name).ok()
+        })?;
+        config.path = Some(path.to_owned());
+        Ok(config)
+    }
+
+    /// Checks config text; `origin` names it in messages, `env` answers `${VAR}`.
+    pub fn from_toml_str(
+        text: &str,
+        origin: &str,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Result<Self, ConfigError> {
+        let at = |offset: Option<usize>, text: &str, message: &str| match offset {
+            Some(offset) => {
+                let (line, col) = line_col(text, offset);
+                format!("{origin}:{line}:{col}: {message}")
+            }
+            None => format!("{origin}: {message}"),
+        };
+        let expanded = expand::expand(text, env).map_err(|errors| ConfigError::Invalid {
+            problems: errors
+                .iter()
+                .map(|(offset, message)| at(Some(*offset), text, message))
+                .collect(),
+        })?;
+        let file: file::ConfigFile =
+            toml::from_str(&expanded).map_err(|e| ConfigError::Invalid {
+                problems: vec![at(e.span().map(|s| s.start), &expanded, e.message())],
+            })?;
+        validate::validate(file).map_err(|problems| ConfigError::Invalid {
+            problems: problems
+                .iter()
+                .map(|(offset, message)| at(*offset, &expanded, message))
+                .collect(),
+        })
+    }
+
+    /// Names of the layers, outermost first.
+    pub fn layer_names(&self) -> Vec<&'static str> {
+        self.chain.iter().map(AnyLayer::name).collect()
+    }
+}
+
+/// 1-based line and column (in characters) of a byte offset.
+fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let before = text.get(..offset).unwrap_or(text);
+    let line = before.matches('\n').count() + 1;
+    let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, col)
+}
+
+#[cfg(test)]
+mod tests;

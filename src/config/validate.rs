@@ -1,0 +1,108 @@
+//! From the file as written to a checked [`Config`]: layers built, limits
+//! checked, every problem reported with its place.
+
+use super::file::{ConfigFile, MiddlewareFile, UpstreamFile};
+use super::{Config, UpstreamConfig};
+use crate::chain::AnyLayer;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Default cap on one message: large enough for any real tool result
+/// (tens of MB pass), small enough that a runaway line cannot eat memory.
+pub(crate) const DEFAULT_MAX_MESSAGE_BYTES: usize = 64 * 1024 * 1024;
+
+/// Smallest cap we accept: an initialize request must fit.
+const MIN_MAX_MESSAGE_BYTES: u64 = 4 * 1024;
+
+/// Default time to finish owed answers at shutdown, and then for the
+/// server to exit after its stdin closed, before it is terminated.
+pub(crate) const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
+/// A problem found while validating: where (a byte offset into the
+/// file, when known) and what.
+pub(super) type Problem = (Option<usize>, String);
+
+pub(super) fn validate(file: ConfigFile) -> Result<Config, Vec<Problem>> {
+    let mut problems = Vec::new();
+    let upstream = file.upstream.map(upstream);
+
+    let max_message_bytes = match file.proxy.max_message_bytes {
+        None => DEFAULT_MAX_MESSAGE_BYTES,
+        Some(n) if n < MIN_MAX_MESSAGE_BYTES => {
+            problems.push((
+                None,
+                format!(
+                    "proxy.max_message_bytes: {n} is too small; at least {MIN_MAX_MESSAGE_BYTES}"
+                ),
+            ));
+            DEFAULT_MAX_MESSAGE_BYTES
+        }
+        Some(n) => usize::try_from(n).unwrap_or(usize::MAX),
+    };
+    let shutdown_grace = match file.proxy.shutdown_grace.as_deref().map(parse_duration) {
+        None => DEFAULT_SHUTDOWN_GRACE,
+        Some(Ok(d)) => d,
+        Some(Err(e)) => {
+            problems.push((None, format!("proxy.shutdown_grace: {e}")));
+            DEFAULT_SHUTDOWN_GRACE
+        }
+    };
+
+    let mut chain = Vec::with_capacity(file.middleware.len());
+    for (index, entry) in file.middleware.into_iter().enumerate() {
+        let offset = entry.span().start;
+        let entry = entry.into_inner();
+        let name = entry.type_name();
+        match layer(entry) {
+            Ok(layer) => chain.push(layer),
+            Err(e) => problems.push((Some(offset), format!("middleware[{index}] ({name}): {e}"))),
+        }
+    }
+
+    if problems.is_empty() {
+        Ok(Config {
+            upstream,
+            max_message_bytes,
+            shutdown_grace,
+            chain,
+            path: None,
+        })
+    } else {
+        Err(problems)
+    }
+}
+
+fn upstream(file: UpstreamFile) -> UpstreamConfig {
+    UpstreamConfig {
+        command: file.command,
+        args: file.args,
+        env: file.env,
+        cwd: file.cwd.map(PathBuf::from),
+    }
+}
+
+fn layer(entry: MiddlewareFile) -> Result<AnyLayer, String> {
+    Ok(match entry {
+        MiddlewareFile::Log(cfg) => AnyLayer::Log(cfg.validate()?),
+    })
+}
+
+/// "250ms", "2s", "5m", "1h".
+pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit() && c != '.')
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let number: f64 = number
+        .parse()
+        .map_err(|_| format!("{text:?} is not a duration like \"250ms\", \"2s\" or \"5m\""))?;
+    let seconds = match unit.trim() {
+        "ms" => number / 1000.0,
+        "s" => number,
+        "m" | "min" => number * 60.0,
+        "h" => number * 3600.0,
+        _ => return Err(format!("{text:?}: unit must be ms, s, m or h")),
+    };
+    Duration::try_from_secs_f64(seconds).map_err(|e| format!("{text:?}: {e}"))
+}

@@ -1,0 +1,249 @@
+//! The innermost service of each chain: hands a message to one peer's writer
+//! and matches that peer's answers to the requests it was sent.
+//!
+//! The same type serves both directions. For the client's requests it is the
+//! upstream connector (writing to the child's stdin); for the server's
+//! requests it is the downstream connector (writing to our stdout).
+//!
+//! Each connector numbers the requests it sends with its own `u64` ids and
+//! maps the answers back (DESIGN.md, invariant 3): the peer never sees the
+//! ids of the other side, two sides may use the same ids, and mcp-chain may
+//! send requests of its own without colliding. `notifications/cancelled`
+//! is translated the same way; one for a request no longer in flight is
+//! dropped, because its id could now name a different request.
+
+use crate::front::writer::Outgoing;
+use mcp_chain_middleware::message::{method, Message, Notification, Request};
+use mcp_chain_middleware::{
+    BoxError, Delivered, Envelope, ErrorCode, ErrorObject, RequestId, ResponseFuture,
+};
+use serde_json::Value;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll};
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::PollSender;
+use tower::Service;
+
+/// Sends messages to one peer and waits for its answers.
+#[derive(Debug, Clone)]
+pub(crate) struct Connector {
+    /// To the writer task of the peer. A slot is reserved in `poll_ready`,
+    /// so a peer that stops reading pushes back on whoever calls us.
+    tx: PollSender<Outgoing>,
+    pending: Arc<Mutex<Pending>>,
+    /// Who the peer is, for errors and logs ("server", "client").
+    peer: &'static str,
+}
+
+#[derive(Debug, Default)]
+struct Pending {
+    next_id: u64,
+    by_local: HashMap<u64, Entry>,
+    by_origin: HashMap<RequestId, u64>,
+    /// Set once the peer is gone: new requests are answered at once.
+    closed: Option<String>,
+}
+
+#[derive(Debug)]
+struct Entry {
+    origin: RequestId,
+    answer: oneshot::Sender<Answer>,
+    delivered: Option<Delivered>,
+}
+
+#[derive(Debug)]
+enum Answer {
+    Message(Message),
+    /// The request was cancelled by its sender: it gets no answer.
+    Cancelled,
+}
+
+// === impl Connector ===
+
+impl Connector {
+    pub(crate) fn new(tx: mpsc::Sender<Outgoing>, peer: &'static str) -> Self {
+        Self {
+            tx: PollSender::new(tx),
+            pending: Arc::default(),
+            peer,
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Pending> {
+        // A panic while holding this lock is a bug we cannot recover from
+        // anyway; keep serving with whatever state is there.
+        self.pending.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Routes an answer the peer sent. Returns the signal to wait on before
+    /// reading the peer's next message, so the answer cannot be overtaken.
+    pub(crate) fn resolve(&self, mut msg: Message) -> Option<Delivered> {
+        let local = msg.id().and_then(RequestId::as_u64);
+        let entry = {
+            let mut pending = self.lock();
+            let entry = local.and_then(|id| pending.by_local.remove(&id));
+            if let Some(entry) = &entry {
+                pending.by_origin.remove(&entry.origin);
+            }
+            entry
+        };
+        let Some(mut entry) = entry else {
+            tracing::warn!(peer = self.peer, id = ?msg.id(), "dropping an answer to no request in flight");
+            return None;
+        };
+        set_id(&mut msg, entry.origin);
+        let delivered = entry.delivered.take();
+        // The receiver is gone only if the request's task was dropped.
+        let _ = entry.answer.send(Answer::Message(msg));
+        delivered
+    }
+
+    /// The peer is gone: answer every request in flight now, and every later
+    /// one at once.
+    pub(crate) fn close(&self, reason: &str) {
+        let entries: Vec<Entry> = {
+            let mut pending = self.lock();
+            pending.closed = Some(reason.to_owned());
+            pending.by_origin.clear();
+            pending.by_local.drain().map(|(_, e)| e).collect()
+        };
+        for entry in entries {
+            let error = closed_error(self.peer, reason);
+            let _ = entry
+                .answer
+                .send(Answer::Message(Message::error(Some(entry.origin), error)));
+        }
+    }
+
+    /// How many requests are waiting for the peer.
+    pub(crate) fn in_flight(&self) -> usize {
+        self.lock().by_local.len()
+    }
+
+    fn send(&mut self, msg: Message) -> Result<(), BoxError> {
+        self.tx
+            .send_item(Outgoing::One(msg))
+            .map_err(|_| format!("the {} is gone", self.peer).into())
+    }
+
+    fn call_request(&mut self, mut req: Request, delivered: Option<Delivered>) -> ResponseFuture {
+        let (tx, rx) = oneshot::channel();
+        let origin = {
+            let mut pending = self.lock();
+            if let Some(reason) = pending.closed.clone() {
+                drop(pending);
+                let error = closed_error(self.peer, &reason);
+                return Box::pin(async move { Ok(Some(Message::error(Some(req.id), error))) });
+            }
+            pending.next_id += 1;
+            let local = pending.next_id;
+            let origin = std::mem::replace(&mut req.id, local.into());
+            pending.by_origin.insert(origin.clone(), local);
+            pending.by_local.insert(
+                local,
+                Entry {
+                    origin: origin.clone(),
+                    answer: tx,
+                    delivered,
+                },
+            );
+            origin
+        };
+        if let Err(e) = self.send(Message::Request(req)) {
+            self.close(&e.to_string());
+        }
+        let peer = self.peer;
+        Box::pin(async move {
+            match rx.await {
+                Ok(Answer::Message(msg)) => Ok(Some(msg)),
+                Ok(Answer::Cancelled) => Ok(None),
+                Err(_) => Ok(Some(Message::error(
+                    Some(origin),
+                    closed_error(peer, "the connection closed"),
+                ))),
+            }
+        })
+    }
+
+    /// Rewrites a cancellation's `requestId` into the id the peer knows, and
+    /// settles the request as cancelled. `None`: nothing to cancel.
+    fn translate_cancel(&self, mut note: Notification) -> Option<Notification> {
+        let origin = note
+            .params
+            .as_ref()
+            .and_then(|p| p.get("requestId"))
+            .and_then(RequestId::from_value)?;
+        let entry = {
+            let mut pending = self.lock();
+            let local = pending.by_origin.remove(&origin)?;
+            pending.by_local.remove(&local).map(|e| (local, e))
+        };
+        let (local, entry) = entry?;
+        let _ = entry.answer.send(Answer::Cancelled);
+        if let Some(Value::Object(params)) = note.params.as_mut() {
+            params.insert("requestId".into(), local.into());
+        }
+        Some(note)
+    }
+}
+
+fn closed_error(peer: &str, reason: &str) -> ErrorObject {
+    ErrorObject::new(
+        ErrorCode::CONNECTION_CLOSED,
+        format!("mcp-chain: connection closed: {reason}"),
+    )
+    .with_data(
+        serde_json::json!({ "layer": "upstream", "reason": "connection_closed", "peer": peer }),
+    )
+}
+
+fn set_id(msg: &mut Message, id: RequestId) {
+    match msg {
+        Message::Response(r) => r.id = id,
+        Message::Error(e) => e.id = Some(id),
+        Message::Request(r) => r.id = id,
+        Message::Notification(_) => {}
+    }
+}
+
+impl Service<Envelope> for Connector {
+    type Response = Option<Message>;
+    type Error = BoxError;
+    type Future = ResponseFuture;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        // A closed writer is not an error here: requests are then answered
+        // with "connection closed", which `call` does.
+        match self.tx.poll_reserve(cx) {
+            Poll::Pending => Poll::Pending,
+            Poll::Ready(_) => Poll::Ready(Ok(())),
+        }
+    }
+
+    fn call(&mut self, env: Envelope) -> ResponseFuture {
+        match env.message {
+            Message::Request(req) => self.call_request(req, env.delivered),
+            Message::Notification(note) => {
+                let note = if note.method == method::NOTIFICATION_CANCELLED {
+                    self.translate_cancel(note)
+                } else {
+                    Some(note)
+                };
+                if let Some(note) = note {
+                    // A notification to a peer that is gone is dropped: there
+                    // is no one to tell.
+                    let _ = self.send(Message::Notification(note));
+                }
+                Box::pin(async { Ok(None) })
+            }
+            other => {
+                let kind = other.kind();
+                Box::pin(async move { Err(format!("a {kind} cannot be sent down a chain").into()) })
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

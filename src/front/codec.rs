@@ -1,0 +1,185 @@
+//! Newline-delimited JSON framing, shared by both pipes (client and server).
+//!
+//! One message per line; `\r\n` is tolerated; blank lines are skipped. A line
+//! longer than the cap is never buffered whole: once the cap is passed the
+//! reader discards bytes up to the next newline and reports the line's size,
+//! so a 100 MB line costs at most the cap in memory and gets one error.
+
+use tokio::io::{AsyncRead, AsyncReadExt};
+
+/// How much the reader asks the OS for at a time.
+const READ_CHUNK_BYTES: usize = 64 * 1024;
+
+/// After a big message the buffer is shrunk back to this, so one 10 MB
+/// result does not pin 10 MB for the rest of the session.
+const RETAINED_BUFFER_BYTES: usize = 1024 * 1024;
+
+/// What [`FrameReader::next`] found.
+#[derive(Debug, PartialEq)]
+pub(crate) enum Frame<'a> {
+    /// One line, without its `\n` (or `\r\n`).
+    Line(&'a [u8]),
+    /// A line over the cap, skipped; its length in bytes.
+    TooLong(usize),
+}
+
+/// Reads lines from a pipe. The buffer lives in the struct, so a `next`
+/// dropped inside `select!` loses nothing.
+#[derive(Debug)]
+pub(crate) struct FrameReader<R> {
+    inner: R,
+    buf: Vec<u8>,
+    /// Start of the bytes not yet handed out.
+    pos: usize,
+    /// Bytes before this (from `pos`) hold no newline: don't scan them again.
+    scanned: usize,
+    max_line_bytes: usize,
+    /// Bytes of an over-long line dropped so far.
+    discarding: Option<usize>,
+    eof: bool,
+}
+
+impl<R: AsyncRead + Unpin> FrameReader<R> {
+    pub(crate) fn new(inner: R, max_line_bytes: usize) -> Self {
+        Self {
+            inner,
+            buf: Vec::with_capacity(READ_CHUNK_BYTES),
+            pos: 0,
+            scanned: 0,
+            max_line_bytes,
+            discarding: None,
+            eof: false,
+        }
+    }
+
+    pub(crate) fn max_line_bytes(&self) -> usize {
+        self.max_line_bytes
+    }
+
+    /// The next frame, or `None` at end of input.
+    pub(crate) async fn next(&mut self) -> std::io::Result<Option<Frame<'_>>> {
+        loop {
+            let pending = &self.buf[self.pos..];
+            if let Some(offset) = memchr(&pending[self.scanned..]) {
+                let end = self.pos + self.scanned + offset;
+                let start = std::mem::replace(&mut self.pos, end + 1);
+                self.scanned = 0;
+                if let Some(dropped) = self.discarding.take() {
+                    return Ok(Some(Frame::TooLong(dropped + (end - start))));
+                }
+                let mut line = &self.buf[start..end];
+                if let [rest @ .., b'\r'] = line {
+                    line = rest;
+                }
+                if line.iter().all(u8::is_ascii_whitespace) {
+                    continue;
+                }
+                // Re-borrow so the returned slice ties to `self`.
+                let (s, e) = (start, start + line.len());
+                return Ok(Some(Frame::Line(&self.buf[s..e])));
+            }
+            self.scanned = pending.len();
+            if self.discarding.is_none() && pending.len() > self.max_line_bytes {
+                self.discarding = Some(0);
+            }
+            if let Some(dropped) = self.discarding.as_mut() {
+                *dropped += self.buf.len() - self.pos;
+                self.buf.clear();
+                self.pos = 0;
+                self.scanned = 0;
+            }
+            if self.eof {
+                let rest = self.buf.len() - self.pos;
+                if let Some(dropped) = self.discarding.take() {
+                    return Ok(Some(Frame::TooLong(dropped)));
+                }
+                if rest == 0 {
+                    return Ok(None);
+                }
+                // A last line without its newline: take it as a line.
+                self.buf.push(b'\n');
+                continue;
+            }
+            self.fill().await?;
+        }
+    }
+
+    async fn fill(&mut self) -> std::io::Result<()> {
+        if self.pos > 0 {
+            self.buf.drain(..self.pos);
+            self.pos = 0;
+        }
+        if self.buf.capacity() > RETAINED_BUFFER_BYTES && self.buf.len() < READ_CHUNK_BYTES {
+            self.buf.shrink_to(READ_CHUNK_BYTES.max(self.buf.len()));
+        }
+        self.buf.reserve(READ_CHUNK_BYTES);
+        if self.inner.read_buf(&mut self.buf).await? == 0 {
+            self.eof = true;
+        }
+        Ok(())
+    }
+}
+
+fn memchr(haystack: &[u8]) -> Option<usize> {
+    memchr::memchr(b'\n', haystack)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn frames(input: &[u8], max: usize) -> Vec<Result<String, usize>> {
+        // A tiny read size exercises lines split across reads.
+        let (mut tx, rx) = tokio::io::duplex(7);
+        let data = input.to_vec();
+        tokio::spawn(async move {
+            use tokio::io::AsyncWriteExt;
+            tx.write_all(&data).await.expect("write");
+        });
+        let mut reader = FrameReader::new(rx, max);
+        let mut out = Vec::new();
+        while let Some(frame) = reader.next().await.expect("read") {
+            out.push(match frame {
+                Frame::Line(l) => Ok(String::from_utf8_lossy(l).into_owned()),
+                Frame::TooLong(n) => Err(n),
+            });
+        }
+        out
+    }
+
+    #[tokio::test]
+    async fn splits_lines_tolerates_crlf_and_skips_blanks() {
+        let got = frames(b"{\"a\":1}\r\n\n  \r\n{\"b\":2}\n{\"c\":3}", 1024).await;
+        assert_eq!(
+            got,
+            vec![
+                Ok("{\"a\":1}".into()),
+                Ok("{\"b\":2}".into()),
+                Ok("{\"c\":3}".into())
+            ]
+        );
+    }
+
+    #[tokio::test]
+    async fn over_long_line_is_reported_and_skipped() {
+        let mut input = b"short\n".to_vec();
+        input.extend(std::iter::repeat_n(b'x', 100));
+        input.extend(b"\nafter\n");
+        let got = frames(&input, 50).await;
+        assert_eq!(got, vec![Ok("short".into()), Err(100), Ok("after".into())]);
+    }
+
+    #[tokio::test]
+    async fn over_long_last_line_without_newline_is_reported() {
+        let got = frames(&[b'y'; 80], 50).await;
+        assert_eq!(got, vec![Err(80)]);
+    }
+
+    #[tokio::test]
+    async fn a_line_exactly_at_the_cap_passes() {
+        let mut input = vec![b'z'; 50];
+        input.push(b'\n');
+        let got = frames(&input, 50).await;
+        assert_eq!(got, vec![Ok("z".repeat(50))]);
+    }
+}

@@ -1,0 +1,5 @@
+//! The client side: framing and the stdio pipes.
+
+pub(crate) mod codec;
+pub(crate) mod stdio;
+pub(crate) mod writer;

@@ -1,0 +1,25 @@
+//! Logs go to stderr, always: stdout is the protocol channel.
+
+use tracing_subscriber::EnvFilter;
+
+/// Level used when neither `--log-level` nor `RUST_LOG` says otherwise:
+/// quiet enough for Claude Desktop's log file, loud enough for problems.
+const DEFAULT_LEVEL: &str = "warn";
+
+pub fn init(level: Option<&str>) {
+    let filter = match level {
+        Some(level) => EnvFilter::try_new(level),
+        None => EnvFilter::try_from_default_env().or_else(|_| EnvFilter::try_new(DEFAULT_LEVEL)),
+    }
+    .unwrap_or_else(|e| {
+        // Logging is not up yet; this is the one message that cannot use it.
+        eprintln!("mcp-chain: bad log level ({e}); using {DEFAULT_LEVEL}");
+        EnvFilter::new(DEFAULT_LEVEL)
+    });
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .with_target(false)
+        .init();
+}

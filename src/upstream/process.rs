@@ -1,0 +1,156 @@
+//! Starting, draining and stopping the MCP server child process.
+//!
+//! The child inherits our whole environment plus the configured `env`
+//! (clients pass secrets that way), runs in a process group of its own so
+//! that shutdown reaches what it started (`npx` → node, `uvx` → python), and
+//! has its stderr copied to ours line by line by a task of its own: a pipe
+//! nobody drains fills up and stalls the server.
+
+use crate::config::UpstreamConfig;
+use rustix::process::{kill_process_group, Pid, Signal};
+use std::process::{ExitStatus, Stdio};
+use std::time::Duration;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
+
+/// How long the process group gets between SIGTERM and SIGKILL.
+const TERM_GRACE: Duration = Duration::from_millis(500);
+
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum UpstreamError {
+    #[error("cannot start the server `{command}`: {source}")]
+    Spawn {
+        command: String,
+        source: std::io::Error,
+    },
+    #[error("the server process has no {0} pipe")]
+    MissingPipe(&'static str),
+}
+
+/// A running child, its pipes taken out by the relay.
+#[derive(Debug)]
+pub(crate) struct Upstream {
+    child: Child,
+    pgid: Option<Pid>,
+    pub(crate) stdin: Option<ChildStdin>,
+    pub(crate) stdout: Option<ChildStdout>,
+}
+
+impl Upstream {
+    pub(crate) fn spawn(cfg: &UpstreamConfig) -> Result<Self, UpstreamError> {
+        let mut cmd = Command::new(&cfg.command);
+        cmd.args(&cfg.args)
+            .envs(&cfg.env)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            // Backstop only: shutdown normally ends the whole group first.
+            .kill_on_drop(true);
+        if let Some(cwd) = &cfg.cwd {
+            cmd.current_dir(cwd);
+        }
+        let mut child = cmd.spawn().map_err(|source| UpstreamError::Spawn {
+            command: cfg.command.clone(),
+            source,
+        })?;
+        let pgid = child
+            .id()
+            .and_then(|id| Pid::from_raw(i32::try_from(id).ok()?));
+        let stderr = child
+            .stderr
+            .take()
+            .ok_or(UpstreamError::MissingPipe("stderr"))?;
+        tokio::spawn(drain_stderr(stderr));
+        tracing::info!(command = %cfg.command, args = ?cfg.args, pid = ?child.id(), "started the server");
+        Ok(Self {
+            pgid,
+            stdin: Some(
+                child
+                    .stdin
+                    .take()
+                    .ok_or(UpstreamError::MissingPipe("stdin"))?,
+            ),
+            stdout: Some(
+                child
+                    .stdout
+                    .take()
+                    .ok_or(UpstreamError::MissingPipe("stdout"))?,
+            ),
+            child,
+        })
+    }
+
+    /// Waits for the child to exit on its own.
+    pub(crate) async fn wait(&mut self) -> std::io::Result<ExitStatus> {
+        self.child.wait().await
+    }
+
+    /// Ends the child and everything in its process group: wait up to
+    /// `grace` for it to exit by itself (its stdin should be closed by now),
+    /// then SIGTERM the group, then SIGKILL it. Returns the child's status.
+    pub(crate) async fn shutdown(&mut self, grace: Duration) -> Option<ExitStatus> {
+        let status = match tokio::time::timeout(grace, self.child.wait()).await {
+            Ok(status) => status.ok(),
+            Err(_) => {
+                tracing::warn!(grace = ?grace, "the server did not exit after its stdin closed; terminating it");
+                self.signal_group(Signal::TERM);
+                match tokio::time::timeout(TERM_GRACE, self.child.wait()).await {
+                    Ok(status) => status.ok(),
+                    Err(_) => {
+                        self.signal_group(Signal::KILL);
+                        self.child.wait().await.ok()
+                    }
+                }
+            }
+        };
+        self.end_group().await;
+        status
+    }
+
+    /// The child is gone; anything left in its group is ended too.
+    async fn end_group(&mut self) {
+        if !self.group_alive() {
+            return;
+        }
+        self.signal_group(Signal::TERM);
+        let deadline = tokio::time::Instant::now() + TERM_GRACE;
+        while self.group_alive() && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        if self.group_alive() {
+            self.signal_group(Signal::KILL);
+        }
+    }
+
+    fn group_alive(&self) -> bool {
+        self.pgid
+            .is_some_and(|pgid| rustix::process::test_kill_process_group(pgid).is_ok())
+    }
+
+    fn signal_group(&self, signal: Signal) {
+        if let Some(pgid) = self.pgid {
+            // ESRCH: the group is already gone, which is what we want.
+            let _ = kill_process_group(pgid, signal);
+        }
+    }
+}
+
+/// Copies the child's stderr to ours, line by line, until it closes.
+async fn drain_stderr(stderr: ChildStderr) {
+    let mut lines = BufReader::new(stderr);
+    let mut line = Vec::new();
+    let mut out = tokio::io::stderr();
+    loop {
+        line.clear();
+        match lines.read_until(b'\n', &mut line).await {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {
+                if out.write_all(&line).await.is_err() {
+                    // Our stderr is gone; keep draining so the child never stalls.
+                    continue;
+                }
+            }
+        }
+    }
+}

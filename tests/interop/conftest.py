@@ -1,0 +1,53 @@
+"""pytest wiring for tests/interop: anyio on asyncio, and the proxy's stderr
+attached to every failure."""
+
+from __future__ import annotations
+
+import pytest
+
+import harness
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(autouse=True)
+def _collect_stderr():
+    harness.STDERR_FILES.clear()
+    yield
+    # Files are removed at the start of the next test's report, not here, so the
+    # report hook below can still read them.
+
+
+def _tail(path, limit: int = 20_000) -> str:
+    try:
+        data = path.read_text(errors="replace")
+    except OSError as e:
+        return f"<cannot read {path}: {e}>"
+    if len(data) > limit:
+        data = f"... ({len(data) - limit} bytes cut)\n" + data[-limit:]
+    return data or "<empty>"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    if report.when == "call" or (report.when == "setup" and report.failed):
+        if report.failed:
+            mode = "direct" if harness.DIRECT else str(harness.MCP_CHAIN)
+            report.sections.append(("interop mode", mode))
+            for label, path in harness.STDERR_FILES:
+                report.sections.append((f"stderr of {label} ({path})", _tail(path)))
+    if report.when == "teardown":
+        for _, path in harness.STDERR_FILES:
+            path.unlink(missing_ok=True)
+            path.with_name(path.name.replace(".stderr", ".audit.jsonl")).unlink(missing_ok=True)
+        harness.STDERR_FILES.clear()
+
+
+def pytest_report_header(config):
+    mode = "DIRECT (no proxy)" if harness.DIRECT else f"through {harness.MCP_CHAIN}"
+    return [f"interop: servers launched {mode}"]
