@@ -29,10 +29,22 @@ use mcp_chain_middleware::{
 };
 use std::future::Future;
 use std::task::{Context, Poll, Waker};
+use std::time::Duration;
 use tokio::io::AsyncRead;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::task::TaskTracker;
 use tower::{Service, ServiceExt};
+
+/// After the server exits, how long its output may still be read: what it
+/// wrote before exiting is already in the pipe, so this is only a bound.
+const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(200);
+
+/// Why the relay loop stopped.
+enum Stop {
+    Client,
+    ServerOutputClosed,
+    ServerExited(std::io::Result<std::process::ExitStatus>),
+}
 
 /// How a session ended.
 #[derive(Debug, PartialEq, Eq)]
@@ -105,24 +117,38 @@ pub async fn run(
         owed: owed.clone(),
     };
 
-    let ending = tokio::select! {
+    let stop = tokio::select! {
         () = client_side.run() => {
             tracing::info!("the client closed its input; finishing");
-            Ending::Clean
+            Stop::Client
         }
         () = shutdown => {
             tracing::info!("asked to stop; finishing");
-            Ending::Clean
+            Stop::Client
         }
-        _ = &mut server_side => {
+        _ = &mut server_side => Stop::ServerOutputClosed,
+        status = child.wait() => Stop::ServerExited(status),
+    };
+    drop(client_side);
+    let ending = match stop {
+        Stop::Client => Ending::Clean,
+        Stop::ServerOutputClosed => {
             let status = tokio::time::timeout(config.shutdown_grace, child.wait()).await;
             Ending::ServerGone(match status {
                 Ok(Ok(status)) => format!("the server exited ({status})"),
                 _ => "the server closed its output".to_owned(),
             })
         }
+        Stop::ServerExited(status) => {
+            // What it wrote before exiting is still in the pipe; a
+            // grandchild holding the pipe open must not keep us waiting.
+            let _ = tokio::time::timeout(DRAIN_AFTER_EXIT, &mut server_side).await;
+            Ending::ServerGone(match status {
+                Ok(status) => format!("the server exited ({status})"),
+                Err(e) => format!("the server could not be waited for: {e}"),
+            })
+        }
     };
-    drop(client_side);
 
     let grace = config.shutdown_grace;
     if let Ending::ServerGone(reason) = &ending {
@@ -146,6 +172,14 @@ pub async fn run(
     let _ = tokio::time::timeout(grace, server_writer).await;
     let status = child.shutdown(grace).await;
     tracing::info!(?status, "the server has stopped");
+    // A server that failed on its own makes the session a failure, even
+    // when the client left first; one we had to terminate does not.
+    let ending = match (ending, status) {
+        (Ending::Clean, Some(status)) if status.code().is_some_and(|c| c != 0) => {
+            Ending::ServerGone(format!("the server exited ({status})"))
+        }
+        (ending, _) => ending,
+    };
     server_side.abort();
     downstream_conn.close("mcp-chain is shutting down");
 

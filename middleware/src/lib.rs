@@ -27,15 +27,23 @@
 //! - [`pattern`]: globs and `re:` regexes, allow/deny lists.
 //! - [`target`]: the tool, resource or prompt a request is about.
 //! - [`filter`]: allow/deny lists; what is denied looks missing.
+//! - [`rewrite`]: renames, descriptions, arguments, redaction.
+//! - [`audit`]: one JSON line per message and outcome, written before the
+//!   request is forwarded.
+//! - [`rate_limit`]: token buckets per tool, method or overall; refuse
+//!   (429) or hold a request back, never stalling other traffic.
 //! - [`timeout`]: a deadline per request; -32001 to the client, a
 //!   cancellation to the server.
 //! - [`units`]: durations (`"2s"`) and rates (`"5/s"`) as written in configs.
 
+pub mod audit;
 pub mod envelope;
 pub mod filter;
 pub mod log;
 pub mod message;
 pub mod pattern;
+pub mod rate_limit;
+pub mod rewrite;
 pub mod target;
 pub mod timeout;
 pub mod units;

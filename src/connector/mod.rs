@@ -167,13 +167,14 @@ impl Connector {
     }
 
     /// Rewrites a cancellation's `requestId` into the id the peer knows, and
-    /// settles the request as cancelled. `None`: nothing to cancel.
+    /// settles the request as cancelled. `None`: the request is not in
+    /// flight, so the cancel is dropped. One without a `requestId` (the
+    /// 2025-11-25 revision allows that for tasks) passes unchanged.
     fn translate_cancel(&self, mut note: Notification) -> Option<Notification> {
-        let origin = note
-            .params
-            .as_ref()
-            .and_then(|p| p.get("requestId"))
-            .and_then(RequestId::from_value)?;
+        let Some(request_id) = note.params.as_ref().and_then(|p| p.get("requestId")) else {
+            return Some(note);
+        };
+        let origin = RequestId::from_value(request_id)?;
         let entry = {
             let mut pending = self.lock();
             let local = pending.by_origin.remove(&origin)?;

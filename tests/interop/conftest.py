@@ -51,3 +51,16 @@ def pytest_runtest_makereport(item, call):
 def pytest_report_header(config):
     mode = "DIRECT (no proxy)" if harness.DIRECT else f"through {harness.MCP_CHAIN}"
     return [f"interop: servers launched {mode}"]
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Skips grouped by reason: a skip is allowed only with a reason worth reading."""
+    reasons: dict[str, int] = {}
+    for report in terminalreporter.stats.get("skipped", []):
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        reason = reason.removeprefix("Skipped: ")
+        reasons[reason] = reasons.get(reason, 0) + 1
+    if reasons:
+        terminalreporter.section("skipped, by reason")
+        for reason, count in sorted(reasons.items(), key=lambda kv: -kv[1]):
+            terminalreporter.line(f"{count:4d} × {reason}")

@@ -226,7 +226,7 @@ async def test_resource_links(chain: Chain):
 async def test_embedded_resource(chain: Chain):
     async with session(chain) as conn:
         result = await conn.session.call_tool(
-            chain.tool("get-resource-reference"), {"resourceType": "text", "resourceId": 3}
+            chain.tool("get-resource-reference"), {"resourceType": "Text", "resourceId": 3}
         )
         embedded = [c for c in result.content if isinstance(c, types.EmbeddedResource)]
         assert len(embedded) == 1

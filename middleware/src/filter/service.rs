@@ -25,7 +25,7 @@ enum Verdict {
     /// Forward, then remove hidden items from the list result.
     Prune(Listing),
     /// Answer the request here; the inner service never sees it.
-    Answer(Message),
+    Answer(Box<Message>),
     /// A denied notification: it goes nowhere and gets no answer.
     Drop,
 }
@@ -54,7 +54,7 @@ impl<S> Filter<S> {
         match msg {
             Message::Request(req) => {
                 if !policy.allows_method(&req.method) {
-                    return Verdict::Answer(denial(req.id.clone(), &req.method, None));
+                    return Verdict::Answer(Box::new(denial(req.id.clone(), &req.method, None)));
                 }
                 if direction == Direction::ToClient {
                     // Server→client requests name no tool or prompt; only
@@ -63,7 +63,11 @@ impl<S> Filter<S> {
                 }
                 if let Some(target) = Target::of(&req.method, req.params.as_ref()) {
                     if !policy.allows(target) {
-                        return Verdict::Answer(denial(req.id.clone(), &req.method, Some(target)));
+                        return Verdict::Answer(Box::new(denial(
+                            req.id.clone(),
+                            &req.method,
+                            Some(target),
+                        )));
                     }
                 }
                 match Listing::of(&req.method) {
@@ -119,7 +123,7 @@ where
             Verdict::Answer(msg) => {
                 tracing::debug!(layer = "filter", direction = %env.direction,
                     method = env.message.method().unwrap_or(""), "denied request");
-                Box::pin(ready(Ok(Some(msg))))
+                Box::pin(ready(Ok(Some(*msg))))
             }
             Verdict::Drop => {
                 tracing::debug!(layer = "filter", direction = %env.direction,

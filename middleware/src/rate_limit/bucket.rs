@@ -59,7 +59,11 @@ impl Bucket {
     /// Reserves the next token if it will be there within `max_wait`, and
     /// says how long to wait for it (zero when it is there now). Otherwise
     /// takes nothing and says how long until a token is free.
-    pub(super) fn reserve(&mut self, now: Instant, max_wait: Duration) -> Result<Duration, Duration> {
+    pub(super) fn reserve(
+        &mut self,
+        now: Instant,
+        max_wait: Duration,
+    ) -> Result<Duration, Duration> {
         self.refill(now);
         if self.tokens + EPSILON >= 1.0 {
             self.tokens -= 1.0;

@@ -1,0 +1,294 @@
+//! One audit line: what it holds, how the outcome is read from an answer,
+//! and the timestamp format.
+
+use crate::message::ErrorObject;
+use crate::target::Target;
+use crate::{BoxError, Direction, ErrorCode, Message, RequestId};
+use serde::{Serialize, Serializer};
+use serde_json::Value;
+use std::fmt;
+use std::io;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// The fields of one line, borrowed from the message they describe, so a
+/// large payload is serialized straight into the line, never copied first.
+/// Field order is the order written.
+#[derive(Debug, Default, Serialize)]
+pub(super) struct Record<'a> {
+    pub(super) time: Timestamp,
+    pub(super) direction: &'static str,
+    pub(super) kind: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) id: Option<&'a RequestId>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) method: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) tool: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) resource: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) resource_template: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) prompt: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) outcome: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) code: Option<i64>,
+    /// The layer that answered, when mcp-chain did (`error.data.layer`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) layer: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) reason: Option<&'a str>,
+    /// A failure that is not a protocol answer (the upstream is gone).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) failure: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) duration_ms: Option<f64>,
+    /// Bytes of the message as JSON, without the newline.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) size: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) params: Option<&'a Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) result: Option<&'a Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) error: Option<ErrorPayload<'a>>,
+}
+
+impl<'a> Record<'a> {
+    pub(super) fn new(direction: Direction, kind: &'static str) -> Self {
+        Self {
+            time: Timestamp::now(),
+            direction: direction.as_str(),
+            kind,
+            ..Self::default()
+        }
+    }
+
+    /// Sets `tool`, `resource`, `resource_template` or `prompt`.
+    pub(super) fn target(&mut self, target: Option<Target<'a>>) {
+        match target {
+            Some(Target::Tool(n)) => self.tool = Some(n),
+            Some(Target::Resource(n)) => self.resource = Some(n),
+            Some(Target::ResourceTemplate(n)) => self.resource_template = Some(n),
+            Some(Target::Prompt(n)) => self.prompt = Some(n),
+            None => {}
+        }
+    }
+
+    /// Sets the target field named by `Target::kind()`.
+    pub(super) fn named(&mut self, kind: &str, name: &'a str) {
+        match kind {
+            "tool" => self.tool = Some(name),
+            "resource" => self.resource = Some(name),
+            "resource_template" => self.resource_template = Some(name),
+            "prompt" => self.prompt = Some(name),
+            _ => {}
+        }
+    }
+
+    /// Sets the outcome, code, layer and reason of an answer (and its
+    /// payload when asked for).
+    pub(super) fn answer(&mut self, answer: &'a Result<Option<Message>, BoxError>, payloads: bool) {
+        match answer {
+            Ok(None) => self.outcome = Some("cancelled"),
+            Err(e) => {
+                self.outcome = Some("failed");
+                self.failure = Some(e.to_string());
+            }
+            Ok(Some(msg)) => {
+                self.size = Some(json_size(msg));
+                match msg {
+                    Message::Response(r) => {
+                        let is_error = r.result.get("isError").and_then(Value::as_bool);
+                        self.outcome = Some(if is_error == Some(true) {
+                            "tool_error"
+                        } else {
+                            "ok"
+                        });
+                        self.result = payloads.then_some(&r.result);
+                    }
+                    Message::Error(e) => {
+                        self.error_outcome(&e.error);
+                        self.error = payloads.then_some(ErrorPayload(&e.error));
+                    }
+                    // Not an answer to a request; recorded as it came.
+                    Message::Request(_) | Message::Notification(_) => self.outcome = Some("ok"),
+                }
+            }
+        }
+    }
+
+    fn error_outcome(&mut self, error: &'a ErrorObject) {
+        self.code = Some(error.code.0);
+        let data = error.data.as_ref();
+        let field = |k: &str| data.and_then(|d| d.get(k)).and_then(Value::as_str);
+        self.layer = field("layer");
+        self.reason = field("reason");
+        self.outcome = Some(match (self.layer, error.code) {
+            (None, _) => "error",
+            (Some(_), ErrorCode::RATE_LIMITED) => "rate_limited",
+            (Some(_), ErrorCode::REQUEST_TIMEOUT) => "timed_out",
+            // mcp-chain's own failures, not a decision about the request.
+            (Some(_), ErrorCode::CONNECTION_CLOSED)
+            | (Some(_), ErrorCode::UPSTREAM_UNAVAILABLE)
+            | (Some(_), ErrorCode::INTERNAL_ERROR) => "error",
+            (Some(_), _) => "denied",
+        });
+    }
+
+    /// The record as one line of JSON, with its newline.
+    pub(super) fn to_line(&self) -> Vec<u8> {
+        let mut line = Vec::with_capacity(256);
+        // Every field serializes: strings, numbers and `Value`s into a Vec.
+        serde_json::to_writer(&mut line, self).expect("an audit record always serializes");
+        line.push(b'\n');
+        line
+    }
+}
+
+/// `error` with its `code`, `message` and `data`, written in place.
+#[derive(Debug)]
+pub(super) struct ErrorPayload<'a>(&'a ErrorObject);
+
+impl Serialize for ErrorPayload<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        // Small, and only with payloads on: a Value copy keeps this short.
+        self.0.to_value().serialize(s)
+    }
+}
+
+/// How many bytes `msg` takes as JSON, counted without building the text.
+pub(super) fn json_size(msg: &Message) -> usize {
+    let mut counter = Counter(0);
+    // Counter's writes cannot fail, and a message always serializes.
+    let _ = serde_json::to_writer(&mut counter, msg);
+    counter.0
+}
+
+struct Counter(usize);
+
+impl io::Write for Counter {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0 += buf.len();
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Milliseconds with microsecond precision, for `duration_ms`.
+pub(super) fn millis(d: Duration) -> f64 {
+    // u128 → f64 is exact below 2^53 µs (285 years).
+    d.as_micros() as f64 / 1000.0
+}
+
+/// A wall-clock time, written as RFC 3339 in UTC with microseconds:
+/// `2025-06-18T09:30:00.123456Z`.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Timestamp(SystemTime);
+
+impl Timestamp {
+    pub(super) fn now() -> Self {
+        Self(SystemTime::now())
+    }
+}
+
+impl Default for Timestamp {
+    fn default() -> Self {
+        Self::now()
+    }
+}
+
+impl fmt::Display for Timestamp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // A clock before 1970 is a broken clock; write the epoch.
+        let since = self.0.duration_since(UNIX_EPOCH).unwrap_or_default();
+        let secs = i64::try_from(since.as_secs()).unwrap_or(i64::MAX / 2);
+        let (days, rest) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+        let (year, month, day) = civil_from_days(days);
+        write!(
+            f,
+            "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:06}Z",
+            rest / 3600,
+            rest / 60 % 60,
+            rest % 60,
+            since.subsec_micros()
+        )
+    }
+}
+
+impl Serialize for Timestamp {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+/// Days since 1970-01-01 → (year, month, day) in the proleptic Gregorian
+/// calendar (Howard Hinnant's `civil_from_days`).
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097); // day of era, 0..=146096
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365; // 0..=399
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100); // day of year, March first
+    let mp = (5 * doy + 2) / 153; // month from March, 0..=11
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    // Both are in range by construction (1..=31, 1..=12).
+    (year, day_or_month(month), day_or_month(day))
+}
+
+fn day_or_month(n: i64) -> u32 {
+    u32::try_from(n).unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(secs: u64, micros: u32) -> String {
+        let t = UNIX_EPOCH + Duration::from_secs(secs) + Duration::from_micros(micros.into());
+        Timestamp(t).to_string()
+    }
+
+    #[test]
+    fn timestamps_are_rfc3339_utc_with_microseconds() {
+        assert_eq!(at(0, 0), "1970-01-01T00:00:00.000000Z");
+        assert_eq!(at(951_782_400, 1), "2000-02-29T00:00:00.000001Z");
+        assert_eq!(at(1_700_000_000, 123_456), "2023-11-14T22:13:20.123456Z");
+        assert_eq!(at(4_107_542_399, 999_999), "2100-02-28T23:59:59.999999Z");
+        assert_eq!(at(4_107_542_400, 0), "2100-03-01T00:00:00.000000Z");
+    }
+
+    #[test]
+    fn civil_dates_round_trip_every_day_for_five_centuries() {
+        let (mut y, mut m, mut d) = (1970, 1, 1);
+        for days in 0..(500 * 366) {
+            assert_eq!(civil_from_days(days), (y, m, d), "day {days}");
+            let leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+            let len = match m {
+                2 if leap => 29,
+                2 => 28,
+                4 | 6 | 9 | 11 => 30,
+                _ => 31,
+            };
+            d += 1;
+            if d > len {
+                (d, m) = (1, m + 1);
+                if m > 12 {
+                    (m, y) = (1, y + 1);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn size_counts_the_json_bytes() {
+        let msg = Message::request(1, "ping", None);
+        assert_eq!(json_size(&msg), msg.to_value().to_string().len());
+    }
+}

@@ -1,0 +1,175 @@
+//! [`Audit`]: writes a line for each message and each answer.
+
+use super::config::OnWriteError;
+use super::layer::Shared;
+use super::record::{json_size, millis, Record};
+use crate::target::Target;
+use crate::ResponseFuture;
+use crate::{BoxError, Direction, Envelope, ErrorCode, ErrorObject, Message, RequestId};
+use std::future::ready;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use tokio::time::Instant;
+use tower::Service;
+
+/// The layer name in refusals, `data.layer` and logs.
+pub(super) const LAYER: &str = "audit";
+
+/// Records every message that passes, in both directions, and the outcome
+/// of every request; changes nothing it forwards.
+#[derive(Debug, Clone)]
+pub struct Audit<S> {
+    inner: S,
+    shared: Arc<Shared>,
+}
+
+// === impl Audit ===
+
+impl<S> Audit<S> {
+    pub(super) fn new(inner: S, shared: Arc<Shared>) -> Self {
+        Self { inner, shared }
+    }
+
+    pub fn get_ref(&self) -> &S {
+        &self.inner
+    }
+
+    pub fn get_mut(&mut self) -> &mut S {
+        &mut self.inner
+    }
+
+    pub fn into_inner(self) -> S {
+        self.inner
+    }
+}
+
+impl<S> Service<Envelope> for Audit<S>
+where
+    S: Service<Envelope, Response = Option<Message>, Error = BoxError>,
+    S::Future: Send + 'static,
+{
+    type Response = Option<Message>;
+    type Error = BoxError;
+    type Future = ResponseFuture;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, env: Envelope) -> ResponseFuture {
+        let shared = &self.shared;
+        let msg = &env.message;
+        let target = Target::of_message(msg);
+        let mut record = Record::new(env.direction, kind_of(msg));
+        record.id = msg.id();
+        record.method = msg.method();
+        record.target(target);
+        record.size = Some(json_size(msg));
+        record.params = msg.params().filter(|_| shared.payloads);
+        // Written and flushed here, in `call`, before the message is passed
+        // on: the record of a request exists before the server can act on it.
+        let written = shared.sink.write_line(&record.to_line());
+
+        let Message::Request(req) = msg else {
+            // A notification (or a stray answer) cannot be refused: no one
+            // would hear of it. Log the failure and let it through.
+            if let Err(e) = written {
+                tracing::warn!(layer = LAYER, log = %shared.sink.describe().display(),
+                    error = %e, method = msg.method().unwrap_or(""), "audit line not written");
+            }
+            return Box::pin(self.inner.call(env));
+        };
+        if let Err(e) = written {
+            tracing::warn!(layer = LAYER, log = %shared.sink.describe().display(),
+                error = %e, method = %req.method, id = %req.id, "audit line not written");
+            if shared.on_write_error == OnWriteError::Refuse {
+                let error = ErrorObject::refusal(
+                    ErrorCode::REFUSED,
+                    LAYER,
+                    "audit_write_failed",
+                    &format!("request refused: its audit record could not be written ({e})"),
+                );
+                let answer = Message::error(Some(req.id.clone()), error);
+                return Box::pin(ready(Ok(Some(answer))));
+            }
+        }
+        let pending = Pending {
+            shared: shared.clone(),
+            direction: env.direction,
+            id: req.id.clone(),
+            method: req.method.clone(),
+            target: target.map(|t| (t.kind(), t.name().to_owned())),
+            start: Instant::now(),
+            done: false,
+        };
+        let answer = self.inner.call(env);
+        Box::pin(async move {
+            let answer = answer.await;
+            pending.finish(&answer);
+            answer
+        })
+    }
+}
+
+fn kind_of(msg: &Message) -> &'static str {
+    match msg {
+        Message::Request(_) => "request",
+        Message::Notification(_) => "notification",
+        // Answers travel back as futures' outputs; one passed down the chain
+        // as a message of its own is recorded as what it is.
+        Message::Response(_) | Message::Error(_) => "response",
+    }
+}
+
+/// A request waiting for its answer: what its response line needs. Dropped
+/// unanswered (an outer layer gave up on it, or the proxy is shutting
+/// down), it still writes a line, so every request line has its outcome.
+#[derive(Debug)]
+struct Pending {
+    shared: Arc<Shared>,
+    direction: Direction,
+    id: RequestId,
+    method: String,
+    /// `Target::kind()` and name.
+    target: Option<(&'static str, String)>,
+    start: Instant,
+    done: bool,
+}
+
+impl Pending {
+    fn record(&self) -> Record<'_> {
+        let mut record = Record::new(self.direction, "response");
+        record.id = Some(&self.id);
+        record.method = Some(&self.method);
+        if let Some((kind, name)) = &self.target {
+            record.named(kind, name);
+        }
+        record.duration_ms = Some(millis(self.start.elapsed()));
+        record
+    }
+
+    fn finish(mut self, answer: &Result<Option<Message>, BoxError>) {
+        let mut record = self.record();
+        record.answer(answer, self.shared.payloads);
+        self.write(&record.to_line());
+        self.done = true;
+    }
+
+    fn write(&self, line: &[u8]) {
+        if let Err(e) = self.shared.sink.write_line(line) {
+            tracing::warn!(layer = LAYER, log = %self.shared.sink.describe().display(),
+                error = %e, id = %self.id, "audit line not written");
+        }
+    }
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        if !self.done {
+            let mut record = self.record();
+            record.outcome = Some("abandoned");
+            let line = record.to_line();
+            self.write(&line);
+        }
+    }
+}

@@ -1,0 +1,100 @@
+//! Patterns that pick tools, prompts, resources and methods by name: globs,
+//! or anchored regexes after `re:`, compiled once at load time.
+//!
+//! A glob knows `*` (any run of characters), `?` (one character), `[abc]`,
+//! `[a-z]`, `[!a-z]` / `[^a-z]` (one character in / not in the set), and `\`
+//! to take the next character literally. Names (tools, prompts, methods) are
+//! flat, so there `*` matches anything, `/` included: `notifications/*` and
+//! `*` both work on methods. URIs have paths, so in a URI pattern ([`Pattern::uri`])
+//! `*`, `?` and a class stop at `/`, and `**` crosses it:
+//! `file:///etc/*` is the files in `/etc`, `file:///etc/**` everything below.
+//!
+//! `re:^...$`-style anchors are implied: `re:read_.*` must match the whole
+//! name, as a glob does, so `re:read` never matches `unread_file`.
+//!
+//! [`PatternList`] is an allow/deny pair: deny wins over allow, and an allow
+//! list (even an empty one) means everything it does not name is denied.
+
+mod glob;
+mod list;
+
+pub use list::{AllowDenyConfig, PatternList};
+
+use regex::Regex;
+use std::fmt;
+
+/// The prefix that makes a pattern a regex instead of a glob.
+pub const REGEX_PREFIX: &str = "re:";
+
+/// What a pattern matches: flat names or `/`-separated URIs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Syntax {
+    /// Tool, prompt and method names: `*` matches any run, `/` included.
+    Name,
+    /// URIs and URI templates: `*`, `?` and classes stop at `/`; `**` crosses it.
+    Uri,
+}
+
+/// One compiled pattern.
+#[derive(Debug, Clone)]
+pub struct Pattern {
+    source: String,
+    regex: Regex,
+}
+
+// === impl Pattern ===
+
+impl Pattern {
+    /// A pattern over names (tools, prompts, methods).
+    pub fn new(source: &str) -> Result<Self, String> {
+        Self::with_syntax(source, Syntax::Name)
+    }
+
+    /// A pattern over URIs, where `*` stops at `/` and `**` does not.
+    pub fn uri(source: &str) -> Result<Self, String> {
+        Self::with_syntax(source, Syntax::Uri)
+    }
+
+    pub fn with_syntax(source: &str, syntax: Syntax) -> Result<Self, String> {
+        let body = match source.strip_prefix(REGEX_PREFIX) {
+            Some(re) => re.to_owned(),
+            None => glob::to_regex(source, syntax)?,
+        };
+        let regex = Regex::new(&format!("^(?:{body})$"))
+            .map_err(|e| format!("bad pattern {source:?}: {e}"))?;
+        Ok(Self {
+            source: source.to_owned(),
+            regex,
+        })
+    }
+
+    /// Whether the whole of `text` matches.
+    pub fn is_match(&self, text: &str) -> bool {
+        self.regex.is_match(text)
+    }
+
+    /// The pattern as written in the config.
+    pub fn as_str(&self) -> &str {
+        &self.source
+    }
+
+    /// The anchored regex the pattern compiled to.
+    pub fn regex(&self) -> &Regex {
+        &self.regex
+    }
+}
+
+impl PartialEq for Pattern {
+    fn eq(&self, other: &Self) -> bool {
+        self.regex.as_str() == other.regex.as_str()
+    }
+}
+
+impl fmt::Display for Pattern {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.source)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,208 @@
+//! [`RateLimitLayer`]: the rules with their buckets, shared by every service
+//! the layer builds (both directions, every clone).
+
+use super::bucket::Bucket;
+use super::config::{OnLimit, RuleDirection};
+use super::service::RateLimit;
+use crate::message::Request;
+use crate::pattern::Pattern;
+use crate::target::Target;
+use crate::units::Rate;
+use crate::{Direction, RequestId};
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+use tokio::sync::Notify;
+use tokio::time::Instant;
+use tower::Layer;
+
+/// Checked settings.
+#[derive(Debug)]
+pub(super) struct Settings {
+    pub(super) on_limit: OnLimit,
+    pub(super) max_wait: Duration,
+    pub(super) rules: Vec<Rule>,
+}
+
+/// What a rule matches.
+#[derive(Debug)]
+pub(super) enum Matcher {
+    /// `tools/call` for a tool whose name matches.
+    Tool(Pattern),
+    /// A request whose method matches.
+    Method(Pattern),
+    /// Every request: a global limit.
+    Any,
+}
+
+/// One rule and its bucket.
+#[derive(Debug)]
+pub(super) struct Rule {
+    pub(super) matcher: Matcher,
+    pub(super) direction: RuleDirection,
+    pub(super) rate: Rate,
+    pub(super) burst: u32,
+    pub(super) bucket: Mutex<Bucket>,
+}
+
+/// The rules, and the requests held in `wait` mode (so a cancellation for
+/// one can release it before it ever reaches the other side).
+#[derive(Debug)]
+pub(super) struct Shared {
+    pub(super) settings: Settings,
+    /// (direction of the request, its id) → the wake-up for its cancellation.
+    /// An entry lives as long as the held request's [`Hold`].
+    held: Mutex<HashMap<(Direction, RequestId), Arc<Notify>>>,
+}
+
+/// Builds [`RateLimit`] services; clones share the buckets.
+#[derive(Debug, Clone)]
+pub struct RateLimitLayer {
+    shared: Arc<Shared>,
+}
+
+// === impl RateLimitLayer ===
+
+impl RateLimitLayer {
+    pub(super) fn new(settings: Settings) -> Self {
+        Self {
+            shared: Arc::new(Shared {
+                settings,
+                held: Mutex::default(),
+            }),
+        }
+    }
+}
+
+impl<S> Layer<S> for RateLimitLayer {
+    type Service = RateLimit<S>;
+
+    fn layer(&self, inner: S) -> RateLimit<S> {
+        RateLimit::new(inner, self.shared.clone())
+    }
+}
+
+/// A poisoned lock is still safe to use here: every critical section leaves
+/// the data consistent (one arithmetic update, one insert or remove).
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+// === impl Rule ===
+
+impl Rule {
+    fn matches(&self, direction: Direction, req: &Request) -> bool {
+        let direction_ok = matches!(
+            (self.direction, direction),
+            (RuleDirection::Both, _)
+                | (RuleDirection::ClientToServer, Direction::ToServer)
+                | (RuleDirection::ServerToClient, Direction::ToClient)
+        );
+        direction_ok
+            && match &self.matcher {
+                Matcher::Tool(p) => matches!(
+                    Target::of(&req.method, req.params.as_ref()),
+                    Some(Target::Tool(name)) if p.is_match(name)
+                ),
+                Matcher::Method(p) => p.is_match(&req.method),
+                Matcher::Any => true,
+            }
+    }
+
+    pub(super) fn take(&self, now: Instant) -> Result<(), Duration> {
+        lock(&self.bucket).take(now)
+    }
+
+    pub(super) fn reserve(&self, now: Instant, max_wait: Duration) -> Result<Duration, Duration> {
+        lock(&self.bucket).reserve(now, max_wait)
+    }
+}
+
+impl fmt::Display for Rule {
+    /// `tool "search*" (5/s, burst 5)`, for refusal messages.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.matcher {
+            Matcher::Tool(p) => write!(f, "tool {:?}", p.as_str())?,
+            Matcher::Method(p) => write!(f, "method {:?}", p.as_str())?,
+            Matcher::Any => f.write_str("all requests")?,
+        }
+        write!(f, " ({}, burst {})", self.rate, self.burst)
+    }
+}
+
+// === impl Shared ===
+
+impl Shared {
+    /// The first rule that matches, with its index.
+    pub(super) fn rule_for(&self, direction: Direction, req: &Request) -> Option<usize> {
+        self.settings
+            .rules
+            .iter()
+            .position(|r| r.matches(direction, req))
+    }
+
+    /// Registers a request held for `rule`'s token.
+    pub(super) fn hold(self: &Arc<Self>, direction: Direction, id: RequestId, rule: usize) -> Hold {
+        let cancelled = Arc::new(Notify::new());
+        lock(&self.held).insert((direction, id.clone()), cancelled.clone());
+        Hold {
+            shared: self.clone(),
+            key: (direction, id),
+            rule,
+            cancelled,
+            used: false,
+        }
+    }
+
+    /// Wakes the held request `id`, if there is one, so it gives up its
+    /// token and answers nothing. True when a held request was cancelled.
+    pub(super) fn cancel_held(&self, direction: Direction, id: RequestId) -> bool {
+        match lock(&self.held).remove(&(direction, id)) {
+            Some(cancelled) => {
+                // notify_one keeps a permit if the request has not started
+                // waiting yet, so the cancellation cannot be missed.
+                cancelled.notify_one();
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+/// A request held in `wait` mode. Dropped without [`Hold::use_token`] (the
+/// request was cancelled, or its future dropped), it refunds the token it
+/// reserved so the requests behind it move up.
+#[derive(Debug)]
+pub(super) struct Hold {
+    shared: Arc<Shared>,
+    key: (Direction, RequestId),
+    rule: usize,
+    pub(super) cancelled: Arc<Notify>,
+    used: bool,
+}
+
+impl Hold {
+    /// The wait is over and the request goes on: the token is spent.
+    pub(super) fn use_token(mut self) {
+        self.used = true;
+    }
+}
+
+impl Drop for Hold {
+    fn drop(&mut self) {
+        let mut held = lock(&self.shared.held);
+        if held
+            .get(&self.key)
+            .is_some_and(|n| Arc::ptr_eq(n, &self.cancelled))
+        {
+            held.remove(&self.key);
+        }
+        drop(held);
+        if !self.used {
+            if let Some(rule) = self.shared.settings.rules.get(self.rule) {
+                lock(&rule.bucket).refund(Instant::now());
+            }
+        }
+    }
+}

@@ -1,0 +1,154 @@
+//! [`RateLimit`]: checks each request against its rule's bucket.
+
+use super::config::OnLimit;
+use super::layer::Shared;
+use crate::message::method;
+use crate::units::DisplayDuration;
+use crate::{BoxError, Envelope, ErrorCode, ErrorObject, Message, RequestId, ResponseFuture};
+use serde_json::Value;
+use std::future::{poll_fn, Future};
+use std::pin::pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+use tokio::time::{sleep_until, Instant};
+use tower::{Service, ServiceExt};
+
+/// The layer name in refusals, `data.layer` and logs.
+pub(super) const LAYER: &str = "rate_limit";
+
+/// Refuses (or, in `wait` mode, holds back) requests over their rule's rate.
+#[derive(Debug, Clone)]
+pub struct RateLimit<S> {
+    inner: S,
+    shared: Arc<Shared>,
+}
+
+// === impl RateLimit ===
+
+impl<S> RateLimit<S> {
+    pub(super) fn new(inner: S, shared: Arc<Shared>) -> Self {
+        Self { inner, shared }
+    }
+
+    pub fn get_ref(&self) -> &S {
+        &self.inner
+    }
+
+    pub fn get_mut(&mut self) -> &mut S {
+        &mut self.inner
+    }
+
+    pub fn into_inner(self) -> S {
+        self.inner
+    }
+}
+
+impl<S> Service<Envelope> for RateLimit<S>
+where
+    S: Service<Envelope, Response = Option<Message>, Error = BoxError> + Clone + Send + 'static,
+    S::Future: Send + 'static,
+{
+    type Response = Option<Message>;
+    type Error = BoxError;
+    type Future = ResponseFuture;
+
+    /// Only the inner service's readiness: a limit is never enforced here,
+    /// because a service that is not ready stalls every message behind it,
+    /// and a throttled tool must not hold up a ping.
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, env: Envelope) -> ResponseFuture {
+        let settings = &self.shared.settings;
+        let (id, rule) = match &env.message {
+            Message::Request(req) => match self.shared.rule_for(env.direction, req) {
+                Some(rule) => (req.id.clone(), rule),
+                None => return Box::pin(self.inner.call(env)),
+            },
+            Message::Notification(n)
+                if settings.on_limit == OnLimit::Wait
+                    && n.method == method::NOTIFICATION_CANCELLED =>
+            {
+                // A cancellation for a request still held here: release it
+                // and keep the notification, since the other side never saw
+                // the request it names.
+                let target = n.params.as_ref().and_then(|p| p.get("requestId"));
+                if let Some(id) = target.and_then(RequestId::from_value) {
+                    if self.shared.cancel_held(env.direction, id) {
+                        return Box::pin(std::future::ready(Ok(None)));
+                    }
+                }
+                return Box::pin(self.inner.call(env));
+            }
+            _ => return Box::pin(self.inner.call(env)),
+        };
+        let now = Instant::now();
+        let limit = &settings.rules[rule];
+        let checked = match settings.on_limit {
+            OnLimit::Reject => limit.take(now).map(|()| Duration::ZERO),
+            OnLimit::Wait => limit.reserve(now, settings.max_wait),
+        };
+        let wait = match checked {
+            Ok(wait) if wait.is_zero() => return Box::pin(self.inner.call(env)),
+            Ok(wait) => wait,
+            Err(retry_after) => {
+                let why = match settings.on_limit {
+                    OnLimit::Reject => String::new(),
+                    OnLimit::Wait => format!(
+                        " (longer than max_wait {})",
+                        DisplayDuration(settings.max_wait)
+                    ),
+                };
+                let error = refusal(&limit.to_string(), rule, retry_after, &why);
+                return Box::pin(std::future::ready(Ok(Some(Message::error(
+                    Some(id),
+                    error,
+                )))));
+            }
+        };
+        // Held back on purpose: only this request waits, in its own future;
+        // the service stays ready for the messages behind it.
+        let hold = self.shared.hold(env.direction, id, rule);
+        let mut inner = self.inner.clone();
+        Box::pin(async move {
+            let cancelled = {
+                let mut sleep = pin!(sleep_until(now + wait));
+                let mut notified = pin!(hold.cancelled.notified());
+                poll_fn(|cx| {
+                    if notified.as_mut().poll(cx).is_ready() {
+                        return Poll::Ready(true);
+                    }
+                    sleep.as_mut().poll(cx).map(|()| false)
+                })
+                .await
+            };
+            if cancelled {
+                // The client gave up on it: no answer, token refunded.
+                return Ok(None);
+            }
+            hold.use_token();
+            // The clone is readied here, after the wait, so no slot of the
+            // inner service is reserved while the request sleeps.
+            inner.ready().await?.call(env).await
+        })
+    }
+}
+
+/// The 429 answer: says which rule, and when to try again.
+fn refusal(rule: &str, index: usize, retry_after: Duration, why: &str) -> ErrorObject {
+    // Rounded up, so a client that waits exactly this long finds a token.
+    let retry_ms = u64::try_from(retry_after.as_micros().div_ceil(1000)).unwrap_or(u64::MAX);
+    let mut error = ErrorObject::refusal(
+        ErrorCode::RATE_LIMITED,
+        LAYER,
+        "rate_limited",
+        &format!("rate limit exceeded for {rule}{why}; retry in {retry_ms}ms"),
+    );
+    if let Some(Value::Object(data)) = &mut error.data {
+        data.insert("retryAfterMs".into(), retry_ms.into());
+        data.insert("rule".into(), index.into());
+    }
+    error
+}

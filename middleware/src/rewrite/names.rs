@@ -1,0 +1,168 @@
+//! The names the client sees for tools and prompts, and the way back: a
+//! rename per item, else a prefix, checked at load time so every name we
+//! produce from the config is one clients accept.
+
+use super::config::ItemConfig;
+use serde_json::{Map, Value};
+use std::borrow::Cow;
+use std::collections::{BTreeMap, HashMap};
+
+/// The longest name mcp-chain produces. The 2025-11-25 specification says
+/// tool names SHOULD be 1 to 128 characters
+/// (<https://modelcontextprotocol.io/specification/2025-11-25/server/tools#tool-names>),
+/// but clients that hand tools to a model cap them at 64 (DESIGN.md, rewrite),
+/// so 64 is the limit that keeps a renamed tool usable everywhere.
+pub(super) const MAX_NAME_CHARS: usize = 64;
+
+/// Whether `c` may appear in a name: ASCII letters, digits, `_`, `-` and `.`,
+/// the only characters the 2025-11-25 specification allows in tool names.
+fn name_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.')
+}
+
+/// Checks a name mcp-chain would produce.
+pub(super) fn check_name(name: &str) -> Result<(), String> {
+    if name.is_empty() {
+        return Err("a name must not be empty".into());
+    }
+    if let Some(c) = name.chars().find(|c| !name_char(*c)) {
+        return Err(format!(
+            "{name:?} contains {c:?}; names may use only A-Z a-z 0-9 _ - ."
+        ));
+    }
+    let len = name.chars().count();
+    if len > MAX_NAME_CHARS {
+        return Err(format!(
+            "{name:?} is {len} characters, more than {MAX_NAME_CHARS}"
+        ));
+    }
+    Ok(())
+}
+
+/// A TOML key as it would appear in a dotted path: bare when it can be.
+pub(super) fn key(k: &str) -> Cow<'_, str> {
+    if !k.is_empty()
+        && k.chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    {
+        Cow::Borrowed(k)
+    } else {
+        Cow::Owned(format!("{k:?}"))
+    }
+}
+
+/// What the config says about one upstream tool or prompt.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Item {
+    /// The name the client sees, when renamed.
+    pub(super) name: Option<String>,
+    pub(super) description: Option<String>,
+    /// Always set (override whatever the client sent).
+    pub(super) arguments: Map<String, Value>,
+    /// Set only when the client left them out.
+    pub(super) defaults: Map<String, Value>,
+}
+
+/// Names for one kind (tools or prompts): upstream → client and back.
+#[derive(Debug, Default)]
+pub(super) struct Names {
+    prefix: String,
+    /// Keyed by the upstream name.
+    items: HashMap<String, Item>,
+    /// Client name → upstream name, for renamed items only.
+    back: HashMap<String, String>,
+}
+
+// === impl Names ===
+
+impl Names {
+    /// Checks and indexes one kind's settings. `kind` (`tools`) and
+    /// `prefix_key` (`tool_prefix`) name the config keys in errors.
+    pub(super) fn new(
+        kind: &str,
+        prefix_key: &str,
+        prefix: &str,
+        config: &BTreeMap<String, ItemConfig>,
+    ) -> Result<Self, String> {
+        if let Some(c) = prefix.chars().find(|c| !name_char(*c)) {
+            return Err(format!(
+                "{prefix_key}: {prefix:?} contains {c:?}; names may use only A-Z a-z 0-9 _ - ."
+            ));
+        }
+        if prefix.chars().count() >= MAX_NAME_CHARS {
+            return Err(format!(
+                "{prefix_key}: a prefix of {MAX_NAME_CHARS} characters or more leaves no room for a name"
+            ));
+        }
+        let mut names = Self {
+            prefix: prefix.to_owned(),
+            ..Self::default()
+        };
+        // Produced name → the key that produced it, to report collisions.
+        let mut produced: BTreeMap<String, &str> = BTreeMap::new();
+        for (upstream, item) in config {
+            let path = format!("{kind}.{}", key(upstream));
+            let client = match &item.name {
+                Some(name) => {
+                    check_name(name).map_err(|e| format!("{path}.name: {e}"))?;
+                    names.back.insert(name.clone(), upstream.clone());
+                    name.clone()
+                }
+                None => {
+                    let name = format!("{prefix}{upstream}");
+                    check_name(&name).map_err(|e| format!("{path}: with {prefix_key}, {e}"))?;
+                    name
+                }
+            };
+            if let Some(other) = produced.insert(client.clone(), upstream) {
+                return Err(format!(
+                    "{path}: the client would see {client:?} for both {kind}.{} and {kind}.{}",
+                    key(other),
+                    key(upstream)
+                ));
+            }
+            names.items.insert(upstream.clone(), item.validate(&path)?);
+        }
+        Ok(names)
+    }
+
+    /// True when nothing is renamed, prefixed or changed.
+    pub(super) fn is_identity(&self) -> bool {
+        self.prefix.is_empty() && self.items.is_empty()
+    }
+
+    pub(super) fn item(&self, upstream: &str) -> Option<&Item> {
+        self.items.get(upstream)
+    }
+
+    /// The name the client sees for an upstream item.
+    pub(super) fn client_name<'a>(&'a self, upstream: &'a str) -> Cow<'a, str> {
+        match self.items.get(upstream).and_then(|i| i.name.as_deref()) {
+            Some(name) => Cow::Borrowed(name),
+            None if self.prefix.is_empty() => Cow::Borrowed(upstream),
+            None => Cow::Owned(format!("{}{upstream}", self.prefix)),
+        }
+    }
+
+    /// The upstream name behind a client name, or `None` when the client
+    /// used a name this layer never shows (an upstream name that is renamed
+    /// or lacks the prefix): that item is unknown to the client.
+    pub(super) fn upstream_name<'a>(&'a self, client: &'a str) -> Option<&'a str> {
+        if let Some(upstream) = self.back.get(client) {
+            return Some(upstream);
+        }
+        let rest = client.strip_prefix(self.prefix.as_str())?;
+        match self.items.get(rest) {
+            Some(item) if item.name.is_some() => None,
+            _ => Some(rest),
+        }
+    }
+
+    /// True when an upstream item's produced name is taken by a rename of
+    /// another item: it is left out of lists, since calls by that name go
+    /// to the renamed item.
+    pub(super) fn shadowed(&self, upstream: &str) -> bool {
+        let renamed = self.items.get(upstream).is_some_and(|i| i.name.is_some());
+        !renamed && self.back.contains_key(self.client_name(upstream).as_ref())
+    }
+}

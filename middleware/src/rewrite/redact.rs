@@ -1,0 +1,231 @@
+//! Redaction: regex replacement over the text that comes back from the
+//! server (and, when configured, the arguments that go to it), with named
+//! built-in patterns for the secrets that leak most.
+
+use regex::Regex;
+use serde_json::Value;
+use std::borrow::Cow;
+
+/// The replacement when a rule names none.
+pub(super) const DEFAULT_REPLACEMENT: &str = "[REDACTED]";
+
+/// Built-in patterns, used as `pattern = "@name"`. Each is a plain regex and
+/// is documented in docs/layers/rewrite.md.
+pub(super) const BUILTINS: &[(&str, &str)] = &[
+    // AWS access key ids: long-term (AKIA), temporary (ASIA) and the rarer
+    // prefixes AWS documents for other credential types.
+    (
+        "@aws_access_key",
+        r"\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b",
+    ),
+    // An AWS secret access key where it is named, as in a credentials
+    // file or an env dump: the 40 characters after the key's name.
+    (
+        "@aws_secret_key",
+        r#"(?i)\baws_secret_access_key\b["']?\s*[=:]\s*["']?[A-Za-z0-9/+=]{40}"#,
+    ),
+    // GitHub tokens: classic (ghp_, gho_, ghu_, ghs_, ghr_) and fine-grained.
+    (
+        "@github_token",
+        r"\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b",
+    ),
+    // Slack bot, user, app and config tokens.
+    ("@slack_token", r"\bxox[abposre]-[A-Za-z0-9-]{10,}"),
+    // An HTTP bearer credential, keyword included.
+    ("@bearer_token", r"(?i)\bbearer\s+[A-Za-z0-9\-._~+/]+=*"),
+    // A PEM private key block, whatever the algorithm, across lines.
+    (
+        "@private_key",
+        r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY-----(?s:.*?)-----END[A-Z0-9 ]*PRIVATE KEY-----",
+    ),
+    // A JSON Web Token: three base64url parts, the first two JSON objects.
+    (
+        "@jwt",
+        r"\beyJ[A-Za-z0-9_-]+\.eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+",
+    ),
+];
+
+/// One compiled rule.
+#[derive(Debug, Clone)]
+struct Rule {
+    regex: Regex,
+    replacement: String,
+}
+
+/// The rules, applied in order.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Redactor {
+    rules: Vec<Rule>,
+}
+
+// === impl Redactor ===
+
+impl Redactor {
+    /// Adds a rule. `pattern` is a regex, or `@name` for a built-in one.
+    pub(super) fn push(&mut self, pattern: &str, replacement: Option<&str>) -> Result<(), String> {
+        let source = match pattern.strip_prefix('@') {
+            Some(_) => BUILTINS
+                .iter()
+                .find(|(name, _)| *name == pattern)
+                .map(|(_, re)| *re)
+                .ok_or_else(|| {
+                    let known: Vec<&str> = BUILTINS.iter().map(|(n, _)| *n).collect();
+                    format!(
+                        "unknown built-in pattern {pattern:?}; known: {}",
+                        known.join(", ")
+                    )
+                })?,
+            None => pattern,
+        };
+        let regex = Regex::new(source).map_err(|e| format!("bad regex {pattern:?}: {e}"))?;
+        if regex.is_match("") {
+            return Err(format!("{pattern:?} matches the empty string"));
+        }
+        self.rules.push(Rule {
+            regex,
+            replacement: replacement.unwrap_or(DEFAULT_REPLACEMENT).to_owned(),
+        });
+        Ok(())
+    }
+
+    pub(super) fn is_empty(&self) -> bool {
+        self.rules.is_empty()
+    }
+
+    /// Applies every rule to `text`; borrowed when nothing matched, so
+    /// clean text costs no copy.
+    pub(super) fn apply<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        let mut out = Cow::Borrowed(text);
+        for rule in &self.rules {
+            if let Cow::Owned(s) = rule.regex.replace_all(&out, rule.replacement.as_str()) {
+                out = Cow::Owned(s);
+            }
+        }
+        out
+    }
+
+    /// Redacts a string value in place.
+    pub(super) fn string(&self, value: &mut String) {
+        if let Cow::Owned(s) = self.apply(value) {
+            *value = s;
+        }
+    }
+
+    /// Redacts every string in `value`, at any depth (keys are left alone).
+    pub(super) fn all_strings(&self, value: &mut Value) {
+        match value {
+            Value::String(s) => self.string(s),
+            Value::Array(items) => items.iter_mut().for_each(|v| self.all_strings(v)),
+            Value::Object(map) => map.values_mut().for_each(|v| self.all_strings(v)),
+            _ => {}
+        }
+    }
+
+    /// Redacts the text a result carries: every string under a `"text"` key
+    /// at any depth (tool `content`, embedded resources, `resources/read`
+    /// `contents`, `prompts/get` messages) and every string in
+    /// `structuredContent`. Names, URIs, MIME types and `blob`s are left.
+    pub(super) fn content(&self, value: &mut Value) {
+        match value {
+            Value::Array(items) => items.iter_mut().for_each(|v| self.content(v)),
+            Value::Object(map) => {
+                for (k, v) in map.iter_mut() {
+                    match (k.as_str(), v) {
+                        ("structuredContent", v) => self.all_strings(v),
+                        ("text", Value::String(s)) => self.string(s),
+                        (_, v) => self.content(v),
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn builtin(name: &str) -> Redactor {
+        let mut r = Redactor::default();
+        r.push(name, None).expect(name);
+        r
+    }
+
+    #[test]
+    fn builtins_catch_their_secrets() {
+        let cases = [
+            (
+                "@aws_access_key",
+                "key=AKIAIOSFODNN7EXAMPLE;",
+                "key=[REDACTED];",
+            ),
+            (
+                "@aws_secret_key",
+                "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\n",
+                "[REDACTED]\n",
+            ),
+            (
+                "@github_token",
+                "t ghp_0123456789abcdefghijABCDEFGHIJ012345 end",
+                "t [REDACTED] end",
+            ),
+            (
+                "@slack_token",
+                "xoxb-1234567890-abcdefABCDEF x",
+                "[REDACTED] x",
+            ),
+            (
+                "@bearer_token",
+                "Authorization: Bearer abc.DEF-123~_+/== next",
+                "Authorization: [REDACTED] next",
+            ),
+            (
+                "@private_key",
+                "a\n-----BEGIN RSA PRIVATE KEY-----\nMIIE\nxyz\n-----END RSA PRIVATE KEY-----\nb",
+                "a\n[REDACTED]\nb",
+            ),
+            ("@jwt", "eyJhbGciOi.eyJzdWIiOi.sig_-x", "[REDACTED]"),
+        ];
+        for (name, input, expected) in cases {
+            assert_eq!(builtin(name).apply(input), expected, "{name}");
+        }
+    }
+
+    #[test]
+    fn clean_text_is_borrowed_and_unknown_builtins_are_errors() {
+        let r = builtin("@aws_access_key");
+        assert!(matches!(r.apply("nothing here"), Cow::Borrowed(_)));
+        let err = Redactor::default()
+            .push("@nope", None)
+            .expect_err("unknown");
+        assert!(err.contains("@aws_access_key"), "{err}");
+        assert!(Redactor::default().push("a*", None).is_err());
+    }
+
+    #[test]
+    fn content_redacts_text_and_structured_content_only() {
+        let mut r = Redactor::default();
+        r.push("s3cr3t", Some("***")).expect("valid");
+        let mut v = json!({"content": [
+            {"type": "text", "text": "pw s3cr3t"},
+            {"type": "resource", "resource": {"uri": "x://s3cr3t", "text": "s3cr3t"}},
+        ], "structuredContent": {"a": ["s3cr3t", 1], "s3cr3t": "k"}, "isError": false});
+        r.content(&mut v);
+        assert_eq!(
+            v,
+            json!({"content": [
+                {"type": "text", "text": "pw ***"},
+                {"type": "resource", "resource": {"uri": "x://s3cr3t", "text": "***"}},
+            ], "structuredContent": {"a": ["***", 1], "s3cr3t": "k"}, "isError": false})
+        );
+    }
+
+    #[test]
+    fn replacement_may_use_groups() {
+        let mut r = Redactor::default();
+        r.push(r"(user=)\w+", Some("${1}[X]")).expect("valid");
+        assert_eq!(r.apply("user=bob ok"), "user=[X] ok");
+    }
+}

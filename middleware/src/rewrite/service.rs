@@ -1,0 +1,79 @@
+//! [`Rewrite`]: edits each request in `call`, before forwarding it, and the
+//! answer on its way back.
+
+use super::layer::Rules;
+use crate::{BoxError, Direction, Envelope, Message, ResponseFuture};
+use std::future::ready;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use tower::Service;
+
+/// Renames, re-describes, sets arguments and redacts. See the
+/// [module docs](super) for what it does to each message.
+#[derive(Debug, Clone)]
+pub struct Rewrite<S> {
+    inner: S,
+    rules: Arc<Rules>,
+}
+
+// === impl Rewrite ===
+
+impl<S> Rewrite<S> {
+    pub(super) fn new(inner: S, rules: Arc<Rules>) -> Self {
+        Self { inner, rules }
+    }
+
+    pub fn get_ref(&self) -> &S {
+        &self.inner
+    }
+
+    pub fn get_mut(&mut self) -> &mut S {
+        &mut self.inner
+    }
+
+    pub fn into_inner(self) -> S {
+        self.inner
+    }
+}
+
+impl<S> Service<Envelope> for Rewrite<S>
+where
+    S: Service<Envelope, Response = Option<Message>, Error = BoxError>,
+    S::Future: Send + 'static,
+{
+    type Response = Option<Message>;
+    type Error = BoxError;
+    type Future = ResponseFuture;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, mut env: Envelope) -> ResponseFuture {
+        // Edited and forwarded here, before the future is returned, so
+        // messages leave in the order they arrived (DESIGN.md, invariant 1).
+        let post = match (env.direction, &mut env.message) {
+            (Direction::ToServer, Message::Request(req)) => match self.rules.request(req) {
+                Ok(post) => post,
+                Err(answer) => return Box::pin(ready(Ok(Some(*answer)))),
+            },
+            (Direction::ToClient, msg) => {
+                self.rules.server_message(msg);
+                Default::default()
+            }
+            _ => Default::default(),
+        };
+        let answer = self.inner.call(env);
+        if post.is_nothing() {
+            return Box::pin(answer);
+        }
+        let rules = self.rules.clone();
+        Box::pin(async move {
+            let mut answer = answer.await?;
+            if let Some(msg) = &mut answer {
+                rules.answer(post, msg);
+            }
+            Ok(answer)
+        })
+    }
+}
