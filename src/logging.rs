@@ -2,9 +2,10 @@
 
 use tracing_subscriber::EnvFilter;
 
-/// Level used when neither `--log-level` nor `RUST_LOG` says otherwise:
-/// quiet enough for Claude Desktop's log file, loud enough for problems.
-const DEFAULT_LEVEL: &str = "warn";
+/// Filter used when neither `--log-level` nor `RUST_LOG` says otherwise:
+/// quiet enough for Claude Desktop's log file, loud enough for problems,
+/// and everything a configured `log` layer writes.
+const DEFAULT_LEVEL: &str = "warn,mcp_chain::messages=trace";
 
 pub fn init(level: Option<&str>) {
     let filter = match level {

@@ -87,15 +87,20 @@ impl<S> Log<S> {
     }
 }
 
+/// The tracing target of every line this layer writes. mcp-chain's default
+/// log filter lets it through at any level: a configured `log` layer is
+/// asked-for output, not noise.
+pub const TARGET: &str = "mcp_chain::messages";
+
 /// `tracing`'s macros take the level as a constant; this dispatches.
 macro_rules! event_at {
     ($level:expr, $($rest:tt)+) => {
         match $level {
-            Level::TRACE => tracing::trace!($($rest)+),
-            Level::DEBUG => tracing::debug!($($rest)+),
-            Level::INFO => tracing::info!($($rest)+),
-            Level::WARN => tracing::warn!($($rest)+),
-            Level::ERROR => tracing::error!($($rest)+),
+            Level::TRACE => tracing::trace!(target: TARGET, $($rest)+),
+            Level::DEBUG => tracing::debug!(target: TARGET, $($rest)+),
+            Level::INFO => tracing::info!(target: TARGET, $($rest)+),
+            Level::WARN => tracing::warn!(target: TARGET, $($rest)+),
+            Level::ERROR => tracing::error!(target: TARGET, $($rest)+),
         }
     };
 }

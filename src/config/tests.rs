@@ -1,1 +1,105 @@
+use super::*;
 
+fn load(text: &str) -> Result<Config, ConfigError> {
+    Config::from_toml_str(text, "c.toml", |name| match name {
+        "HOME" => Some("/home/me".into()),
+        _ => None,
+    })
+}
+
+fn problems(text: &str) -> Vec<String> {
+    match load(text) {
+        Err(ConfigError::Invalid { problems }) => problems,
+        other => panic!("expected problems, got {other:?}"),
+    }
+}
+
+#[test]
+fn empty_file_is_a_transparent_relay() {
+    let config = load("").expect("valid");
+    assert!(config.upstream.is_none());
+    assert!(config.chain.is_empty());
+    assert_eq!(config.max_message_bytes, DEFAULT_MAX_MESSAGE_BYTES);
+    assert_eq!(config.shutdown_grace, DEFAULT_SHUTDOWN_GRACE);
+}
+
+#[test]
+fn upstream_and_proxy_settings_are_read() {
+    let config = load(
+        r#"
+[upstream]
+command = "npx"
+args = ["-y", "server", "${HOME}/share"]
+env = { LOG_LEVEL = "warn" }
+cwd = "/tmp"
+
+[proxy]
+max_message_bytes = 1048576
+shutdown_grace = "250ms"
+"#,
+    )
+    .expect("valid");
+    let upstream = config.upstream.expect("upstream");
+    assert_eq!(upstream.command, "npx");
+    assert_eq!(upstream.args, ["-y", "server", "/home/me/share"]);
+    assert_eq!(upstream.env["LOG_LEVEL"], "warn");
+    assert_eq!(upstream.cwd, Some(PathBuf::from("/tmp")));
+    assert_eq!(config.max_message_bytes, 1_048_576);
+    assert_eq!(config.shutdown_grace, Duration::from_millis(250));
+}
+
+#[test]
+fn layers_keep_file_order() {
+    let config = load(
+        "[[middleware]]\ntype = \"log\"\nlevel = \"debug\"\n[[middleware]]\ntype = \"log\"\n",
+    )
+    .expect("valid");
+    assert_eq!(config.layer_names(), ["log", "log"]);
+}
+
+#[test]
+fn unknown_key_is_an_error_with_line_and_column() {
+    let problems = problems("[upstream]\ncommand = \"x\"\ncomand = \"typo\"\n");
+    assert_eq!(problems.len(), 1);
+    assert!(problems[0].starts_with("c.toml:3:1:"), "{problems:?}");
+    assert!(problems[0].contains("comand"), "{problems:?}");
+}
+
+#[test]
+fn unknown_layer_type_is_an_error() {
+    let problems = problems("[[middleware]]\ntype = \"firewall\"\n");
+    assert!(problems[0].contains("firewall"), "{problems:?}");
+    assert!(problems[0].starts_with("c.toml:"), "{problems:?}");
+}
+
+#[test]
+fn bad_layer_value_names_the_entry_and_its_place() {
+    let problems = problems("[[middleware]]\ntype = \"log\"\n\n[[middleware]]\ntype = \"log\"\nlevel = \"loud\"\n");
+    assert_eq!(problems.len(), 1);
+    assert!(problems[0].starts_with("c.toml:4:"), "{problems:?}");
+    assert!(problems[0].contains("middleware[1] (log): level"), "{problems:?}");
+}
+
+#[test]
+fn every_bad_value_is_reported_at_once() {
+    let problems = problems(
+        "[proxy]\nmax_message_bytes = 10\nshutdown_grace = \"soon\"\n[[middleware]]\ntype = \"log\"\nlevel = \"loud\"\n",
+    );
+    assert_eq!(problems.len(), 3, "{problems:?}");
+}
+
+#[test]
+fn undefined_variable_is_an_error_with_its_place() {
+    let problems = problems("[upstream]\ncommand = \"${NOPE}/bin\"\n");
+    assert!(problems[0].starts_with("c.toml:2:12:"), "{problems:?}");
+    assert!(problems[0].contains("NOPE"));
+}
+
+#[test]
+fn durations_parse() {
+    assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
+    assert_eq!(parse_duration("2s"), Ok(Duration::from_secs(2)));
+    assert_eq!(parse_duration("5m"), Ok(Duration::from_secs(300)));
+    assert!(parse_duration("5 parsecs").is_err());
+    assert!(parse_duration("").is_err());
+}

@@ -126,9 +126,6 @@ async fn request_line_is_on_disk_before_the_request_is_forwarded() {
 async fn file_is_created_0600_and_appended_to() {
     use std::os::unix::fs::PermissionsExt;
     let log = TempLog::new();
-    std::fs::write(&log.0, "{\"earlier\":true}\n").expect("seed");
-    std::fs::set_permissions(&log.0, std::fs::Permissions::from_mode(0o600)).expect("chmod");
-    std::fs::remove_file(&log.0).expect("fresh");
     let svc = log
         .layer(json!({}))
         .layer(answering(|id| Ok(Some(Message::response(id, json!({}))))));

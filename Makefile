@@ -1,0 +1,38 @@
+# mcp-chain — common tasks. `make help` lists them.
+
+CARGO ?= cargo
+BIN   := target/debug/mcp-chain
+
+.PHONY: help build run test test-rust test-interop ci fmt fmt-check lint clean
+
+help: ## List the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
+
+build: ## Build mcp-chain, the demo server and the test fixtures
+	$(CARGO) build --workspace --bins
+
+run: build ## The main job: a scripted session through the demo chain, answers shown by jq
+	@echo "# mcp-chain --config config/demo.toml < config/demo-session.jsonl | jq -c ." >&2
+	@$(BIN) --config config/demo.toml < config/demo-session.jsonl | jq -c .
+
+test: test-rust test-interop ## All tests: unit, integration, and real MCP software
+
+test-rust: ## Unit and integration tests (Rust only)
+	$(CARGO) test --workspace
+
+test-interop: build ## Interop with official SDK clients and reference servers (installs them, pinned)
+	@if [ -x tests/interop/run.sh ]; then tests/interop/run.sh; else echo "no interop suite"; fi
+
+ci: fmt-check lint test ## What CI runs: formatting, clippy with warnings denied, all tests
+
+fmt: ## Format the code
+	$(CARGO) fmt --all
+
+fmt-check:
+	$(CARGO) fmt --all --check
+
+lint: ## clippy, warnings denied
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+
+clean:
+	$(CARGO) clean

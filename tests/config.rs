@@ -1,0 +1,115 @@
+//! `mcp-chain check` and config handling through the binary: every example
+//! in config/ must pass, so none of them can rot.
+
+mod support;
+
+use std::process::Command;
+use support::{Proxy, TempDir, PROXY};
+
+fn check(args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(PROXY)
+        .arg("check")
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("mcp-chain runs");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn every_example_config_passes_check() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("config");
+    let mut checked = 0;
+    for entry in std::fs::read_dir(&dir).expect("config/ exists") {
+        let path = entry.expect("entry").path();
+        if path.extension().is_some_and(|e| e == "toml") {
+            let (ok, stdout, stderr) = check(&["--config", &path.display().to_string()]);
+            assert!(ok, "{}: {stderr}", path.display());
+            assert!(stdout.contains(": ok"), "{stdout}");
+            checked += 1;
+        }
+    }
+    assert!(checked >= 2, "expected example configs in config/");
+}
+
+#[test]
+fn check_prints_the_effective_chain_in_order() {
+    let dir = TempDir::new("check");
+    let path = dir.write(
+        "c.toml",
+        "[upstream]\ncommand = \"srv\"\nargs = [\"--x\"]\n[[middleware]]\ntype = \"log\"\n",
+    );
+    let (ok, stdout, _) = check(&["--config", &path]);
+    assert!(ok);
+    assert!(stdout.contains("upstream: srv --x"), "{stdout}");
+    assert!(stdout.contains("1. log"), "{stdout}");
+    // The command after `--` overrides [upstream].
+    let (ok, stdout, _) = check(&["--config", &path, "--", "other", "arg"]);
+    assert!(ok);
+    assert!(stdout.contains("upstream: other arg"), "{stdout}");
+}
+
+#[test]
+fn check_rejects_a_bad_config_with_its_place() {
+    let dir = TempDir::new("check-bad");
+    let path = dir.write("bad.toml", "[upstream]\ncommand = \"x\"\n\n[[middleware]]\ntype = \"log\"\nlevle = \"info\"\n");
+    let (ok, stdout, stderr) = check(&["--config", &path]);
+    assert!(!ok);
+    assert!(stdout.is_empty());
+    assert!(stderr.contains(&format!("{path}:4:")), "{stderr}");
+    assert!(stderr.contains("levle"), "{stderr}");
+}
+
+#[test]
+fn a_missing_config_file_is_a_clear_error() {
+    let (ok, _, stderr) = check(&["--config", "/nonexistent/c.toml"]);
+    assert!(!ok);
+    assert!(stderr.starts_with("mcp-chain: /nonexistent/c.toml"), "{stderr}");
+}
+
+#[tokio::test]
+async fn no_server_at_all_is_a_clear_error() {
+    let mut proxy = Proxy::spawn(&[]);
+    assert!(!proxy.wait().await.success());
+    assert!(proxy.stderr().contains("no server to run"), "{}", proxy.stderr());
+}
+
+#[test]
+fn every_flag_has_help() {
+    let out = Command::new(PROXY).arg("--help").output().expect("runs");
+    let help = String::from_utf8_lossy(&out.stdout);
+    for flag in ["--config", "--log-level", "--max-message-bytes", "--shutdown-grace"] {
+        let line = help.lines().find(|l| l.contains(flag)).unwrap_or_else(|| panic!("{flag} missing: {help}"));
+        let documented = line.trim_start().len() > flag.len() + 12
+            || help.split(flag).nth(1).is_some_and(|rest| rest.lines().nth(1).is_some_and(|l| !l.trim().is_empty()));
+        assert!(documented, "{flag} has no help");
+    }
+}
+
+#[tokio::test]
+async fn config_upstream_runs_and_the_log_layer_sees_both_directions() {
+    let dir = TempDir::new("log-layer");
+    let path = dir.write(
+        "c.toml",
+        &format!("[upstream]\ncommand = \"{}\"\n[[middleware]]\ntype = \"log\"\nlevel = \"info\"\n", support::FAKE),
+    );
+    let mut proxy = Proxy::spawn(&["--config", &path]);
+    proxy.initialize("2025-11-25").await;
+    proxy
+        .send(support::call(serde_json::json!(1), "ask", serde_json::json!({"method": "roots/list"})))
+        .await;
+    let server_req = proxy.recv().await;
+    proxy
+        .send(serde_json::json!({"jsonrpc":"2.0","id":server_req["id"],"result":{"roots":[]}}))
+        .await;
+    proxy.recv_answer(&serde_json::json!(1)).await;
+    let (status, _) = proxy.finish().await;
+    assert!(status.success());
+    let stderr = proxy.stderr();
+    assert!(stderr.contains("direction=client_to_server") && stderr.contains("method=\"tools/call\""), "{stderr}");
+    assert!(stderr.contains("direction=server_to_client") && stderr.contains("method=\"roots/list\""), "{stderr}");
+}
