@@ -56,7 +56,10 @@ fn check_prints_the_effective_chain_in_order() {
 #[test]
 fn check_rejects_a_bad_config_with_its_place() {
     let dir = TempDir::new("check-bad");
-    let path = dir.write("bad.toml", "[upstream]\ncommand = \"x\"\n\n[[middleware]]\ntype = \"log\"\nlevle = \"info\"\n");
+    let path = dir.write(
+        "bad.toml",
+        "[upstream]\ncommand = \"x\"\n\n[[middleware]]\ntype = \"log\"\nlevle = \"info\"\n",
+    );
     let (ok, stdout, stderr) = check(&["--config", &path]);
     assert!(!ok);
     assert!(stdout.is_empty());
@@ -68,24 +71,42 @@ fn check_rejects_a_bad_config_with_its_place() {
 fn a_missing_config_file_is_a_clear_error() {
     let (ok, _, stderr) = check(&["--config", "/nonexistent/c.toml"]);
     assert!(!ok);
-    assert!(stderr.starts_with("mcp-chain: /nonexistent/c.toml"), "{stderr}");
+    assert!(
+        stderr.starts_with("mcp-chain: /nonexistent/c.toml"),
+        "{stderr}"
+    );
 }
 
 #[tokio::test]
 async fn no_server_at_all_is_a_clear_error() {
     let mut proxy = Proxy::spawn(&[]);
     assert!(!proxy.wait().await.success());
-    assert!(proxy.stderr().contains("no server to run"), "{}", proxy.stderr());
+    assert!(
+        proxy.stderr().contains("no server to run"),
+        "{}",
+        proxy.stderr()
+    );
 }
 
 #[test]
 fn every_flag_has_help() {
     let out = Command::new(PROXY).arg("--help").output().expect("runs");
     let help = String::from_utf8_lossy(&out.stdout);
-    for flag in ["--config", "--log-level", "--max-message-bytes", "--shutdown-grace"] {
-        let line = help.lines().find(|l| l.contains(flag)).unwrap_or_else(|| panic!("{flag} missing: {help}"));
+    for flag in [
+        "--config",
+        "--log-level",
+        "--max-message-bytes",
+        "--shutdown-grace",
+    ] {
+        let line = help
+            .lines()
+            .find(|l| l.contains(flag))
+            .unwrap_or_else(|| panic!("{flag} missing: {help}"));
         let documented = line.trim_start().len() > flag.len() + 12
-            || help.split(flag).nth(1).is_some_and(|rest| rest.lines().nth(1).is_some_and(|l| !l.trim().is_empty()));
+            || help
+                .split(flag)
+                .nth(1)
+                .is_some_and(|rest| rest.lines().nth(1).is_some_and(|l| !l.trim().is_empty()));
         assert!(documented, "{flag} has no help");
     }
 }
@@ -95,12 +116,19 @@ async fn config_upstream_runs_and_the_log_layer_sees_both_directions() {
     let dir = TempDir::new("log-layer");
     let path = dir.write(
         "c.toml",
-        &format!("[upstream]\ncommand = \"{}\"\n[[middleware]]\ntype = \"log\"\nlevel = \"info\"\n", support::FAKE),
+        &format!(
+            "[upstream]\ncommand = \"{}\"\n[[middleware]]\ntype = \"log\"\nlevel = \"info\"\n",
+            support::FAKE
+        ),
     );
     let mut proxy = Proxy::spawn(&["--config", &path]);
     proxy.initialize("2025-11-25").await;
     proxy
-        .send(support::call(serde_json::json!(1), "ask", serde_json::json!({"method": "roots/list"})))
+        .send(support::call(
+            serde_json::json!(1),
+            "ask",
+            serde_json::json!({"method": "roots/list"}),
+        ))
         .await;
     let server_req = proxy.recv().await;
     proxy
@@ -110,6 +138,12 @@ async fn config_upstream_runs_and_the_log_layer_sees_both_directions() {
     let (status, _) = proxy.finish().await;
     assert!(status.success());
     let stderr = proxy.stderr();
-    assert!(stderr.contains("direction=client_to_server") && stderr.contains("method=\"tools/call\""), "{stderr}");
-    assert!(stderr.contains("direction=server_to_client") && stderr.contains("method=\"roots/list\""), "{stderr}");
+    assert!(
+        stderr.contains("direction=client_to_server") && stderr.contains("method=\"tools/call\""),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("direction=server_to_client") && stderr.contains("method=\"roots/list\""),
+        "{stderr}"
+    );
 }

@@ -50,10 +50,9 @@ shutdown_grace = "250ms"
 
 #[test]
 fn layers_keep_file_order() {
-    let config = load(
-        "[[middleware]]\ntype = \"log\"\nlevel = \"debug\"\n[[middleware]]\ntype = \"log\"\n",
-    )
-    .expect("valid");
+    let config =
+        load("[[middleware]]\ntype = \"log\"\nlevel = \"debug\"\n[[middleware]]\ntype = \"log\"\n")
+            .expect("valid");
     assert_eq!(config.layer_names(), ["log", "log"]);
 }
 
@@ -74,10 +73,15 @@ fn unknown_layer_type_is_an_error() {
 
 #[test]
 fn bad_layer_value_names_the_entry_and_its_place() {
-    let problems = problems("[[middleware]]\ntype = \"log\"\n\n[[middleware]]\ntype = \"log\"\nlevel = \"loud\"\n");
+    let problems = problems(
+        "[[middleware]]\ntype = \"log\"\n\n[[middleware]]\ntype = \"log\"\nlevel = \"loud\"\n",
+    );
     assert_eq!(problems.len(), 1);
     assert!(problems[0].starts_with("c.toml:4:"), "{problems:?}");
-    assert!(problems[0].contains("middleware[1] (log): level"), "{problems:?}");
+    assert!(
+        problems[0].contains("middleware[1] (log): level"),
+        "{problems:?}"
+    );
 }
 
 #[test]
