@@ -3,7 +3,7 @@
 CARGO ?= cargo
 BIN   := target/debug/mcp-chain
 
-.PHONY: help build run test test-rust test-interop ci fmt fmt-check lint clean
+.PHONY: help build run test test-rust test-interop ci fmt fmt-check lint clean bench
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -33,6 +33,10 @@ fmt-check:
 
 lint: ## clippy, warnings denied
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+
+bench: ## Benchmark: direct vs byte relay vs mcp-chain (empty, full chain), release build; BENCH_ARGS=--quick
+	$(CARGO) build --release --workspace
+	target/release/mcp-chain-bench $(BENCH_ARGS)
 
 clean:
 	$(CARGO) clean

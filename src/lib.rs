@@ -66,12 +66,7 @@ fn effective_config(cli: &Cli) -> Result<Config, String> {
 /// The server to run: the command after `--`, else `[upstream]`.
 fn upstream_for(config: &Config, server: &[String]) -> Result<UpstreamConfig, String> {
     if let Some((command, args)) = server.split_first() {
-        let mut upstream = config.upstream.clone().unwrap_or_else(|| UpstreamConfig {
-            command: String::new(),
-            args: Vec::new(),
-            env: Default::default(),
-            cwd: None,
-        });
+        let mut upstream = config.upstream.clone().unwrap_or_default();
         command.clone_into(&mut upstream.command);
         upstream.args = args.to_vec();
         return Ok(upstream);
@@ -98,6 +93,12 @@ fn check(config: &Config, server: &[String]) -> ExitCode {
             }
             if let Some(cwd) = &u.cwd {
                 report += &format!("  cwd: {}\n", cwd.display());
+            }
+            if u.restart.on_failure {
+                report += &format!(
+                    "  restart: on-failure (at most {}, backoff from {:?})\n",
+                    u.restart.max_restarts, u.restart.backoff
+                );
             }
         }
         Err(_) => report += "upstream: none (give one after `--` when running)\n",

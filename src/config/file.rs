@@ -24,6 +24,13 @@ pub(crate) struct UpstreamFile {
     #[serde(default)]
     pub(crate) env: BTreeMap<String, String>,
     pub(crate) cwd: Option<String>,
+    /// "never" (default) or "on-failure".
+    pub(crate) restart: Option<String>,
+    /// Restarts allowed before giving up (a server that stays up for a
+    /// minute earns its count back).
+    pub(crate) max_restarts: Option<u32>,
+    /// Wait before the first restart; doubles each time, up to 30s.
+    pub(crate) restart_backoff: Option<String>,
 }
 
 /// Settings of the relay itself.

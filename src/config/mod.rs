@@ -8,7 +8,10 @@ mod file;
 mod validate;
 
 pub use error::ConfigError;
-pub(crate) use validate::{parse_duration, DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_SHUTDOWN_GRACE};
+pub(crate) use validate::{
+    parse_duration, DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_MAX_RESTARTS, DEFAULT_RESTART_BACKOFF,
+    DEFAULT_SHUTDOWN_GRACE,
+};
 
 use crate::chain::AnyLayer;
 use std::collections::BTreeMap;
@@ -28,12 +31,32 @@ pub struct Config {
     pub path: Option<PathBuf>,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct UpstreamConfig {
     pub command: String,
     pub args: Vec<String>,
     pub env: BTreeMap<String, String>,
     pub cwd: Option<PathBuf>,
+    pub restart: RestartPolicy,
+}
+
+/// What to do when the server dies.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RestartPolicy {
+    /// Restart after a failure (non-zero exit, signal, closed output).
+    pub on_failure: bool,
+    pub max_restarts: u32,
+    pub backoff: Duration,
+}
+
+impl Default for RestartPolicy {
+    fn default() -> Self {
+        Self {
+            on_failure: false,
+            max_restarts: DEFAULT_MAX_RESTARTS,
+            backoff: DEFAULT_RESTART_BACKOFF,
+        }
+    }
 }
 
 impl Default for Config {

@@ -2,7 +2,7 @@
 //! checked, every problem reported with its place.
 
 use super::file::{ConfigFile, MiddlewareFile, UpstreamFile};
-use super::{Config, UpstreamConfig};
+use super::{Config, RestartPolicy, UpstreamConfig};
 use crate::chain::AnyLayer;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -18,13 +18,19 @@ const MIN_MAX_MESSAGE_BYTES: u64 = 4 * 1024;
 /// server to exit after its stdin closed, before it is terminated.
 pub(crate) const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
+/// Restarts allowed by default under `restart = "on-failure"`.
+pub(crate) const DEFAULT_MAX_RESTARTS: u32 = 5;
+
+/// First wait before a restart; it doubles each time.
+pub(crate) const DEFAULT_RESTART_BACKOFF: Duration = Duration::from_millis(500);
+
 /// A problem found while validating: where (a byte offset into the
 /// file, when known) and what.
 pub(super) type Problem = (Option<usize>, String);
 
 pub(super) fn validate(file: ConfigFile) -> Result<Config, Vec<Problem>> {
     let mut problems = Vec::new();
-    let upstream = file.upstream.map(upstream);
+    let upstream = file.upstream.map(|u| upstream(u, &mut problems));
 
     let max_message_bytes = match file.proxy.max_message_bytes {
         None => DEFAULT_MAX_MESSAGE_BYTES,
@@ -72,12 +78,30 @@ pub(super) fn validate(file: ConfigFile) -> Result<Config, Vec<Problem>> {
     }
 }
 
-fn upstream(file: UpstreamFile) -> UpstreamConfig {
+fn upstream(file: UpstreamFile, problems: &mut Vec<Problem>) -> UpstreamConfig {
+    let mut restart = RestartPolicy::default();
+    match file.restart.as_deref() {
+        None | Some("never") => {}
+        Some("on-failure") => restart.on_failure = true,
+        Some(other) => problems.push((
+            None,
+            format!("upstream.restart: {other:?} is not \"never\" or \"on-failure\""),
+        )),
+    }
+    if let Some(n) = file.max_restarts {
+        restart.max_restarts = n;
+    }
+    match file.restart_backoff.as_deref().map(parse_duration) {
+        None => {}
+        Some(Ok(d)) => restart.backoff = d,
+        Some(Err(e)) => problems.push((None, format!("upstream.restart_backoff: {e}"))),
+    }
     UpstreamConfig {
         command: file.command,
         args: file.args,
         env: file.env,
         cwd: file.cwd.map(PathBuf::from),
+        restart,
     }
 }
 

@@ -12,6 +12,10 @@
 //! is translated the same way; one for a request no longer in flight is
 //! dropped, because its id could now name a different request.
 
+mod handshake;
+
+pub(crate) use handshake::Handshake;
+
 use crate::front::writer::Outgoing;
 use mcp_chain_middleware::message::{method, Message, Notification, Request};
 use mcp_chain_middleware::{
@@ -41,8 +45,20 @@ struct Pending {
     next_id: u64,
     by_local: HashMap<u64, Entry>,
     by_origin: HashMap<RequestId, u64>,
-    /// Set once the peer is gone: new requests are answered at once.
-    closed: Option<String>,
+    state: State,
+    /// Kept only by the upstream connector (see [`Connector::recording`]).
+    handshake: Option<Handshake>,
+}
+
+/// Whether the peer can be reached.
+#[derive(Debug, Default, Clone)]
+enum State {
+    #[default]
+    Open,
+    /// Being restarted: requests are refused with 503, notifications dropped.
+    Restarting(String),
+    /// Gone for good: requests are answered with -32000.
+    Closed(String),
 }
 
 #[derive(Debug)]
@@ -50,6 +66,8 @@ struct Entry {
     origin: RequestId,
     answer: oneshot::Sender<Answer>,
     delivered: Option<Delivered>,
+    /// This is the client's `initialize`: keep its answer for a replay.
+    initialize: bool,
 }
 
 #[derive(Debug)]
@@ -68,6 +86,18 @@ impl Connector {
             pending: Arc::default(),
             peer,
         }
+    }
+
+    /// Also keep the handshake that passes through, for replay after a
+    /// restart. Only the connector in front of the server does this.
+    pub(crate) fn recording(self) -> Self {
+        self.lock().handshake = Some(Handshake::default());
+        self
+    }
+
+    /// The handshake seen so far, if this connector records one.
+    pub(crate) fn handshake(&self) -> Option<Handshake> {
+        self.lock().handshake.clone()
     }
 
     fn lock(&self) -> MutexGuard<'_, Pending> {
@@ -92,6 +122,11 @@ impl Connector {
             tracing::warn!(peer = self.peer, id = ?msg.id(), "dropping an answer to no request in flight");
             return None;
         };
+        if entry.initialize {
+            if let (Message::Response(r), Some(hs)) = (&msg, self.lock().handshake.as_mut()) {
+                hs.result = Some(r.result.clone());
+            }
+        }
         set_id(&mut msg, entry.origin);
         let delivered = entry.delivered.take();
         // The receiver is gone only if the request's task was dropped.
@@ -102,9 +137,34 @@ impl Connector {
     /// The peer is gone: answer every request in flight now, and every later
     /// one at once.
     pub(crate) fn close(&self, reason: &str) {
+        self.fail_all(State::Closed(reason.to_owned()), reason);
+    }
+
+    /// The peer is being restarted: answer every request in flight now (it
+    /// died with them), refuse new ones with 503 until [`Self::resume`].
+    pub(crate) fn suspend(&self, reason: &str) {
+        self.fail_all(State::Restarting(reason.to_owned()), reason);
+    }
+
+    /// The peer is back.
+    pub(crate) fn resume(&self) {
+        self.lock().state = State::Open;
+    }
+
+    /// Forgets every request in flight without answering it: the peer that
+    /// asked is gone, so a late answer must go nowhere.
+    pub(crate) fn abandon_all(&self) {
+        let mut pending = self.lock();
+        pending.by_origin.clear();
+        for (_, entry) in pending.by_local.drain() {
+            let _ = entry.answer.send(Answer::Cancelled);
+        }
+    }
+
+    fn fail_all(&self, state: State, reason: &str) {
         let entries: Vec<Entry> = {
             let mut pending = self.lock();
-            pending.closed = Some(reason.to_owned());
+            pending.state = state;
             pending.by_origin.clear();
             pending.by_local.drain().map(|(_, e)| e).collect()
         };
@@ -131,10 +191,19 @@ impl Connector {
         let (tx, rx) = oneshot::channel();
         let origin = {
             let mut pending = self.lock();
-            if let Some(reason) = pending.closed.clone() {
+            let refusal = match &pending.state {
+                State::Open => None,
+                State::Closed(reason) => Some(closed_error(self.peer, reason)),
+                State::Restarting(reason) => Some(restarting_error(reason)),
+            };
+            if let Some(error) = refusal {
                 drop(pending);
-                let error = closed_error(self.peer, &reason);
                 return Box::pin(async move { Ok(Some(Message::error(Some(req.id), error))) });
+            }
+            let initialize = req.method == method::INITIALIZE;
+            if let (true, Some(hs)) = (initialize, pending.handshake.as_mut()) {
+                hs.initialize = req.params.clone();
+                hs.result = None;
             }
             pending.next_id += 1;
             let local = pending.next_id;
@@ -146,6 +215,7 @@ impl Connector {
                     origin: origin.clone(),
                     answer: tx,
                     delivered,
+                    initialize,
                 },
             );
             origin
@@ -199,6 +269,21 @@ fn closed_error(peer: &str, reason: &str) -> ErrorObject {
     )
 }
 
+/// How long a client is told to wait before retrying during a restart.
+const RESTART_RETRY_AFTER_MS: u64 = 1000;
+
+fn restarting_error(reason: &str) -> ErrorObject {
+    ErrorObject::new(
+        ErrorCode::UPSTREAM_UNAVAILABLE,
+        format!("mcp-chain upstream: the server is restarting ({reason}); retry shortly"),
+    )
+    .with_data(serde_json::json!({
+        "layer": "upstream",
+        "reason": "restarting",
+        "retryAfterMs": RESTART_RETRY_AFTER_MS,
+    }))
+}
+
 fn set_id(msg: &mut Message, id: RequestId) {
     match msg {
         Message::Response(r) => r.id = id,
@@ -226,6 +311,16 @@ impl Service<Envelope> for Connector {
         match env.message {
             Message::Request(req) => self.call_request(req, env.delivered),
             Message::Notification(note) => {
+                if !matches!(self.lock().state, State::Open) {
+                    // Nobody to tell; a restarted server gets a fresh handshake.
+                    tracing::debug!(peer = self.peer, method = %note.method, "dropping a notification: the peer is not there");
+                    return Box::pin(async { Ok(None) });
+                }
+                if note.method == method::NOTIFICATION_INITIALIZED {
+                    if let Some(hs) = self.lock().handshake.as_mut() {
+                        hs.initialized = true;
+                    }
+                }
                 let note = if note.method == method::NOTIFICATION_CANCELLED {
                     self.translate_cancel(note)
                 } else {

@@ -43,13 +43,14 @@ impl From<Message> for Outgoing {
 }
 
 /// Writes messages to `out` until `close` fires (then writes what is still
-/// queued) or every sender is gone.
+/// queued), every sender is gone, or the pipe breaks. Returns the queue, so
+/// a restarted server's writer can take it over.
 pub(crate) async fn run<W: AsyncWrite + Unpin>(
     mut rx: mpsc::Receiver<Outgoing>,
     mut out: W,
     mut close: oneshot::Receiver<()>,
     peer: &'static str,
-) {
+) -> mpsc::Receiver<Outgoing> {
     let mut buf = Vec::with_capacity(64 * 1024);
     let mut closing = false;
     loop {
@@ -92,4 +93,5 @@ pub(crate) async fn run<W: AsyncWrite + Unpin>(
         }
     }
     let _ = out.shutdown().await;
+    rx
 }

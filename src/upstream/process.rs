@@ -32,8 +32,8 @@ pub(crate) enum UpstreamError {
 pub(crate) struct Upstream {
     child: Child,
     pgid: Option<Pid>,
-    pub(crate) stdin: Option<ChildStdin>,
-    pub(crate) stdout: Option<ChildStdout>,
+    stdin: Option<ChildStdin>,
+    stdout: Option<ChildStdout>,
 }
 
 impl Upstream {
@@ -79,6 +79,25 @@ impl Upstream {
             ),
             child,
         })
+    }
+
+    /// The child's stdin, for its writer; taken once per child.
+    pub(crate) fn take_stdin(&mut self) -> ChildStdin {
+        self.stdin
+            .take()
+            .expect("a child's stdin is taken once, by its writer")
+    }
+
+    /// The child's stdout, for its reader; taken once per child.
+    pub(crate) fn take_stdout(&mut self) -> ChildStdout {
+        self.stdout
+            .take()
+            .expect("a child's stdout is taken once, by its reader")
+    }
+
+    /// The child's stdin before its writer takes it (the replayed handshake).
+    pub(crate) fn stdin_mut(&mut self) -> Option<&mut ChildStdin> {
+        self.stdin.as_mut()
     }
 
     /// Waits for the child to exit on its own.

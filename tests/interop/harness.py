@@ -224,21 +224,24 @@ async def open_session(
     label: str = "proxy",
     initialize: bool = True,
     env: dict[str, str] | None = None,
+    exact_argv: bool = False,
+    cwd: Path = REPO,
     **callbacks: Any,
 ) -> AsyncIterator[Conn]:
     """Start `server_argv` through mcp-chain (configured by `chain`), connect the
     official Python SDK client to it, and yield a tapped Conn.
 
+    With exact_argv, `server_argv` is the whole command line, run as it is.
     `callbacks` go to ClientSession (sampling_callback, list_roots_callback, …).
     """
     stderr = new_stderr_file(label if not DIRECT else "server")
     audit = Path(str(stderr).replace(".stderr", ".audit.jsonl")) if chain.audited else None
-    argv = launch_argv(server_argv, chain.config)
+    argv = list(server_argv) if exact_argv else launch_argv(server_argv, chain.config)
     params = StdioServerParameters(
         command=argv[0],
         args=argv[1:],
         env={**chain_env(audit), **(env or {})},
-        cwd=str(REPO),
+        cwd=str(cwd),
     )
     user_handler = callbacks.pop("message_handler", None)
     with open(stderr, "w") as errlog:

@@ -1,7 +1,7 @@
 //! Allow/deny pairs of patterns: deny wins, an allow list means default-deny.
 
 use super::{Pattern, Syntax};
-use regex::RegexSet;
+use regex::Regex;
 use serde::Deserialize;
 
 /// `{ allow = [...], deny = [...] }` as written in the TOML.
@@ -44,23 +44,26 @@ pub struct PatternList {
     deny: Option<PatternSet>,
 }
 
-/// Patterns matched in one pass (a `RegexSet`), so checking a name against
-/// many patterns costs one scan, which matters on 1,000-tool lists.
+/// Patterns matched in one pass: one regex that is the alternation of them
+/// all (each already anchored), so checking a name against many patterns
+/// costs one scan, which matters on 1,000-tool lists. A single `Regex` is
+/// faster here than a `RegexSet`, which must track which pattern matched.
 #[derive(Debug, Clone)]
 struct PatternSet {
     patterns: Vec<Pattern>,
-    set: RegexSet,
+    any: Regex,
 }
 
 impl PatternSet {
     fn new(patterns: Vec<Pattern>) -> Result<Self, String> {
-        let set = RegexSet::new(patterns.iter().map(|p| p.regex().as_str()))
+        let alternation: Vec<&str> = patterns.iter().map(|p| p.regex().as_str()).collect();
+        let any = Regex::new(&alternation.join("|"))
             .map_err(|e| format!("patterns too large to combine: {e}"))?;
-        Ok(Self { patterns, set })
+        Ok(Self { patterns, any })
     }
 
     fn is_match(&self, text: &str) -> bool {
-        self.set.is_match(text)
+        self.any.is_match(text)
     }
 }
 

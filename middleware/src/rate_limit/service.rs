@@ -97,7 +97,7 @@ where
                 let why = match settings.on_limit {
                     OnLimit::Reject => String::new(),
                     OnLimit::Wait => format!(
-                        " (longer than max_wait {})",
+                        ", and the wait would pass max_wait {}",
                         DisplayDuration(settings.max_wait)
                     ),
                 };

@@ -186,20 +186,16 @@ fn rename_items(names: &Names, items: &mut Vec<Value>, kind: &str) {
         let Some(upstream) = item.get("name").and_then(Value::as_str) else {
             return true;
         };
-        if names.shadowed(upstream) {
-            tracing::warn!(
-                layer = LAYER,
-                kind,
-                name = upstream,
-                "hidden: a renamed {kind} already has this name"
-            );
+        let upstream = upstream.to_owned();
+        let client = names.client_name(&upstream);
+        if names.shadowed(&upstream, &client) {
+            tracing::warn!(layer = LAYER, kind, name = %upstream,
+                "hidden: a renamed {kind} already has this name");
             return false;
         }
-        let upstream = upstream.to_owned();
         let Some(obj) = item.as_object_mut() else {
             return true;
         };
-        let client = names.client_name(&upstream);
         if client != upstream.as_str() {
             if let Err(e) = check_name(&client) {
                 // Only a prefix on an upstream name can get here: renames

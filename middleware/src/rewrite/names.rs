@@ -158,11 +158,11 @@ impl Names {
         }
     }
 
-    /// True when an upstream item's produced name is taken by a rename of
-    /// another item: it is left out of lists, since calls by that name go
-    /// to the renamed item.
-    pub(super) fn shadowed(&self, upstream: &str) -> bool {
+    /// True when an upstream item's produced name (`client`, from
+    /// [`Names::client_name`]) is taken by a rename of another item: it is
+    /// left out of lists, since calls by that name go to the renamed item.
+    pub(super) fn shadowed(&self, upstream: &str, client: &str) -> bool {
         let renamed = self.items.get(upstream).is_some_and(|i| i.name.is_some());
-        !renamed && self.back.contains_key(self.client_name(upstream).as_ref())
+        !renamed && self.back.contains_key(client)
     }
 }

@@ -164,7 +164,7 @@ fn expired(waited: Duration) -> ErrorObject {
         LAYER,
         "timed_out",
         &format!(
-            "request timed out: no response from the server within {}",
+            "request timed out: the server did not answer within {}",
             DisplayDuration(waited)
         ),
     );

@@ -1,203 +1,33 @@
-//! The relay: both pipes, both chains, and the order of shutdown.
-//!
-//! ```text
-//! client ─▶ client reader ─▶ to_server chain ─▶ upstream connector ─▶ server writer ─▶ child stdin
-//! client ◀─ client writer ◀─ to_client chain ◀─ server reader ◀──────────────────────── child stdout
-//! ```
-//!
-//! Each reader reads one message at a time. A request or notification goes
-//! down the chain toward the other peer; `call` does the request-side work
-//! and queues the write before the next message is read (invariant 1). The
-//! answer's future runs on a task of its own, so a slow tool call holds up
-//! nothing else (invariant 2). An answer from a peer is handed to the task
-//! waiting for it, and the reader waits until that task has written it
-//! before reading on, so an answer is never overtaken by what its sender
-//! sent after it.
+//! One peer's reading side: what it sends goes down a chain toward the other
+//! peer; the answers it sends settle the requests it was sent.
 
-use crate::chain::{self, ChainService};
-use crate::config::{Config, UpstreamConfig};
+use crate::chain::ChainService;
 use crate::connector::Connector;
 use crate::front::codec::{Frame, FrameReader};
-use crate::front::stdio::{Reader, Writer};
-use crate::front::writer::{self, Outgoing, WRITE_QUEUE_MESSAGES};
-use crate::upstream::{Upstream, UpstreamError};
+use crate::front::writer::Outgoing;
 use mcp_chain_middleware::envelope::delivery;
 use mcp_chain_middleware::message::{Incoming, Invalid};
 use mcp_chain_middleware::{
     BoxError, DeliveryTicket, Direction, Envelope, ErrorCode, ErrorObject, Message, RequestId,
     ResponseFuture,
 };
-use std::future::Future;
 use std::task::{Context, Poll, Waker};
-use std::time::Duration;
 use tokio::io::AsyncRead;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::mpsc;
 use tokio_util::task::TaskTracker;
 use tower::{Service, ServiceExt};
-
-/// After the server exits, how long its output may still be read: what it
-/// wrote before exiting is already in the pipe, so this is only a bound.
-const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(200);
-
-/// Why the relay loop stopped.
-enum Stop {
-    Client,
-    ServerOutputClosed,
-    ServerExited(std::io::Result<std::process::ExitStatus>),
-}
-
-/// How a session ended.
-#[derive(Debug, PartialEq, Eq)]
-pub enum Ending {
-    /// The client closed stdin, or a signal asked us to stop.
-    Clean,
-    /// The server went away on its own; the reason is one line.
-    ServerGone(String),
-}
-
-/// The session could not start (the server could not be spawned).
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct RunError(String);
-
-impl From<UpstreamError> for RunError {
-    fn from(e: UpstreamError) -> Self {
-        Self(e.to_string())
-    }
-}
-
-/// Runs one session: starts the server, relays until the client leaves, a
-/// signal arrives or the server exits, then shuts down in order.
-pub async fn run(
-    config: &Config,
-    upstream: &UpstreamConfig,
-    client_in: Reader,
-    client_out: Writer,
-    shutdown: impl Future<Output = ()>,
-) -> Result<Ending, RunError> {
-    let mut child = Upstream::spawn(upstream)?;
-    let child_stdin = child
-        .stdin
-        .take()
-        .ok_or(UpstreamError::MissingPipe("stdin"))?;
-    let child_stdout = child
-        .stdout
-        .take()
-        .ok_or(UpstreamError::MissingPipe("stdout"))?;
-
-    let (client_tx, client_rx) = mpsc::channel(WRITE_QUEUE_MESSAGES);
-    let (server_tx, server_rx) = mpsc::channel(WRITE_QUEUE_MESSAGES);
-    let (close_client, client_closed) = oneshot::channel();
-    let (close_server, server_closed) = oneshot::channel();
-    let client_writer = tokio::spawn(writer::run(client_rx, client_out, client_closed, "client"));
-    let server_writer = tokio::spawn(writer::run(server_rx, child_stdin, server_closed, "server"));
-
-    let upstream_conn = Connector::new(server_tx.clone(), "server");
-    let downstream_conn = Connector::new(client_tx.clone(), "client");
-    let to_server = chain::to_server(&config.chain, ChainService::new(upstream_conn.clone()));
-    let to_client = chain::to_client(&config.chain, ChainService::new(downstream_conn.clone()));
-
-    // Answers owed to the client: shutdown waits for these.
-    let owed = TaskTracker::new();
-    let mut server_side = Side {
-        reader: FrameReader::new(child_stdout, config.max_message_bytes),
-        chain: to_client,
-        own: upstream_conn.clone(),
-        reply: server_tx,
-        direction: Direction::ToClient,
-        owed: TaskTracker::new(),
-    };
-    let mut server_side = tokio::spawn(async move { server_side.run().await });
-    let mut client_side = Side {
-        reader: FrameReader::new(client_in, config.max_message_bytes),
-        chain: to_server,
-        own: downstream_conn.clone(),
-        reply: client_tx,
-        direction: Direction::ToServer,
-        owed: owed.clone(),
-    };
-
-    let stop = tokio::select! {
-        () = client_side.run() => {
-            tracing::info!("the client closed its input; finishing");
-            Stop::Client
-        }
-        () = shutdown => {
-            tracing::info!("asked to stop; finishing");
-            Stop::Client
-        }
-        _ = &mut server_side => Stop::ServerOutputClosed,
-        status = child.wait() => Stop::ServerExited(status),
-    };
-    drop(client_side);
-    let ending = match stop {
-        Stop::Client => Ending::Clean,
-        Stop::ServerOutputClosed => {
-            let status = tokio::time::timeout(config.shutdown_grace, child.wait()).await;
-            Ending::ServerGone(match status {
-                Ok(Ok(status)) => format!("the server exited ({status})"),
-                _ => "the server closed its output".to_owned(),
-            })
-        }
-        Stop::ServerExited(status) => {
-            // What it wrote before exiting is still in the pipe; a
-            // grandchild holding the pipe open must not keep us waiting.
-            let _ = tokio::time::timeout(DRAIN_AFTER_EXIT, &mut server_side).await;
-            Ending::ServerGone(match status {
-                Ok(status) => format!("the server exited ({status})"),
-                Err(e) => format!("the server could not be waited for: {e}"),
-            })
-        }
-    };
-
-    let grace = config.shutdown_grace;
-    if let Ending::ServerGone(reason) = &ending {
-        upstream_conn.close(reason);
-    } else {
-        // Keep relaying until every answer owed to the client is written.
-        owed.close();
-        if tokio::time::timeout(grace, owed.wait()).await.is_err() {
-            tracing::warn!(
-                unanswered = upstream_conn.in_flight(),
-                "shutdown grace ran out with answers still owed; answering them with errors"
-            );
-        }
-        upstream_conn.close("mcp-chain is shutting down");
-    }
-    owed.close();
-    let _ = tokio::time::timeout(grace, owed.wait()).await;
-
-    // Close the child's stdin (after what is queued), then end its group.
-    let _ = close_server.send(());
-    let _ = tokio::time::timeout(grace, server_writer).await;
-    let status = child.shutdown(grace).await;
-    tracing::info!(?status, "the server has stopped");
-    // A server that failed on its own makes the session a failure, even
-    // when the client left first; one we had to terminate does not.
-    let ending = match (ending, status) {
-        (Ending::Clean, Some(status)) if status.code().is_some_and(|c| c != 0) => {
-            Ending::ServerGone(format!("the server exited ({status})"))
-        }
-        (ending, _) => ending,
-    };
-    server_side.abort();
-    downstream_conn.close("mcp-chain is shutting down");
-
-    let _ = close_client.send(());
-    let _ = tokio::time::timeout(grace, client_writer).await;
-    Ok(ending)
-}
-
 /// One peer's reading side: its messages go down `chain`, answers to its
 /// requests go back on `reply`, and its answers settle `own`'s requests.
-struct Side<R> {
-    reader: FrameReader<R>,
-    chain: ChainService,
+pub(super) struct Side<R> {
+    pub(super) reader: FrameReader<R>,
+    pub(super) chain: ChainService,
     /// The connector that sends requests *to* this peer.
-    own: Connector,
-    reply: mpsc::Sender<Outgoing>,
-    direction: Direction,
-    owed: TaskTracker,
+    pub(super) own: Connector,
+    pub(super) reply: mpsc::Sender<Outgoing>,
+    /// Which way this peer's messages travel.
+    pub(super) direction: Direction,
+    /// The tasks writing answers owed to this peer.
+    pub(super) owed: TaskTracker,
 }
 
 impl<R: AsyncRead + Unpin> Side<R> {
@@ -209,7 +39,7 @@ impl<R: AsyncRead + Unpin> Side<R> {
     }
 
     /// Reads until end of input.
-    async fn run(&mut self) {
+    pub(super) async fn run(&mut self) {
         loop {
             let incoming = match self.reader.next().await {
                 Ok(Some(Frame::Line(line))) => Incoming::parse(line),

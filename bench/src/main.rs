@@ -1,0 +1,371 @@
+//! mcp-chain's benchmark: what the proxy costs next to a direct connection,
+//! measured in one run.
+//!
+//! ```text
+//! mcp-chain-bench [--quick] [--rounds N] [--json [PATH]] [--modes LIST] [--proxy PATH] [--config PATH]
+//! ```
+//!
+//! Modes, each a process the load generator talks to over stdio pipes:
+//!
+//! - `direct`: the fixture server (`bench-mcp-server`) itself;
+//! - `relay`: `bench-byte-relay` in front of it, the floor for any process
+//!   in the middle;
+//! - `empty`: `mcp-chain -- bench-mcp-server`, no layers;
+//! - `full`: `mcp-chain --config bench/configs/full.toml -- bench-mcp-server`
+//!   (audit to a temp file, filter, rewrite with a prefix, rate_limit).
+//!
+//! Every round starts fresh processes and runs every workload on every
+//! mode, one after another (A B C D, A B C D, …, the order rotated each
+//! round), so drift of the machine falls on all modes alike. Each figure is
+//! the median over rounds; the table gives it with its ratio to direct and
+//! what was added.
+//!
+//! # Layout
+//!
+//! - `session.rs`: one spawned process, its pipes, its /proc memory;
+//! - `workload.rs`: the measurements;
+//! - `stats.rs`: percentiles and medians;
+//! - `report.rs`: the Markdown table, the budget, the JSON.
+
+mod report;
+mod session;
+mod stats;
+mod workload;
+
+use report::{Figure, Mode, Report};
+use session::{Launch, Session};
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+pub(crate) type Result<T> = std::result::Result<T, Box<dyn std::error::Error + Send + Sync>>;
+
+/// Tools the fixture lists: the size the budget names.
+const TOOLS: usize = 1000;
+
+/// Notifications per relay run: the size the budget names.
+const NOTIFICATIONS: usize = 10_000;
+
+/// How long a fresh session sits before its idle memory is read.
+const SETTLE: Duration = Duration::from_millis(100);
+
+/// How much of everything to do.
+#[derive(Debug, Clone)]
+struct Plan {
+    rounds: usize,
+    starts: usize,
+    seq_warm_up: usize,
+    seq_calls: usize,
+    /// (in flight, answers to wait for)
+    pipelined: Vec<(u64, u64)>,
+    mib1_calls: usize,
+    mib10_calls: usize,
+    list_calls: usize,
+    notify_runs: usize,
+}
+
+impl Plan {
+    fn full() -> Self {
+        Self {
+            rounds: 7,
+            starts: 10,
+            seq_warm_up: 1000,
+            seq_calls: 10_000,
+            pipelined: vec![(1, 5_000), (16, 20_000), (256, 40_000)],
+            mib1_calls: 20,
+            mib10_calls: 6,
+            list_calls: 200,
+            notify_runs: 3,
+        }
+    }
+
+    fn quick() -> Self {
+        Self {
+            rounds: 3,
+            starts: 5,
+            seq_warm_up: 500,
+            seq_calls: 10_000,
+            pipelined: vec![(1, 2_000), (16, 10_000), (256, 20_000)],
+            mib1_calls: 8,
+            mib10_calls: 3,
+            list_calls: 50,
+            notify_runs: 1,
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Options {
+    plan: Plan,
+    quick: bool,
+    /// `Some(None)`: JSON on stdout instead of the table.
+    json: Option<Option<PathBuf>>,
+    modes: Vec<Mode>,
+    proxy: Option<PathBuf>,
+    config: PathBuf,
+}
+
+const USAGE: &str = "usage: mcp-chain-bench [--quick] [--rounds N] [--json [PATH]] \
+[--modes direct,relay,empty,full] [--proxy PATH] [--config PATH]";
+
+fn parse_options() -> Result<Options> {
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    args.reverse();
+    let mut quick = false;
+    let mut rounds = None;
+    let mut json = None;
+    let mut modes = Mode::ALL.to_vec();
+    let mut proxy = None;
+    let mut config = Path::new(env!("CARGO_MANIFEST_DIR")).join("configs/full.toml");
+    while let Some(arg) = args.pop() {
+        match arg.as_str() {
+            "--quick" => quick = true,
+            "--rounds" => {
+                let n: usize = args.pop().and_then(|n| n.parse().ok()).ok_or(USAGE)?;
+                rounds = Some(n.max(1));
+            }
+            "--json" => match args.last() {
+                Some(next) if !next.starts_with("--") => {
+                    json = Some(args.pop().map(PathBuf::from));
+                }
+                _ => json = Some(None),
+            },
+            "--modes" => {
+                let list = args.pop().ok_or(USAGE)?;
+                modes = list
+                    .split(',')
+                    .map(|m| Mode::parse(m.trim()).ok_or(format!("unknown mode {m:?}")))
+                    .collect::<std::result::Result<_, _>>()?;
+                if !modes.contains(&Mode::Direct) {
+                    modes.insert(0, Mode::Direct);
+                }
+            }
+            "--proxy" => proxy = Some(PathBuf::from(args.pop().ok_or(USAGE)?)),
+            "--config" => config = PathBuf::from(args.pop().ok_or(USAGE)?),
+            "-h" | "--help" => return Err(USAGE.into()),
+            other => return Err(format!("unknown argument {other:?}\n{USAGE}").into()),
+        }
+    }
+    let mut plan = if quick { Plan::quick() } else { Plan::full() };
+    if let Some(n) = rounds {
+        plan.rounds = n;
+    }
+    Ok(Options {
+        plan,
+        quick,
+        json,
+        modes,
+        proxy,
+        config,
+    })
+}
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("mcp-chain-bench: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Where `cargo build` put our siblings (the fixture, the relay, mcp-chain).
+fn sibling(name: &str) -> Result<PathBuf> {
+    let exe = std::env::current_exe()?;
+    let path = exe.parent().ok_or("no parent directory")?.join(name);
+    if !path.exists() {
+        return Err(format!(
+            "{} not found: run `cargo build --release --workspace` first (or `make bench`)",
+            path.display()
+        )
+        .into());
+    }
+    Ok(path)
+}
+
+fn run() -> Result<()> {
+    let opts = parse_options()?;
+    let fixture = sibling("bench-mcp-server")?;
+    let proxy = match &opts.proxy {
+        Some(p) => p.clone(),
+        None => sibling("mcp-chain")?,
+    };
+    let work = std::env::temp_dir().join(format!("mcp-chain-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&work)?;
+    let outcome = measure(&opts, &fixture, &proxy, &work);
+    let _ = std::fs::remove_dir_all(&work);
+    let report = outcome?;
+
+    let mut out = std::io::stdout().lock();
+    match &opts.json {
+        Some(None) => report.write_json(&mut out)?,
+        Some(Some(path)) => {
+            report.write_table(&mut out)?;
+            report.write_json(&mut std::fs::File::create(path)?)?;
+        }
+        None => report.write_table(&mut out)?,
+    }
+    Ok(())
+}
+
+fn launch(mode: Mode, fixture: &Path, proxy: &Path, config: &Path, work: &Path) -> Result<Launch> {
+    let fixture_os = OsString::from(fixture);
+    let mut launch = Launch {
+        program: proxy.to_owned(),
+        args: Vec::new(),
+        env: Vec::new(),
+        tool_prefix: "",
+    };
+    match mode {
+        Mode::Direct => launch.program = fixture.to_owned(),
+        Mode::Relay => {
+            launch.program = sibling("bench-byte-relay")?;
+            launch.args = vec![fixture_os];
+        }
+        Mode::Empty => launch.args = vec!["--".into(), fixture_os],
+        Mode::Full => {
+            launch.args = vec!["--config".into(), config.into(), "--".into(), fixture_os];
+            launch
+                .env
+                .push(("BENCH_AUDIT_PATH".into(), work.join("audit.jsonl").into()));
+            // The rewrite in configs/full.toml prefixes every tool with this.
+            launch.tool_prefix = "b_";
+        }
+    }
+    Ok(launch)
+}
+
+/// `mcp-chain check` on the full config: `Err(reason)` until the layers
+/// it names are wired into the binary.
+fn check_full(launch: &Launch) -> std::result::Result<(), String> {
+    let mut args: Vec<OsString> = vec!["check".into()];
+    args.extend(launch.args.iter().cloned());
+    let out = std::process::Command::new(&launch.program)
+        .args(&args)
+        .envs(launch.env.iter().map(|(k, v)| (k, v)))
+        .output()
+        .map_err(|e| e.to_string())?;
+    if out.status.success() {
+        return Ok(());
+    }
+    let text = String::from_utf8_lossy(&out.stderr);
+    Err(text.lines().take(3).collect::<Vec<_>>().join(" / "))
+}
+
+fn measure(opts: &Options, fixture: &Path, proxy: &Path, work: &Path) -> Result<Report> {
+    let plan = &opts.plan;
+    let mut launches = Vec::new();
+    let mut unavailable = Vec::new();
+    for &mode in &opts.modes {
+        let l = launch(mode, fixture, proxy, &opts.config, work)?;
+        if mode == Mode::Full {
+            if let Err(reason) = check_full(&l) {
+                eprintln!("mcp-chain (full chain) not available: {reason}");
+                unavailable.push((mode, reason));
+                continue;
+            }
+        }
+        launches.push((mode, l));
+    }
+    let modes: Vec<Mode> = launches.iter().map(|(m, _)| *m).collect();
+    let mut report = Report::new(&modes, plan.rounds, opts.quick, unavailable);
+    let started = Instant::now();
+
+    for round in 0..plan.rounds {
+        eprintln!(
+            "round {}/{} ({:.0} s so far)",
+            round + 1,
+            plan.rounds,
+            started.elapsed().as_secs_f64()
+        );
+        let mut order: Vec<&(Mode, Launch)> = launches.iter().collect();
+        order.rotate_left(round % launches.len());
+        let stderr = |mode: Mode| work.join(format!("{}.stderr", mode.key()));
+
+        // Start-up: a fresh process per start, modes taking turns.
+        let mut starts: Vec<Vec<f64>> = vec![Vec::new(); order.len()];
+        for _ in 0..plan.starts {
+            for (i, (mode, l)) in order.iter().enumerate() {
+                starts[i].push(workload::start_up(l, &stderr(*mode))?);
+            }
+        }
+        for (i, (mode, _)) in order.iter().enumerate() {
+            report.add(Figure::StartUp, *mode, stats::median(&starts[i]));
+        }
+
+        // One long-lived session per mode for the rest of the round.
+        let mut sessions = Vec::new();
+        for (mode, l) in &order {
+            let mut s = Session::spawn(l, &stderr(*mode))?;
+            s.initialize()?;
+            sessions.push((*mode, s));
+        }
+        std::thread::sleep(SETTLE);
+        for (mode, s) in &sessions {
+            let (rss, _) = s.memory_kib()?;
+            report.add(Figure::IdleRss, *mode, rss as f64 / 1024.0);
+        }
+
+        let each = |sessions: &mut Vec<(Mode, Session)>,
+                    f: &mut dyn FnMut(Mode, &mut Session) -> Result<()>|
+         -> Result<()> {
+            for (mode, s) in sessions.iter_mut() {
+                f(*mode, s).map_err(|e| format!("{}: {e}", mode.label()))?;
+            }
+            Ok(())
+        };
+
+        each(&mut sessions, &mut |mode, s| {
+            let t = workload::round_trips(s, plan.seq_warm_up, plan.seq_calls)?;
+            report.add(Figure::RoundTripP50, mode, stats::percentile(&t, 50.0));
+            report.add(Figure::RoundTripP90, mode, stats::percentile(&t, 90.0));
+            report.add(Figure::RoundTripP99, mode, stats::percentile(&t, 99.0));
+            Ok(())
+        })?;
+        for &(in_flight, total) in &plan.pipelined {
+            let figure = Figure::Throughput(in_flight);
+            each(&mut sessions, &mut |mode, s| {
+                // A short unmeasured run first: fills buffers, wakes threads.
+                workload::throughput(s, in_flight, total / 10)?;
+                report.add(figure, mode, workload::throughput(s, in_flight, total)?);
+                Ok(())
+            })?;
+        }
+        each(&mut sessions, &mut |mode, s| {
+            let t = workload::big_results(s, 1 << 20, 2, plan.mib1_calls)?;
+            report.add(Figure::Result1MiB, mode, stats::median(&t));
+            Ok(())
+        })?;
+        each(&mut sessions, &mut |mode, s| {
+            let t = workload::big_results(s, 10 << 20, 1, plan.mib10_calls)?;
+            report.add(Figure::Result10MiB, mode, stats::median(&t));
+            Ok(())
+        })?;
+        each(&mut sessions, &mut |mode, s| {
+            let t = workload::tool_lists(s, TOOLS, 10, plan.list_calls)?;
+            report.add(Figure::ToolsList, mode, stats::median(&t));
+            Ok(())
+        })?;
+        each(&mut sessions, &mut |mode, s| {
+            let t = workload::notifications(s, NOTIFICATIONS, 1, plan.notify_runs)?;
+            report.add(Figure::Notifications, mode, stats::median(&t));
+            Ok(())
+        })?;
+
+        for (mode, s) in sessions {
+            let (_, hwm) = s.memory_kib()?;
+            report.add(Figure::PeakRss, mode, hwm as f64 / 1024.0);
+            s.finish().map_err(|e| format!("{}: {e}", mode.label()))?;
+        }
+        // The audit log of the full chain grows by a line per message.
+        let _ = std::fs::remove_file(work.join("audit.jsonl"));
+    }
+    let slow = session::SLOW_PARSES.load(std::sync::atomic::Ordering::Relaxed);
+    if slow > 0 {
+        eprintln!("note: {slow} answer lines took the slow (full-parse) path");
+    }
+    eprintln!("done in {:.0} s", started.elapsed().as_secs_f64());
+    Ok(report)
+}

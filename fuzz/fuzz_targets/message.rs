@@ -1,0 +1,38 @@
+//! Framing and message parsing: any line either fails to parse (-32700),
+//! is judged invalid (-32600), or gives messages that are written back as
+//! one line each and parse back to the same message.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use mcp_chain_fuzz::round_trips;
+use mcp_chain_middleware::message::Incoming;
+use mcp_chain_middleware::Message;
+use serde_json::Value;
+
+fuzz_target!(|data: &[u8]| {
+    let Ok(incoming) = Incoming::parse(data) else {
+        return;
+    };
+    let items = match incoming {
+        Incoming::Single(item) => vec![item],
+        Incoming::Batch(items) => items,
+    };
+    for item in items {
+        let message = match item {
+            Ok(message) => message,
+            Err(invalid) => {
+                // The error answer for it must be writable too.
+                let _ = invalid.to_string();
+                continue;
+            }
+        };
+        round_trips(&message);
+        // to_value and the writer agree.
+        let mut line = Vec::new();
+        message.write_line(&mut line);
+        let value: Value = serde_json::from_slice(&line).expect("we wrote JSON");
+        assert_eq!(value, message.to_value());
+        // from_value of what we wrote is the same message.
+        assert_eq!(Message::from_value(value).as_ref(), Ok(&message));
+    }
+});

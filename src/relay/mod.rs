@@ -1,0 +1,163 @@
+//! The relay: both pipes, both chains, and the order of shutdown.
+//!
+//! ```text
+//! client ─▶ client reader ─▶ to_server chain ─▶ upstream connector ─▶ server writer ─▶ child stdin
+//! client ◀─ client writer ◀─ to_client chain ◀─ server reader ◀──────────────────────── child stdout
+//! ```
+//!
+//! Each reader reads one message at a time. A request or notification goes
+//! down the chain toward the other peer; `call` does the request-side work
+//! and queues the write before the next message is read (invariant 1). The
+//! answer's future runs on a task of its own, so a slow tool call holds up
+//! nothing else (invariant 2). An answer from a peer is handed to the task
+//! waiting for it, and the reader waits until that task has written it
+//! before reading on, so an answer is never overtaken by what its sender
+//! sent after it.
+
+mod side;
+mod supervisor;
+
+use crate::chain::{self, ChainService};
+use crate::config::{Config, UpstreamConfig};
+use crate::connector::Connector;
+use crate::front::codec::FrameReader;
+use crate::front::stdio::{Reader, Writer};
+use crate::front::writer::{self, WRITE_QUEUE_MESSAGES};
+use crate::upstream::{Upstream, UpstreamError};
+use mcp_chain_middleware::Direction;
+use side::Side;
+use std::future::Future;
+use std::time::Duration;
+use supervisor::{Supervisor, SupervisorEnd};
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::task::TaskTracker;
+
+/// After the server exits, how long its output may still be read: what it
+/// wrote before exiting is already in the pipe, so this is only a bound.
+const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(200);
+
+/// How a session ended.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Ending {
+    /// The client closed stdin, or a signal asked us to stop.
+    Clean,
+    /// The server went away on its own; the reason is one line.
+    ServerGone(String),
+}
+
+/// The session could not start (the server could not be spawned).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct RunError(String);
+
+impl From<UpstreamError> for RunError {
+    fn from(e: UpstreamError) -> Self {
+        Self(e.to_string())
+    }
+}
+
+/// Runs one session: starts the server, relays until the client leaves, a
+/// signal arrives or the server is gone for good, then shuts down in order.
+pub async fn run(
+    config: &Config,
+    upstream: &UpstreamConfig,
+    client_in: Reader,
+    client_out: Writer,
+    shutdown: impl Future<Output = ()>,
+) -> Result<Ending, RunError> {
+    let child = Upstream::spawn(upstream)?;
+
+    let (client_tx, client_rx) = mpsc::channel(WRITE_QUEUE_MESSAGES);
+    let (server_tx, server_rx) = mpsc::channel(WRITE_QUEUE_MESSAGES);
+    let (close_client, client_closed) = oneshot::channel();
+    let client_writer = tokio::spawn(writer::run(client_rx, client_out, client_closed, "client"));
+
+    let upstream_conn = Connector::new(server_tx.clone(), "server").recording();
+    let downstream_conn = Connector::new(client_tx.clone(), "client");
+    let to_server = chain::to_server(&config.chain, ChainService::new(upstream_conn.clone()));
+    let to_client = chain::to_client(&config.chain, ChainService::new(downstream_conn.clone()));
+
+    let (stop_server, server_stop) = oneshot::channel();
+    let mut server = tokio::spawn(
+        Supervisor {
+            upstream: upstream.clone(),
+            max_message_bytes: config.max_message_bytes,
+            grace: config.shutdown_grace,
+            conn: upstream_conn.clone(),
+            downstream: downstream_conn.clone(),
+            to_client,
+            server_tx,
+        }
+        .run(child, server_rx, server_stop),
+    );
+
+    // Answers owed to the client: shutdown waits for these.
+    let owed = TaskTracker::new();
+    let mut client_side = Side {
+        reader: FrameReader::new(client_in, config.max_message_bytes),
+        chain: to_server,
+        own: downstream_conn.clone(),
+        reply: client_tx,
+        direction: Direction::ToServer,
+        owed: owed.clone(),
+    };
+
+    let gone = tokio::select! {
+        () = client_side.run() => {
+            tracing::info!("the client closed its input; finishing");
+            None
+        }
+        () = shutdown => {
+            tracing::info!("asked to stop; finishing");
+            None
+        }
+        end = &mut server => Some(match end {
+            Ok(SupervisorEnd::Gone { reason, .. }) => reason,
+            Ok(SupervisorEnd::Stopped(_)) => "the server stopped".to_owned(),
+            Err(e) => format!("the server's supervisor failed: {e}"),
+        }),
+    };
+    drop(client_side);
+
+    let grace = config.shutdown_grace;
+    let ending = match gone {
+        Some(reason) => {
+            // Every request in flight has its error answer already.
+            owed.close();
+            let _ = tokio::time::timeout(grace, owed.wait()).await;
+            Ending::ServerGone(reason)
+        }
+        None => {
+            // Keep relaying until every answer owed to the client is written.
+            owed.close();
+            if tokio::time::timeout(grace, owed.wait()).await.is_err() {
+                tracing::warn!(
+                    unanswered = upstream_conn.in_flight(),
+                    "shutdown grace ran out with answers still owed; answering them with errors"
+                );
+            }
+            upstream_conn.close("mcp-chain is shutting down");
+            let _ = tokio::time::timeout(grace, owed.wait()).await;
+            // Close the child's stdin (after what is queued), end its group.
+            let _ = stop_server.send(());
+            // A server that failed on its own makes the session a failure,
+            // even when the client left first; one we terminated does not.
+            match tokio::time::timeout(grace * 3, &mut server).await {
+                Ok(Ok(SupervisorEnd::Stopped(Some(status))))
+                    if status.code().is_some_and(|c| c != 0) =>
+                {
+                    Ending::ServerGone(format!("the server exited ({status})"))
+                }
+                Ok(Ok(SupervisorEnd::Gone {
+                    reason,
+                    failed: true,
+                })) => Ending::ServerGone(reason),
+                _ => Ending::Clean,
+            }
+        }
+    };
+    downstream_conn.close("mcp-chain is shutting down");
+    let _ = close_client.send(());
+    let _ = tokio::time::timeout(grace, client_writer).await;
+    Ok(ending)
+}

@@ -1,0 +1,291 @@
+//! The server's lifecycle: its pipes, its exit, its restarts.
+//!
+//! The supervisor owns the child process. It attaches a writer (the
+//! server-bound queue, handed from one child to the next) and a reader (a
+//! [`Side`] whose messages go down the to-client chain), and waits for one of
+//! three things: a stop from the relay (shutdown), the child's exit, or the
+//! end of its output.
+//!
+//! When the server dies and `restart = "on-failure"` allows it: every request
+//! in flight is answered with -32000 at once, new ones get 503 while the
+//! server is away, whatever was still queued for the dead server is dropped
+//! (it must not run twice), and after a backoff a new child is started. The
+//! client's cached `initialize` and `notifications/initialized` are replayed
+//! to it with mcp-chain's own ids (the answers never reach the client), and
+//! the client is sent the `list_changed` notifications the new server
+//! declares, so it refetches what may have changed. The client keeps its
+//! session throughout.
+
+use super::side::Side;
+use super::DRAIN_AFTER_EXIT;
+use crate::chain::ChainService;
+use crate::config::UpstreamConfig;
+use crate::connector::{Connector, Handshake};
+use crate::front::codec::{Frame, FrameReader};
+use crate::front::writer::{self, Outgoing};
+use crate::upstream::Upstream;
+use mcp_chain_middleware::message::{method, Incoming};
+use mcp_chain_middleware::{Direction, Envelope, Message};
+use serde_json::Value;
+use std::process::ExitStatus;
+use std::time::Duration;
+use tokio::io::AsyncWriteExt;
+use tokio::process::ChildStdout;
+use tokio::sync::{mpsc, oneshot};
+use tokio::time::Instant;
+use tokio_util::task::TaskTracker;
+use tower::{Service, ServiceExt};
+
+/// How long a restarted server gets to answer the replayed `initialize`.
+const REPLAY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A server that stays up this long earns its restart count back.
+const STABLE_AFTER: Duration = Duration::from_secs(60);
+
+/// The backoff doubles up to this.
+const MAX_BACKOFF: Duration = Duration::from_secs(30);
+
+/// How the supervisor ended.
+#[derive(Debug)]
+pub(super) enum SupervisorEnd {
+    /// Stopped on the relay's request; the child's exit status.
+    Stopped(Option<ExitStatus>),
+    /// The server is gone for good: a one-line reason, and whether it
+    /// failed (a clean exit 0 after its stdin closed is not a failure).
+    Gone { reason: String, failed: bool },
+}
+
+pub(super) struct Supervisor {
+    pub(super) upstream: UpstreamConfig,
+    pub(super) max_message_bytes: usize,
+    pub(super) grace: Duration,
+    /// Sends requests to the server; records the handshake.
+    pub(super) conn: Connector,
+    /// Answers the server's requests (to the client).
+    pub(super) downstream: Connector,
+    /// The to-client chain the server's messages go down.
+    pub(super) to_client: ChainService,
+    /// The server-bound queue's sending end, for answers to its requests.
+    pub(super) server_tx: mpsc::Sender<Outgoing>,
+}
+
+impl Supervisor {
+    pub(super) async fn run(
+        mut self,
+        mut child: Upstream,
+        mut queue: mpsc::Receiver<Outgoing>,
+        mut stop: oneshot::Receiver<()>,
+    ) -> SupervisorEnd {
+        let mut reader = FrameReader::new(child.take_stdout(), self.max_message_bytes);
+        let mut restarts = 0;
+        loop {
+            let started = Instant::now();
+            let stdin = child.take_stdin();
+            let (close_writer, writer_closed) = oneshot::channel();
+            let writer = tokio::spawn(writer::run(queue, stdin, writer_closed, "server"));
+            let mut side = self.side(reader);
+            let mut read = tokio::spawn(async move { side.run().await });
+
+            let (exited, stopped) = tokio::select! {
+                _ = &mut stop => (None, true),
+                _ = &mut read => (None, false),
+                status = child.wait() => {
+                    // What it wrote before exiting is still in the pipe; a
+                    // grandchild holding the pipe must not keep us waiting.
+                    let _ = tokio::time::timeout(DRAIN_AFTER_EXIT, &mut read).await;
+                    (status.ok(), false)
+                }
+            };
+            let _ = close_writer.send(());
+            if stopped {
+                let _ = tokio::time::timeout(self.grace, writer).await;
+                let status = child.shutdown(self.grace).await;
+                read.abort();
+                return SupervisorEnd::Stopped(status);
+            }
+            read.abort();
+            let status = match exited {
+                Some(status) => Some(status),
+                None => tokio::time::timeout(self.grace, child.wait())
+                    .await
+                    .ok()
+                    .and_then(Result::ok),
+            };
+            child.shutdown(Duration::ZERO).await;
+            queue = match writer.await {
+                Ok(queue) => queue,
+                Err(_) => return self.give_up("the server's writer failed".to_owned(), true),
+            };
+            let reason = match status {
+                Some(status) => format!("the server exited ({status})"),
+                None => "the server closed its output".to_owned(),
+            };
+            let failed = status.is_none_or(|s| !s.success());
+            if !(self.upstream.restart.on_failure && failed) {
+                return self.give_up(reason, failed);
+            }
+            if started.elapsed() >= STABLE_AFTER {
+                restarts = 0;
+            }
+            tracing::warn!("{reason}; restarting it");
+            self.conn.suspend(&reason);
+            self.downstream.abandon_all();
+            // Queued for the dead server: its senders were already answered.
+            while queue.try_recv().is_ok() {}
+
+            let restarted = tokio::select! {
+                r = self.restart(&mut restarts) => r,
+                _ = &mut stop => return SupervisorEnd::Stopped(None),
+            };
+            match restarted {
+                Ok((new_child, new_reader, result)) => {
+                    child = new_child;
+                    reader = new_reader;
+                    self.conn.resume();
+                    self.announce(result.as_ref()).await;
+                }
+                Err(reason) => return self.give_up(reason, true),
+            }
+        }
+    }
+
+    fn side(&self, reader: FrameReader<ChildStdout>) -> Side<ChildStdout> {
+        Side {
+            reader,
+            chain: self.to_client.clone(),
+            own: self.conn.clone(),
+            reply: self.server_tx.clone(),
+            direction: Direction::ToClient,
+            owed: TaskTracker::new(),
+        }
+    }
+
+    fn give_up(&self, reason: String, failed: bool) -> SupervisorEnd {
+        self.conn.close(&reason);
+        SupervisorEnd::Gone { reason, failed }
+    }
+
+    /// Starts a new child and replays the handshake, with backoff, until it
+    /// works or the restarts run out.
+    async fn restart(
+        &mut self,
+        restarts: &mut u32,
+    ) -> Result<(Upstream, FrameReader<ChildStdout>, Option<Value>), String> {
+        let policy = self.upstream.restart.clone();
+        loop {
+            if *restarts >= policy.max_restarts {
+                return Err(format!(
+                    "the server failed and was restarted {} times; giving up",
+                    policy.max_restarts
+                ));
+            }
+            let backoff = policy
+                .backoff
+                .saturating_mul(1 << (*restarts).min(16))
+                .min(MAX_BACKOFF);
+            *restarts += 1;
+            tokio::time::sleep(backoff).await;
+            let mut child = match Upstream::spawn(&self.upstream) {
+                Ok(child) => child,
+                Err(e) => {
+                    tracing::warn!(error = %e, attempt = *restarts, "restart failed");
+                    continue;
+                }
+            };
+            let mut reader = FrameReader::new(child.take_stdout(), self.max_message_bytes);
+            match self.replay(&mut child, &mut reader).await {
+                Ok(result) => {
+                    tracing::warn!(attempt = *restarts, "the server is back");
+                    return Ok((child, reader, result));
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, attempt = *restarts, "the restarted server did not take the handshake");
+                    child.shutdown(Duration::ZERO).await;
+                }
+            }
+        }
+    }
+
+    /// Replays the client's handshake to a new child, reading its stdout
+    /// directly until the answer. Returns the answer's `result`, or `None`
+    /// when the client never initialized (stateless traffic).
+    async fn replay(
+        &mut self,
+        child: &mut Upstream,
+        reader: &mut FrameReader<ChildStdout>,
+    ) -> Result<Option<Value>, String> {
+        let Some(Handshake {
+            initialize: Some(params),
+            initialized,
+            ..
+        }) = self.conn.handshake()
+        else {
+            return Ok(None);
+        };
+        // A string id: the connector's own ids are numbers, so the two
+        // cannot meet, and this answer is read here, never routed.
+        let id = "mcp-chain-replay";
+        let stdin = child.stdin_mut().ok_or("the server has no stdin")?;
+        let mut line = Vec::new();
+        Message::request(id, method::INITIALIZE, Some(params)).write_line(&mut line);
+        stdin.write_all(&line).await.map_err(|e| e.to_string())?;
+        stdin.flush().await.map_err(|e| e.to_string())?;
+        let result = tokio::time::timeout(REPLAY_TIMEOUT, async {
+            loop {
+                match reader.next().await {
+                    Ok(Some(Frame::Line(bytes))) => {
+                        if let Ok(Incoming::Single(Ok(msg))) = Incoming::parse(bytes) {
+                            match msg {
+                                Message::Response(r) if r.id == id.into() => return Ok(r.result),
+                                Message::Error(e) if e.id == Some(id.into()) => {
+                                    return Err(format!(
+                                        "it refused initialize: {}",
+                                        e.error.message
+                                    ))
+                                }
+                                other => tracing::debug!(
+                                    kind = other.kind(),
+                                    "skipping a message during the replayed handshake"
+                                ),
+                            }
+                        }
+                    }
+                    Ok(Some(Frame::TooLong(_))) => {}
+                    Ok(None) | Err(_) => return Err("it closed its output".to_owned()),
+                }
+            }
+        })
+        .await
+        .map_err(|_| format!("no answer to initialize within {REPLAY_TIMEOUT:?}"))??;
+        if initialized {
+            line.clear();
+            Message::notification(method::NOTIFICATION_INITIALIZED, None).write_line(&mut line);
+            let stdin = child.stdin_mut().ok_or("the server has no stdin")?;
+            stdin.write_all(&line).await.map_err(|e| e.to_string())?;
+            stdin.flush().await.map_err(|e| e.to_string())?;
+        }
+        Ok(Some(result))
+    }
+
+    /// Tells the client to refetch what the new server may list differently.
+    async fn announce(&mut self, result: Option<&Value>) {
+        let mut kinds = vec![("tools", method::NOTIFICATION_TOOLS_LIST_CHANGED)];
+        if let Some(result) = result {
+            kinds.retain(|(cap, _)| Handshake::declares(result, cap));
+            for (cap, note) in [
+                ("prompts", method::NOTIFICATION_PROMPTS_LIST_CHANGED),
+                ("resources", method::NOTIFICATION_RESOURCES_LIST_CHANGED),
+            ] {
+                if Handshake::declares(result, cap) {
+                    kinds.push((cap, note));
+                }
+            }
+        }
+        for (_, note) in kinds {
+            let env = Envelope::new(Direction::ToClient, Message::notification(note, None));
+            if let Ok(chain) = self.to_client.ready().await {
+                let _ = chain.call(env).await;
+            }
+        }
+    }
+}
