@@ -12,7 +12,12 @@
 //! Each stack ends in a connector, which writes to the peer and matches
 //! its answers.
 
+use mcp_chain_middleware::audit::AuditLayer;
+use mcp_chain_middleware::filter::FilterLayer;
 use mcp_chain_middleware::log::LogLayer;
+use mcp_chain_middleware::rate_limit::RateLimitLayer;
+use mcp_chain_middleware::rewrite::RewriteLayer;
+use mcp_chain_middleware::timeout::TimeoutLayer;
 use mcp_chain_middleware::{BoxError, Envelope, Message};
 use tower::util::BoxCloneService;
 use tower::Layer;
@@ -23,18 +28,33 @@ pub(crate) type ChainService = BoxCloneService<Envelope, Option<Message>, BoxErr
 /// One validated `[[middleware]]` entry.
 #[derive(Debug, Clone)]
 pub(crate) enum AnyLayer {
+    Audit(AuditLayer),
+    Filter(FilterLayer),
+    Rewrite(RewriteLayer),
+    RateLimit(RateLimitLayer),
+    Timeout(TimeoutLayer),
     Log(LogLayer),
 }
 
 impl AnyLayer {
     pub(crate) fn name(&self) -> &'static str {
         match self {
+            Self::Audit(_) => "audit",
+            Self::Filter(_) => "filter",
+            Self::Rewrite(_) => "rewrite",
+            Self::RateLimit(_) => "rate_limit",
+            Self::Timeout(_) => "timeout",
             Self::Log(_) => "log",
         }
     }
 
     fn wrap(&self, inner: ChainService) -> ChainService {
         match self {
+            Self::Audit(l) => BoxCloneService::new(l.layer(inner)),
+            Self::Filter(l) => BoxCloneService::new(l.layer(inner)),
+            Self::Rewrite(l) => BoxCloneService::new(l.layer(inner)),
+            Self::RateLimit(l) => BoxCloneService::new(l.layer(inner)),
+            Self::Timeout(l) => BoxCloneService::new(l.layer(inner)),
             Self::Log(l) => BoxCloneService::new(l.layer(inner)),
         }
     }

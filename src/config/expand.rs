@@ -3,8 +3,9 @@
 //! Expansion happens on the text before parsing, so errors keep their line
 //! and column, but only inside basic ("…") strings: a value is escaped for
 //! such a string, so a variable holding `"` or `\` cannot change the TOML's
-//! structure. `$${VAR}` writes a literal `${VAR}`. Comments and '…' literal
-//! strings are left alone.
+//! structure. `$${VAR}` writes a literal `${VAR}`; `${1}` (not a variable
+//! name: a regex group in a replacement) is left as written. Comments and
+//! '…' literal strings are left alone.
 
 /// Expands `text`; an undefined variable is an error at its line and column.
 pub(super) fn expand(
@@ -38,6 +39,9 @@ pub(super) fn expand(
                 continue;
             } else if text[i..].starts_with("${") {
                 match text[i + 2..].find('}') {
+                    // `${1}` (a regex group in a replacement) is not a
+                    // variable name: left as written.
+                    Some(len) if !is_var_name(&text[i + 2..i + 2 + len]) => {}
                     Some(len) => {
                         let name = &text[i + 2..i + 2 + len];
                         match lookup(name) {
@@ -71,6 +75,15 @@ pub(super) fn expand(
     } else {
         Err(errors)
     }
+}
+
+/// An environment variable name as shells accept it.
+fn is_var_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 fn push_escaped(out: &mut String, value: &str) {
@@ -121,6 +134,12 @@ mod tests {
         let err = expand("a = \"x${MISSING}\"", env).expect_err("undefined");
         assert_eq!(err[0].0, 6);
         assert!(err[0].1.contains("MISSING"));
+    }
+
+    #[test]
+    fn regex_group_references_are_not_variables() {
+        let text = "replacement = \"${1}[REDACTED]\"";
+        assert_eq!(expand(text, env).expect("ok"), text);
     }
 
     #[test]

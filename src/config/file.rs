@@ -1,7 +1,12 @@
 //! The TOML file as written: a serde mirror, checked for unknown keys.
 //! Meaning is given to it in `validate.rs`.
 
+use mcp_chain_middleware::audit::AuditConfig;
+use mcp_chain_middleware::filter::FilterConfig;
 use mcp_chain_middleware::log::LogConfig;
+use mcp_chain_middleware::rate_limit::RateLimitConfig;
+use mcp_chain_middleware::rewrite::RewriteConfig;
+use mcp_chain_middleware::timeout::TimeoutConfig;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 
@@ -48,12 +53,22 @@ pub(crate) struct ProxyFile {
 #[derive(Debug, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
 pub(crate) enum MiddlewareFile {
+    Audit(AuditConfig),
+    Filter(FilterConfig),
+    Rewrite(RewriteConfig),
+    RateLimit(RateLimitConfig),
+    Timeout(TimeoutConfig),
     Log(LogConfig),
 }
 
 impl MiddlewareFile {
     pub(crate) fn type_name(&self) -> &'static str {
         match self {
+            Self::Audit(_) => "audit",
+            Self::Filter(_) => "filter",
+            Self::Rewrite(_) => "rewrite",
+            Self::RateLimit(_) => "rate_limit",
+            Self::Timeout(_) => "timeout",
             Self::Log(_) => "log",
         }
     }

@@ -107,6 +107,11 @@ fn upstream(file: UpstreamFile, problems: &mut Vec<Problem>) -> UpstreamConfig {
 
 fn layer(entry: MiddlewareFile) -> Result<AnyLayer, String> {
     Ok(match entry {
+        MiddlewareFile::Audit(cfg) => AnyLayer::Audit(cfg.validate()?),
+        MiddlewareFile::Filter(cfg) => AnyLayer::Filter(cfg.validate()?),
+        MiddlewareFile::Rewrite(cfg) => AnyLayer::Rewrite(cfg.validate()?),
+        MiddlewareFile::RateLimit(cfg) => AnyLayer::RateLimit(cfg.validate()?),
+        MiddlewareFile::Timeout(cfg) => AnyLayer::Timeout(cfg.validate()?),
         MiddlewareFile::Log(cfg) => AnyLayer::Log(cfg.validate()?),
     })
 }

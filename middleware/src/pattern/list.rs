@@ -51,19 +51,26 @@ pub struct PatternList {
 #[derive(Debug, Clone)]
 struct PatternSet {
     patterns: Vec<Pattern>,
-    any: Regex,
+    /// `None` for no patterns: an empty alternation would match everything.
+    any: Option<Regex>,
 }
 
 impl PatternSet {
     fn new(patterns: Vec<Pattern>) -> Result<Self, String> {
-        let alternation: Vec<&str> = patterns.iter().map(|p| p.regex().as_str()).collect();
-        let any = Regex::new(&alternation.join("|"))
-            .map_err(|e| format!("patterns too large to combine: {e}"))?;
+        let any = match patterns.is_empty() {
+            true => None,
+            false => {
+                let alternation: Vec<&str> = patterns.iter().map(|p| p.regex().as_str()).collect();
+                let any = Regex::new(&alternation.join("|"))
+                    .map_err(|e| format!("patterns too large to combine: {e}"))?;
+                Some(any)
+            }
+        };
         Ok(Self { patterns, any })
     }
 
     fn is_match(&self, text: &str) -> bool {
-        self.any.is_match(text)
+        self.any.as_ref().is_some_and(|any| any.is_match(text))
     }
 }
 
@@ -86,7 +93,10 @@ impl PatternList {
         if self.deny.as_ref().is_some_and(|d| d.is_match(name)) {
             return false;
         }
-        self.allow.as_ref().map_or(true, |a| a.is_match(name))
+        match &self.allow {
+            Some(allow) => allow.is_match(name),
+            None => true,
+        }
     }
 
     /// True when the list lets everything through, so callers may skip work.

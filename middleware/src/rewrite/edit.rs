@@ -241,8 +241,8 @@ fn hide_in_schema(
     }
     if let Some(Value::Array(required)) = schema.get_mut("required") {
         required.retain(|k| {
-            k.as_str()
-                .map_or(true, |k| !set.contains_key(k) && !defaults.contains_key(k))
+            !k.as_str()
+                .is_some_and(|k| set.contains_key(k) || defaults.contains_key(k))
         });
     }
 }
@@ -257,7 +257,7 @@ fn hide_in_prompt(
         return;
     };
     let name = |a: &Value| a.get("name").and_then(Value::as_str).map(str::to_owned);
-    args.retain(|a| name(a).map_or(true, |n| !set.contains_key(&n)));
+    args.retain(|a| !name(a).is_some_and(|n| set.contains_key(&n)));
     for a in args.iter_mut() {
         if name(a).is_some_and(|n| defaults.contains_key(&n)) {
             if let Some(obj) = a.as_object_mut() {
