@@ -4,6 +4,7 @@
 use super::file::{ConfigFile, MiddlewareFile, UpstreamFile};
 use super::{Config, RestartPolicy, UpstreamConfig};
 use crate::chain::AnyLayer;
+pub(crate) use mcp_chain_middleware::units::parse_duration;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -114,24 +115,4 @@ fn layer(entry: MiddlewareFile) -> Result<AnyLayer, String> {
         MiddlewareFile::Timeout(cfg) => AnyLayer::Timeout(cfg.validate()?),
         MiddlewareFile::Log(cfg) => AnyLayer::Log(cfg.validate()?),
     })
-}
-
-/// "250ms", "2s", "5m", "1h".
-pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
-    let text = text.trim();
-    let split = text
-        .find(|c: char| !c.is_ascii_digit() && c != '.')
-        .unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let number: f64 = number
-        .parse()
-        .map_err(|_| format!("{text:?} is not a duration like \"250ms\", \"2s\" or \"5m\""))?;
-    let seconds = match unit.trim() {
-        "ms" => number / 1000.0,
-        "s" => number,
-        "m" | "min" => number * 60.0,
-        "h" => number * 3600.0,
-        _ => return Err(format!("{text:?}: unit must be ms, s, m or h")),
-    };
-    Duration::try_from_secs_f64(seconds).map_err(|e| format!("{text:?}: {e}"))
 }

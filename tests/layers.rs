@@ -1,0 +1,378 @@
+//! The layers end to end, through the real binary and the recording fake.
+
+mod support;
+
+use serde_json::{json, Value};
+use support::{call, req, Proxy, TempDir, FAKE};
+
+fn with_layers(dir: &TempDir, layers: &str) -> Proxy {
+    let path = dir.write(
+        "c.toml",
+        &format!("[upstream]\ncommand = {FAKE:?}\n{layers}\n"),
+    );
+    Proxy::spawn(&["--config", &path])
+}
+
+fn names(list: &Value, key: &str, field: &str) -> Vec<String> {
+    list["result"][key]
+        .as_array()
+        .unwrap_or_else(|| panic!("no {key} in {list}"))
+        .iter()
+        .map(|t| t[field].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+const FILTER: &str = r#"
+[[middleware]]
+type = "filter"
+tools = { allow = ["echo", "ask", "delay", "tool_*"], deny = ["tool_0001"] }
+resources = { deny = ["file:///etc/**", "mem://**"] }
+prompts = { deny = ["secret_*"] }
+methods = { deny = ["sampling/createMessage", "logging/setLevel"] }
+"#;
+
+#[tokio::test]
+async fn filter_hides_items_from_every_list_and_page() {
+    let dir = TempDir::new("filter-lists");
+    let path = dir.write(
+        "c.toml",
+        &format!("[upstream]\ncommand = {FAKE:?}\nargs = [\"--tools\", \"5\", \"--page-size\", \"3\"]\n{FILTER}"),
+    );
+    let mut proxy = Proxy::spawn(&["--config", &path]);
+    let mut tools = Vec::new();
+    let mut cursor = Value::Null;
+    for page in 0.. {
+        assert!(page < 20, "too many pages");
+        let params = if cursor.is_null() {
+            json!({})
+        } else {
+            json!({"cursor": cursor})
+        };
+        let list = proxy.request(json!(page), "tools/list", params).await;
+        tools.extend(names(&list, "tools", "name"));
+        cursor = list["result"]["nextCursor"].clone();
+        if cursor.is_null() {
+            break;
+        }
+    }
+    tools.sort();
+    assert_eq!(
+        tools,
+        [
+            "ask",
+            "delay",
+            "echo",
+            "tool_0000",
+            "tool_0002",
+            "tool_0003",
+            "tool_0004"
+        ]
+    );
+    let resources = proxy.request(json!("r"), "resources/list", json!({})).await;
+    assert_eq!(
+        names(&resources, "resources", "uri"),
+        ["file:///srv/readme.txt"]
+    );
+    let prompts = proxy.request(json!("p"), "prompts/list", json!({})).await;
+    assert_eq!(names(&prompts, "prompts", "name"), ["greet"]);
+    let discover = proxy
+        .request(json!("d"), "server/discover", json!({}))
+        .await;
+    let mut listed = names(&discover, "tools", "name");
+    listed.sort();
+    assert_eq!(
+        listed,
+        [
+            "ask",
+            "delay",
+            "echo",
+            "tool_0000",
+            "tool_0002",
+            "tool_0003",
+            "tool_0004"
+        ]
+    );
+}
+
+#[tokio::test]
+async fn filter_closes_every_way_to_a_hidden_item_and_nothing_reaches_the_server() {
+    let dir = TempDir::new("filter-calls");
+    let mut proxy = with_layers(&dir, FILTER);
+    let cases = [
+        (call(json!(1), "crash", json!({})), -32602),
+        (call(json!(2), "tool_0001", json!({})), -32602),
+        (
+            req(
+                json!(3),
+                "resources/read",
+                json!({"uri": "file:///etc/passwd"}),
+            ),
+            -32002,
+        ),
+        (
+            req(
+                json!(4),
+                "resources/subscribe",
+                json!({"uri": "mem://secret/key"}),
+            ),
+            -32002,
+        ),
+        (
+            req(json!(5), "prompts/get", json!({"name": "secret_prompt"})),
+            -32602,
+        ),
+        (
+            req(
+                json!(6),
+                "completion/complete",
+                json!({"ref": {"type": "ref/prompt", "name": "secret_prompt"}, "argument": {"name": "a", "value": ""}}),
+            ),
+            -32602,
+        ),
+        (
+            req(json!(7), "logging/setLevel", json!({"level": "debug"})),
+            -32601,
+        ),
+    ];
+    for (msg, code) in cases {
+        proxy.send(msg.clone()).await;
+        let (answer, _) = proxy.recv_answer(&msg["id"]).await;
+        assert_eq!(answer["error"]["code"], code, "{msg} → {answer}");
+        assert_eq!(answer["error"]["data"]["layer"], "filter", "{answer}");
+        assert!(answer["error"]["data"]["reason"].is_string(), "{answer}");
+    }
+    let received = proxy.server_received().await;
+    assert!(
+        received.is_empty(),
+        "denied requests reached the server: {received:?}"
+    );
+    // Allowed traffic still flows.
+    let ok = proxy.call_tool(json!(8), "echo", json!({})).await;
+    assert!(ok["result"].is_object(), "{ok}");
+}
+
+#[tokio::test]
+async fn filter_answers_a_denied_server_request_itself() {
+    let dir = TempDir::new("filter-sampling");
+    let mut proxy = with_layers(&dir, FILTER);
+    proxy
+        .send(call(
+            json!(1),
+            "ask",
+            json!({"method": "sampling/createMessage", "params": {}}),
+        ))
+        .await;
+    let (answer, before) = proxy.recv_answer(&json!(1)).await;
+    assert!(
+        before.is_empty(),
+        "the client must not see the denied request: {before:?}"
+    );
+    let response = &answer["result"]["structuredContent"]["response"];
+    assert_eq!(response["error"]["code"], -32601, "{answer}");
+    // Another server request is not denied and reaches the client.
+    proxy
+        .send(call(json!(2), "ask", json!({"method": "roots/list"})))
+        .await;
+    let server_req = proxy.recv().await;
+    assert_eq!(server_req["method"], "roots/list");
+}
+
+#[tokio::test]
+async fn rewrite_renames_everywhere_and_maps_calls_back() {
+    let dir = TempDir::new("rewrite");
+    let mut proxy = with_layers(
+        &dir,
+        r#"
+[[middleware]]
+type = "rewrite"
+tool_prefix = "fx_"
+[middleware.tools.echo]
+name = "say"
+description = "Says it back"
+arguments = { forced = "yes" }
+defaults = { mode = "plain" }
+[[middleware.redact]]
+pattern = "@aws_access_key"
+replacement = "[KEY]"
+"#,
+    );
+    let list = proxy.request(json!(1), "tools/list", json!({})).await;
+    let tools = names(&list, "tools", "name");
+    assert!(
+        tools.contains(&"say".to_owned()) && tools.contains(&"fx_delay".to_owned()),
+        "{tools:?}"
+    );
+    assert!(!tools.contains(&"echo".to_owned()));
+    let say = list["result"]["tools"]
+        .as_array()
+        .and_then(|t| t.iter().find(|t| t["name"] == "say"))
+        .cloned();
+    assert_eq!(say.expect("say listed")["description"], "Says it back");
+    let discover = proxy.request(json!(2), "server/discover", json!({})).await;
+    assert!(names(&discover, "tools", "name").contains(&"say".to_owned()));
+
+    let answer = proxy
+        .call_tool(json!(3), "say", json!({"forced": "no", "text": "hi"}))
+        .await;
+    let received = &answer["result"]["structuredContent"]["received"];
+    assert_eq!(received["name"], "echo");
+    assert_eq!(
+        received["arguments"],
+        json!({"forced": "yes", "text": "hi", "mode": "plain"})
+    );
+    // An upstream name is not reachable under its old name.
+    let old = proxy.call_tool(json!(4), "echo", json!({})).await;
+    assert_eq!(old["error"]["code"], -32602, "{old}");
+    // Redaction of what comes back.
+    let secret = proxy
+        .request(
+            json!(5),
+            "resources/read",
+            json!({"uri": "mem://secret/key"}),
+        )
+        .await;
+    assert_eq!(secret["result"]["contents"][0]["text"], "[KEY]", "{secret}");
+}
+
+#[tokio::test]
+async fn rewrite_config_errors_are_caught_at_load_time() {
+    let dir = TempDir::new("rewrite-bad");
+    for (bad, what) in [
+        (
+            "[middleware.tools.a]\nname = \"same\"\n[middleware.tools.b]\nname = \"same\"\n",
+            "same",
+        ),
+        (
+            &format!("[middleware.tools.a]\nname = \"{}\"\n", "n".repeat(129)) as &str,
+            "long",
+        ),
+        ("[middleware.tools.a]\nname = \"has space\"\n", "space"),
+    ] {
+        let path = dir.write(
+            "bad.toml",
+            &format!("[[middleware]]\ntype = \"rewrite\"\n{bad}"),
+        );
+        let out = std::process::Command::new(support::PROXY)
+            .args(["check", "--config", &path])
+            .output()
+            .expect("runs");
+        assert!(!out.status.success(), "{what}: accepted");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains("middleware[0] (rewrite)"),
+            "{what}: {stderr}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn rate_limit_refuses_with_429_and_other_traffic_flows() {
+    let dir = TempDir::new("rate");
+    let mut proxy = with_layers(
+        &dir,
+        "[[middleware]]\ntype = \"rate_limit\"\nrules = [ { tool = \"echo\", rate = \"1/min\", burst = 1 } ]\n",
+    );
+    assert!(proxy.call_tool(json!(1), "echo", json!({})).await["result"].is_object());
+    let limited = proxy.call_tool(json!(2), "echo", json!({})).await;
+    assert_eq!(limited["error"]["code"], 429, "{limited}");
+    assert_eq!(limited["error"]["data"]["layer"], "rate_limit");
+    assert!(limited["error"]["data"]["retryAfterMs"]
+        .as_u64()
+        .is_some_and(|ms| ms > 0));
+    assert!(limited["error"]["message"]
+        .as_str()
+        .unwrap_or("")
+        .contains("mcp-chain"));
+    for i in 0..20 {
+        assert_eq!(
+            proxy
+                .request(json!(format!("p{i}")), "ping", json!({}))
+                .await["result"],
+            json!({})
+        );
+    }
+}
+
+#[tokio::test]
+async fn timeout_answers_the_client_and_cancels_at_the_server() {
+    let dir = TempDir::new("timeout");
+    let mut proxy = with_layers(
+        &dir,
+        "[[middleware]]\ntype = \"timeout\"\ndefault = \"10s\"\ntools = { \"delay\" = \"200ms\" }\n",
+    );
+    let answer = proxy
+        .call_tool(json!("slow"), "delay", json!({"ms": 60_000}))
+        .await;
+    assert_eq!(answer["error"]["code"], -32001, "{answer}");
+    assert_eq!(answer["error"]["data"]["layer"], "timeout");
+    let received = proxy.server_received().await;
+    let call_id = received
+        .iter()
+        .find(|m| m["method"] == "tools/call")
+        .expect("call sent")["id"]
+        .clone();
+    let cancel = received
+        .iter()
+        .find(|m| m["method"] == "notifications/cancelled")
+        .expect("cancel sent");
+    assert_eq!(cancel["params"]["requestId"], call_id);
+    // A quick call within its deadline is unaffected.
+    assert!(proxy.call_tool(json!(2), "delay", json!({"ms": 10})).await["result"].is_object());
+}
+
+#[tokio::test]
+async fn audit_records_every_request_before_the_server_gets_it() {
+    let dir = TempDir::new("audit");
+    let log = dir.path("audit.jsonl");
+    let record = dir.path("received.jsonl");
+    let path = dir.write(
+        "c.toml",
+        &format!(
+            "[upstream]\ncommand = {FAKE:?}\nargs = [\"--record\", {:?}]\n[[middleware]]\ntype = \"audit\"\npath = {:?}\n{FILTER}",
+            record.display().to_string(),
+            log.display().to_string()
+        ),
+    );
+    let mut proxy = Proxy::spawn(&["--config", &path]);
+    for i in 0..50 {
+        proxy
+            .send(call(json!(i), "delay", json!({"ms": 5000})))
+            .await;
+    }
+    proxy.send(call(json!("denied"), "crash", json!({}))).await;
+    let (denied, _) = proxy.recv_answer(&json!("denied")).await;
+    assert_eq!(denied["error"]["code"], -32602);
+    support::eventually("the server to record 50 calls", || {
+        std::fs::read_to_string(&record)
+            .map(|t| t.lines().count())
+            .unwrap_or(0)
+            >= 50
+    })
+    .await;
+    proxy.signal("KILL");
+    proxy.wait().await;
+
+    let lines: Vec<Value> = std::fs::read_to_string(&log)
+        .expect("audit log written")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("each audit line is JSON"))
+        .collect();
+    let requests: Vec<&Value> = lines.iter().filter(|l| l["kind"] == "request").collect();
+    for i in 0..50 {
+        assert!(
+            requests
+                .iter()
+                .any(|l| l["id"] == json!(i) && l["tool"] == "delay"),
+            "no audit line for request {i}"
+        );
+    }
+    let refusal = lines
+        .iter()
+        .find(|l| l["id"] == "denied" && l["kind"] != "request")
+        .expect("the filter's refusal is audited");
+    assert_eq!(refusal["outcome"], "denied", "{refusal}");
+    assert_eq!(refusal["layer"], "filter", "{refusal}");
+    let mode = std::fs::metadata(&log)
+        .map(|m| std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o777);
+    assert_eq!(mode.ok(), Some(0o600));
+}
