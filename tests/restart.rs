@@ -109,8 +109,7 @@ async fn a_server_that_keeps_failing_is_given_up_on() {
     let stderr = proxy.stderr();
     let last = stderr
         .lines()
-        .filter(|l| l.starts_with("mcp-chain:"))
-        .next_back()
+        .rfind(|l| l.starts_with("mcp-chain:"))
         .unwrap_or_default();
     assert!(last.contains("restarted 2 times"), "{stderr}");
 }

@@ -108,7 +108,7 @@ async fn a_full_queue_makes_the_caller_wait() {
     let (tx, mut rx) = mpsc::channel(1);
     let mut conn = Connector::new(tx, "client");
     let note = || env(Message::notification("n", None));
-    let _ = conn.ready().await.expect("ready").call(note());
+    drop(conn.ready().await.expect("ready").call(note()));
     let blocked = tokio::time::timeout(std::time::Duration::from_millis(50), conn.ready()).await;
     assert!(blocked.is_err(), "a full queue must not be ready");
     let _ = sent(&mut rx);

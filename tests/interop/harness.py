@@ -18,6 +18,7 @@ import shutil
 import subprocess
 import tempfile
 import time
+import uuid
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,8 +58,24 @@ NOTIFY_WAIT_S = 5.0
 STDERR_FILES: list[tuple[str, Path]] = []
 
 
+# In the command line of every server-everything this run starts (it ignores
+# extra arguments), so leftovers can be found and ended after each test.
+RUN_MARKER = f"interop-run-{uuid.uuid4().hex[:12]}"
+
+
 def everything_argv(*extra: str) -> list[str]:
-    return [NODE, str(EVERYTHING), "stdio", *extra]
+    return [NODE, str(EVERYTHING), "stdio", RUN_MARKER, *extra]
+
+
+def end_leftovers() -> list[int]:
+    """SIGKILL every process this run started that is still there (by marker)."""
+    import signal
+
+    pids = processes_with(RUN_MARKER)
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+    return pids
 
 
 # === configs ===

@@ -9,6 +9,8 @@ import subprocess
 import threading
 import uuid
 
+import anyio
+import mcp_types as types
 import pytest
 
 import harness
@@ -73,3 +75,27 @@ def test_clean_exit_on_stdin_close(chain: Chain):
         if proc.poll() is None:
             proc.kill()
             proc.wait(5)
+
+
+@pytest.mark.anyio
+async def test_no_server_left_after_sdk_client_closes(chain: Chain):
+    """The official Python SDK's own shutdown (close stdin, 2 s, SIGTERM to the
+    proxy's process group, 2 s, SIGKILL) leaves no server process behind, even
+    a server that does not exit on end of input: server-everything with a
+    roots/list request still unanswered keeps running after its stdin closes."""
+    marker = f"interop-marker-{uuid.uuid4().hex}"
+
+    async def list_roots(context):
+        return types.ListRootsResult(roots=[])
+
+    async with harness.open_session(
+        everything_argv(marker), chain, label=f"mcp-chain[{chain.id}]", list_roots_callback=list_roots
+    ) as conn:
+        await conn.session.send_ping()
+        assert processes_with(marker), "server not running"
+    with anyio.move_on_after(5):
+        while processes_with(marker):
+            await anyio.sleep(0.1)
+    assert not processes_with(marker), (
+        f"server process(es) {processes_with(marker)} still running 5 s after the client closed the session"
+    )
