@@ -104,10 +104,32 @@ struct Options {
     modes: Vec<Mode>,
     proxy: Option<PathBuf>,
     config: PathBuf,
+    /// Workloads to run (all when `None`), for profiling one at a time.
+    only: Option<Vec<String>>,
+}
+
+/// The workloads `--only` can pick.
+const WORKLOADS: [&str; 7] = [
+    "start-up",
+    "round-trip",
+    "pipelined",
+    "1mib",
+    "10mib",
+    "tools-list",
+    "notifications",
+];
+
+impl Options {
+    fn wants(&self, workload: &str) -> bool {
+        self.only
+            .as_ref()
+            .is_none_or(|only| only.iter().any(|w| w == workload))
+    }
 }
 
 const USAGE: &str = "usage: mcp-chain-bench [--quick] [--rounds N] [--json [PATH]] \
-[--modes direct,relay,empty,full] [--proxy PATH] [--config PATH]";
+[--modes direct,relay,empty,full] [--proxy PATH] [--config PATH] \
+[--only start-up,round-trip,pipelined,1mib,10mib,tools-list,notifications]";
 
 fn parse_options() -> Result<Options> {
     let mut args: Vec<String> = std::env::args().skip(1).collect();
@@ -117,6 +139,7 @@ fn parse_options() -> Result<Options> {
     let mut json = None;
     let mut modes = Mode::ALL.to_vec();
     let mut proxy = None;
+    let mut only = None;
     let mut config = Path::new(env!("CARGO_MANIFEST_DIR")).join("configs/full.toml");
     while let Some(arg) = args.pop() {
         match arg.as_str() {
@@ -143,6 +166,18 @@ fn parse_options() -> Result<Options> {
             }
             "--proxy" => proxy = Some(PathBuf::from(args.pop().ok_or(USAGE)?)),
             "--config" => config = PathBuf::from(args.pop().ok_or(USAGE)?),
+            "--only" => {
+                let list: Vec<String> = args
+                    .pop()
+                    .ok_or(USAGE)?
+                    .split(',')
+                    .map(|w| w.trim().to_owned())
+                    .collect();
+                if let Some(bad) = list.iter().find(|w| !WORKLOADS.contains(&w.as_str())) {
+                    return Err(format!("unknown workload {bad:?}\n{USAGE}").into());
+                }
+                only = Some(list);
+            }
             "-h" | "--help" => return Err(USAGE.into()),
             other => return Err(format!("unknown argument {other:?}\n{USAGE}").into()),
         }
@@ -158,6 +193,7 @@ fn parse_options() -> Result<Options> {
         modes,
         proxy,
         config,
+        only,
     })
 }
 
@@ -286,12 +322,17 @@ fn measure(opts: &Options, fixture: &Path, proxy: &Path, work: &Path) -> Result<
 
         // Start-up: a fresh process per start, modes taking turns.
         let mut starts: Vec<Vec<f64>> = vec![Vec::new(); order.len()];
-        for _ in 0..plan.starts {
+        let start_count = if opts.wants("start-up") {
+            plan.starts
+        } else {
+            0
+        };
+        for _ in 0..start_count {
             for (i, (mode, l)) in order.iter().enumerate() {
                 starts[i].push(workload::start_up(l, &stderr(*mode))?);
             }
         }
-        for (i, (mode, _)) in order.iter().enumerate() {
+        for (i, (mode, _)) in order.iter().enumerate().filter(|_| start_count > 0) {
             report.add(Figure::StartUp, *mode, stats::median(&starts[i]));
         }
 
@@ -317,14 +358,16 @@ fn measure(opts: &Options, fixture: &Path, proxy: &Path, work: &Path) -> Result<
             Ok(())
         };
 
-        each(&mut sessions, &mut |mode, s| {
-            let t = workload::round_trips(s, plan.seq_warm_up, plan.seq_calls)?;
-            report.add(Figure::RoundTripP50, mode, stats::percentile(&t, 50.0));
-            report.add(Figure::RoundTripP90, mode, stats::percentile(&t, 90.0));
-            report.add(Figure::RoundTripP99, mode, stats::percentile(&t, 99.0));
-            Ok(())
-        })?;
-        for &(in_flight, total) in &plan.pipelined {
+        if opts.wants("round-trip") {
+            each(&mut sessions, &mut |mode, s| {
+                let t = workload::round_trips(s, plan.seq_warm_up, plan.seq_calls)?;
+                report.add(Figure::RoundTripP50, mode, stats::percentile(&t, 50.0));
+                report.add(Figure::RoundTripP90, mode, stats::percentile(&t, 90.0));
+                report.add(Figure::RoundTripP99, mode, stats::percentile(&t, 99.0));
+                Ok(())
+            })?;
+        }
+        for &(in_flight, total) in plan.pipelined.iter().filter(|_| opts.wants("pipelined")) {
             let figure = Figure::Throughput(in_flight);
             each(&mut sessions, &mut |mode, s| {
                 // A short unmeasured run first: fills buffers, wakes threads.
@@ -333,26 +376,34 @@ fn measure(opts: &Options, fixture: &Path, proxy: &Path, work: &Path) -> Result<
                 Ok(())
             })?;
         }
-        each(&mut sessions, &mut |mode, s| {
-            let t = workload::big_results(s, 1 << 20, 2, plan.mib1_calls)?;
-            report.add(Figure::Result1MiB, mode, stats::median(&t));
-            Ok(())
-        })?;
-        each(&mut sessions, &mut |mode, s| {
-            let t = workload::big_results(s, 10 << 20, 1, plan.mib10_calls)?;
-            report.add(Figure::Result10MiB, mode, stats::median(&t));
-            Ok(())
-        })?;
-        each(&mut sessions, &mut |mode, s| {
-            let t = workload::tool_lists(s, TOOLS, 10, plan.list_calls)?;
-            report.add(Figure::ToolsList, mode, stats::median(&t));
-            Ok(())
-        })?;
-        each(&mut sessions, &mut |mode, s| {
-            let t = workload::notifications(s, NOTIFICATIONS, 1, plan.notify_runs)?;
-            report.add(Figure::Notifications, mode, stats::median(&t));
-            Ok(())
-        })?;
+        if opts.wants("1mib") {
+            each(&mut sessions, &mut |mode, s| {
+                let t = workload::big_results(s, 1 << 20, 2, plan.mib1_calls)?;
+                report.add(Figure::Result1MiB, mode, stats::median(&t));
+                Ok(())
+            })?;
+        }
+        if opts.wants("10mib") {
+            each(&mut sessions, &mut |mode, s| {
+                let t = workload::big_results(s, 10 << 20, 1, plan.mib10_calls)?;
+                report.add(Figure::Result10MiB, mode, stats::median(&t));
+                Ok(())
+            })?;
+        }
+        if opts.wants("tools-list") {
+            each(&mut sessions, &mut |mode, s| {
+                let t = workload::tool_lists(s, TOOLS, 10, plan.list_calls)?;
+                report.add(Figure::ToolsList, mode, stats::median(&t));
+                Ok(())
+            })?;
+        }
+        if opts.wants("notifications") {
+            each(&mut sessions, &mut |mode, s| {
+                let t = workload::notifications(s, NOTIFICATIONS, 1, plan.notify_runs)?;
+                report.add(Figure::Notifications, mode, stats::median(&t));
+                Ok(())
+            })?;
+        }
 
         for (mode, s) in sessions {
             let (_, hwm) = s.memory_kib()?;

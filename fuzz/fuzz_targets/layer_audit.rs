@@ -3,6 +3,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
+use tower::util::BoxCloneService;
+use tower::Layer;
 use mcp_chain_middleware::audit::AuditConfig;
 
 const CONFIGS: &[&str] = &[
@@ -25,7 +27,8 @@ on_write_error = "forward"
 ];
 
 fuzz_target!(|data: &[u8]| {
-    mcp_chain_fuzz::run(data, CONFIGS, |text| {
-        toml::from_str::<AuditConfig>(text).ok()?.validate().ok()
+    mcp_chain_fuzz::run(data, CONFIGS, |text, inner| {
+        let layer = toml::from_str::<AuditConfig>(text).ok()?.validate().ok()?;
+        Some(BoxCloneService::new(layer.layer(inner)))
     });
 });

@@ -3,6 +3,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
+use tower::util::BoxCloneService;
+use tower::Layer;
 use mcp_chain_middleware::rate_limit::RateLimitConfig;
 
 const CONFIGS: &[&str] = &[
@@ -29,7 +31,8 @@ rules = [{ rate = "1/min", burst = 1, direction = "both" }]
 ];
 
 fuzz_target!(|data: &[u8]| {
-    mcp_chain_fuzz::run(data, CONFIGS, |text| {
-        toml::from_str::<RateLimitConfig>(text).ok()?.validate().ok()
+    mcp_chain_fuzz::run(data, CONFIGS, |text, inner| {
+        let layer = toml::from_str::<RateLimitConfig>(text).ok()?.validate().ok()?;
+        Some(BoxCloneService::new(layer.layer(inner)))
     });
 });

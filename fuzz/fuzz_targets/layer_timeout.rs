@@ -3,6 +3,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
+use tower::util::BoxCloneService;
+use tower::Layer;
 use mcp_chain_middleware::timeout::TimeoutConfig;
 
 const CONFIGS: &[&str] = &[
@@ -23,7 +25,8 @@ reset_on_progress = true
 ];
 
 fuzz_target!(|data: &[u8]| {
-    mcp_chain_fuzz::run(data, CONFIGS, |text| {
-        toml::from_str::<TimeoutConfig>(text).ok()?.validate().ok()
+    mcp_chain_fuzz::run(data, CONFIGS, |text, inner| {
+        let layer = toml::from_str::<TimeoutConfig>(text).ok()?.validate().ok()?;
+        Some(BoxCloneService::new(layer.layer(inner)))
     });
 });

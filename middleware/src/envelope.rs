@@ -66,6 +66,11 @@ pub fn delivery() -> (DeliveryTicket, Delivered) {
 }
 
 impl Delivered {
+    /// Whether the ticket is already gone.
+    pub fn is_done(&mut self) -> bool {
+        !matches!(self.0.try_recv(), Err(oneshot::error::TryRecvError::Empty))
+    }
+
     /// Waits until the ticket is dropped.
     pub async fn wait(self) {
         // An error only means the ticket is gone, which is the signal.

@@ -100,6 +100,7 @@ pub async fn run(
         reply: client_tx,
         direction: Direction::ToServer,
         owed: owed.clone(),
+        unwritten: Vec::new(),
     };
 
     let gone = tokio::select! {

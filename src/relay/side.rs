@@ -8,8 +8,8 @@ use crate::front::writer::Outgoing;
 use mcp_chain_middleware::envelope::delivery;
 use mcp_chain_middleware::message::{Incoming, Invalid};
 use mcp_chain_middleware::{
-    BoxError, DeliveryTicket, Direction, Envelope, ErrorCode, ErrorObject, Message, RequestId,
-    ResponseFuture,
+    BoxError, Delivered, DeliveryTicket, Direction, Envelope, ErrorCode, ErrorObject, Message,
+    RequestId, ResponseFuture,
 };
 use std::task::{Context, Poll, Waker};
 use tokio::io::AsyncRead;
@@ -28,7 +28,16 @@ pub(super) struct Side<R> {
     pub(super) direction: Direction,
     /// The tasks writing answers owed to this peer.
     pub(super) owed: TaskTracker,
+    /// Answers this peer sent that are on their way back through the
+    /// layers. Answers may pass each other (they are matched by id, and
+    /// waiting for each in turn would cost a write per answer), but no
+    /// request or notification from this peer overtakes them.
+    pub(super) unwritten: Vec<Delivered>,
 }
+
+/// How many unwritten answers to collect before dropping the ones already
+/// written, so a peer that only ever answers keeps the list short.
+const PRUNE_UNWRITTEN_AT: usize = 64;
 
 impl<R: AsyncRead + Unpin> Side<R> {
     fn peer(&self) -> &'static str {
@@ -76,10 +85,17 @@ impl<R: AsyncRead + Unpin> Side<R> {
         match msg {
             Message::Response(_) | Message::Error(_) => {
                 if let Some(delivered) = self.own.resolve(msg) {
-                    delivered.wait().await;
+                    self.unwritten.push(delivered);
+                    if self.unwritten.len() >= PRUNE_UNWRITTEN_AT {
+                        self.unwritten.retain_mut(|d| !d.is_done());
+                    }
                 }
             }
             Message::Request(_) | Message::Notification(_) => {
+                // Answers this peer sent before this message go out first.
+                for delivered in self.unwritten.drain(..) {
+                    delivered.wait().await;
+                }
                 let (answer, ticket) = self.dispatch(msg).await;
                 self.deliver(answer, ticket).await;
             }
@@ -89,12 +105,18 @@ impl<R: AsyncRead + Unpin> Side<R> {
     /// Sends a request or notification down the chain. For a request,
     /// returns the future of its answer and the ticket to drop once it is
     /// written.
-    async fn dispatch(&mut self, msg: Message) -> (Answer, DeliveryTicket) {
+    async fn dispatch(&mut self, msg: Message) -> (Answer, Option<DeliveryTicket>) {
         let id = msg.id().cloned();
-        let (ticket, delivered) = delivery();
+        let (ticket, delivered) = match id {
+            Some(_) => {
+                let (ticket, delivered) = delivery();
+                (Some(ticket), Some(delivered))
+            }
+            None => (None, None),
+        };
         let env = Envelope {
             direction: self.direction,
-            delivered: id.is_some().then_some(delivered),
+            delivered,
             message: msg,
         };
         let future = match self.chain.ready().await {
@@ -106,7 +128,7 @@ impl<R: AsyncRead + Unpin> Side<R> {
 
     /// Writes an answer when it is ready: at once if it already is (a
     /// notification, a refusal), else from a task of its own.
-    async fn deliver(&mut self, mut answer: Answer, ticket: DeliveryTicket) {
+    async fn deliver(&mut self, mut answer: Answer, ticket: Option<DeliveryTicket>) {
         let now = answer
             .future
             .as_mut()

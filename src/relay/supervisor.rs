@@ -157,6 +157,7 @@ impl Supervisor {
             reply: self.server_tx.clone(),
             direction: Direction::ToClient,
             owed: TaskTracker::new(),
+            unwritten: Vec::new(),
         }
     }
 

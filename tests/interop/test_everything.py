@@ -86,8 +86,13 @@ class Client:
 
 
 def session(chain: Chain, client: Client | None = None, **kw):
-    client = client or Client()
-    return open_session(everything_argv(), chain, label=f"mcp-chain[{chain.id}]", **client.callbacks(), **kw)
+    """A session to server-everything through `chain`. Only with a Client does
+    the session offer sampling, elicitation and roots: the server then asks for
+    roots after initialization and, with that request unanswered, no longer
+    exits on end of input, which costs every session the client's 2 s
+    shutdown wait."""
+    callbacks = client.callbacks() if client else {}
+    return open_session(everything_argv(), chain, label=f"mcp-chain[{chain.id}]", **callbacks, **kw)
 
 
 def text_of(result: types.CallToolResult) -> str:
@@ -123,7 +128,7 @@ async def assert_unknown_tool(conn: Conn, name: str) -> None:
 
 
 async def test_initialize_and_tools_list_changed(chain: Chain):
-    async with session(chain) as conn:
+    async with session(chain, Client()) as conn:
         init = conn.session.initialize_result
         assert init is not None
         assert init.server_info.name == "mcp-servers/everything"
@@ -145,7 +150,7 @@ async def test_ping(chain: Chain):
 
 
 async def test_tools_list_all_pages(chain: Chain):
-    async with session(chain) as conn:
+    async with session(chain, Client()) as conn:
         tools = await all_pages(conn.session.list_tools, "tools")
         names = [t.name for t in tools]
         assert len(names) == len(set(names)), f"duplicate tools: {names}"
