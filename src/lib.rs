@@ -148,7 +148,7 @@ fn serve(config: &Config, server: &[String]) -> ExitCode {
     let result = runtime.block_on(async {
         let stdin = front::stdio::stdin().map_err(|e| format!("stdin: {e}"))?;
         let stdout = front::stdio::stdout().map_err(|e| format!("stdout: {e}"))?;
-        relay::run(config, &upstream, stdin, stdout, shutdown_signal())
+        relay::run(config, &upstream, stdin, stdout, signals())
             .await
             .map_err(|e| e.to_string())
     });
@@ -165,19 +165,31 @@ fn serve(config: &Config, server: &[String]) -> ExitCode {
     }
 }
 
-/// Resolves on SIGINT or SIGTERM.
-async fn shutdown_signal() {
+/// One message per SIGINT or SIGTERM: the first starts a graceful
+/// shutdown, a second cuts it short.
+fn signals() -> tokio::sync::mpsc::Receiver<()> {
     use tokio::signal::unix::{signal, SignalKind};
+    let (tx, rx) = tokio::sync::mpsc::channel(4);
     match (
         signal(SignalKind::interrupt()),
         signal(SignalKind::terminate()),
     ) {
         (Ok(mut int), Ok(mut term)) => {
-            tokio::select! {
-                _ = int.recv() => {}
-                _ = term.recv() => {}
-            }
+            tokio::spawn(async move {
+                loop {
+                    tokio::select! {
+                        _ = int.recv() => {}
+                        _ = term.recv() => {}
+                    }
+                    if tx.send(()).await.is_err() {
+                        break;
+                    }
+                }
+            });
         }
-        _ => std::future::pending().await,
+        _ => tracing::warn!(
+            "cannot listen for signals; SIGINT and SIGTERM will end mcp-chain at once"
+        ),
     }
+    rx
 }

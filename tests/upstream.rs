@@ -209,3 +209,49 @@ async fn a_server_that_ignores_eof_is_terminated_after_the_grace() {
     assert!(status.success(), "{}", proxy.stderr());
     assert!(proxy.stderr().contains("terminating"), "{}", proxy.stderr());
 }
+
+#[tokio::test]
+async fn a_second_signal_cuts_the_grace_short() {
+    // The MCP SDKs close stdin, wait, then SIGTERM, then SIGKILL: the
+    // server must be gone well before the (long) grace would end.
+    let mut proxy = Proxy::fake(&["--shutdown-grace", "60s"], &["--ignore-stdin-eof"]);
+    let answer = proxy.call_tool(json!(1), "grandchild", json!({})).await;
+    let pid = answer["result"]["structuredContent"]["pid"]
+        .as_u64()
+        .expect("pid") as u32;
+    proxy.close_stdin();
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    proxy.signal("TERM");
+    let status = proxy.wait().await;
+    assert!(status.success(), "{}", proxy.stderr());
+    assert!(
+        proxy.stderr().contains("asked to stop again"),
+        "{}",
+        proxy.stderr()
+    );
+    eventually("the grandchild to be gone", || !alive(pid)).await;
+}
+
+#[tokio::test]
+async fn a_killed_proxy_takes_its_server_with_it() {
+    let mut proxy = Proxy::fake(&[], &["--ignore-stdin-eof"]);
+    let answer = proxy.call_tool(json!(1), "grandchild", json!({})).await;
+    let grandchild = answer["result"]["structuredContent"]["pid"]
+        .as_u64()
+        .expect("pid") as u32;
+    let stat = std::fs::read_to_string(format!("/proc/{grandchild}/stat")).expect("stat");
+    let server: u32 = stat
+        .rsplit(')')
+        .next()
+        .and_then(|rest| rest.split_whitespace().nth(1))
+        .and_then(|ppid| ppid.parse().ok())
+        .expect("ppid");
+    assert!(alive(server));
+    proxy.signal("KILL");
+    proxy.wait().await;
+    eventually("the server to be gone", || !alive(server)).await;
+    // The grandchild is in the server's group; clean it up for the machine.
+    let _ = std::process::Command::new("kill")
+        .arg(grandchild.to_string())
+        .status();
+}

@@ -57,6 +57,9 @@ enum State {
     Open,
     /// Being restarted: requests are refused with 503, notifications dropped.
     Restarting(String),
+    /// Shutting down: requests are answered with -32000 (nobody will answer
+    /// them in time), notifications still pass (progress for owed answers).
+    Closing(String),
     /// Gone for good: requests are answered with -32000.
     Closed(String),
 }
@@ -140,6 +143,12 @@ impl Connector {
         self.fail_all(State::Closed(reason.to_owned()), reason);
     }
 
+    /// Shutting down: answer every request in flight with an error now and
+    /// every later one at once, but keep passing notifications.
+    pub(crate) fn closing(&self, reason: &str) {
+        self.fail_all(State::Closing(reason.to_owned()), reason);
+    }
+
     /// The peer is being restarted: answer every request in flight now (it
     /// died with them), refuse new ones with 503 until [`Self::resume`].
     pub(crate) fn suspend(&self, reason: &str) {
@@ -193,7 +202,9 @@ impl Connector {
             let mut pending = self.lock();
             let refusal = match &pending.state {
                 State::Open => None,
-                State::Closed(reason) => Some(closed_error(self.peer, reason)),
+                State::Closed(reason) | State::Closing(reason) => {
+                    Some(closed_error(self.peer, reason))
+                }
                 State::Restarting(reason) => Some(restarting_error(reason)),
             };
             if let Some(error) = refusal {
@@ -311,7 +322,7 @@ impl Service<Envelope> for Connector {
         match env.message {
             Message::Request(req) => self.call_request(req, env.delivered),
             Message::Notification(note) => {
-                if !matches!(self.lock().state, State::Open) {
+                if matches!(self.lock().state, State::Restarting(_) | State::Closed(_)) {
                     // Nobody to tell; a restarted server gets a fresh handshake.
                     tracing::debug!(peer = self.peer, method = %note.method, "dropping a notification: the peer is not there");
                     return Box::pin(async { Ok(None) });

@@ -29,7 +29,7 @@ use side::Side;
 use std::future::Future;
 use std::time::Duration;
 use supervisor::{Supervisor, SupervisorEnd};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, watch};
 use tokio_util::task::TaskTracker;
 
 /// After the server exits, how long its output may still be read: what it
@@ -63,7 +63,7 @@ pub async fn run(
     upstream: &UpstreamConfig,
     client_in: Reader,
     client_out: Writer,
-    shutdown: impl Future<Output = ()>,
+    mut signals: mpsc::Receiver<()>,
 ) -> Result<Ending, RunError> {
     let child = Upstream::spawn(upstream)?;
 
@@ -78,6 +78,7 @@ pub async fn run(
     let to_client = chain::to_client(&config.chain, ChainService::new(downstream_conn.clone()));
 
     let (stop_server, server_stop) = oneshot::channel();
+    let (hurry_tx, hurry) = watch::channel(false);
     let mut server = tokio::spawn(
         Supervisor {
             upstream: upstream.clone(),
@@ -87,6 +88,7 @@ pub async fn run(
             downstream: downstream_conn.clone(),
             to_client,
             server_tx,
+            hurry: hurry.clone(),
         }
         .run(child, server_rx, server_stop),
     );
@@ -108,7 +110,7 @@ pub async fn run(
             tracing::info!("the client closed its input; finishing");
             None
         }
-        () = shutdown => {
+        Some(()) = signals.recv() => {
             tracing::info!("asked to stop; finishing");
             None
         }
@@ -119,26 +121,38 @@ pub async fn run(
         }),
     };
     drop(client_side);
+    // A (further) signal while shutting down means: stop waiting. Clients
+    // such as the MCP SDKs close stdin, then signal, then kill.
+    tokio::spawn(async move {
+        if signals.recv().await.is_some() {
+            tracing::warn!("asked to stop again; ending the server now");
+            let _ = hurry_tx.send(true);
+        }
+    });
+    // Nobody will answer the server's requests now: say so, so a server
+    // waiting on one (roots, sampling) can exit when its stdin closes.
+    downstream_conn.closing("the client is going away");
 
     let grace = config.shutdown_grace;
+    let mut hurry = hurry;
     let ending = match gone {
         Some(reason) => {
             // Every request in flight has its error answer already.
             owed.close();
-            let _ = tokio::time::timeout(grace, owed.wait()).await;
+            bounded(grace, owed.wait(), &mut hurry).await;
             Ending::ServerGone(reason)
         }
         None => {
             // Keep relaying until every answer owed to the client is written.
             owed.close();
-            if tokio::time::timeout(grace, owed.wait()).await.is_err() {
+            if !bounded(grace, owed.wait(), &mut hurry).await {
                 tracing::warn!(
                     unanswered = upstream_conn.in_flight(),
                     "shutdown grace ran out with answers still owed; answering them with errors"
                 );
             }
             upstream_conn.close("mcp-chain is shutting down");
-            let _ = tokio::time::timeout(grace, owed.wait()).await;
+            bounded(grace, owed.wait(), &mut hurry).await;
             // Close the child's stdin (after what is queued), end its group.
             let _ = stop_server.send(());
             // A server that failed on its own makes the session a failure,
@@ -159,6 +173,15 @@ pub async fn run(
     };
     downstream_conn.close("mcp-chain is shutting down");
     let _ = close_client.send(());
-    let _ = tokio::time::timeout(grace, client_writer).await;
+    bounded(grace, client_writer, &mut hurry).await;
     Ok(ending)
+}
+
+/// Waits for `fut`, at most `grace`, and not at all once `hurry` is true.
+/// Whether it finished.
+async fn bounded<F: Future>(grace: Duration, fut: F, hurry: &mut watch::Receiver<bool>) -> bool {
+    tokio::select! {
+        done = tokio::time::timeout(grace, fut) => done.is_ok(),
+        _ = hurry.wait_for(|hurry| *hurry) => false,
+    }
 }

@@ -31,7 +31,7 @@ use std::process::ExitStatus;
 use std::time::Duration;
 use tokio::io::AsyncWriteExt;
 use tokio::process::ChildStdout;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, watch};
 use tokio::time::Instant;
 use tokio_util::task::TaskTracker;
 use tower::{Service, ServiceExt};
@@ -67,6 +67,8 @@ pub(super) struct Supervisor {
     pub(super) to_client: ChainService,
     /// The server-bound queue's sending end, for answers to its requests.
     pub(super) server_tx: mpsc::Sender<Outgoing>,
+    /// Turns true when shutdown must not wait any longer (a second signal).
+    pub(super) hurry: watch::Receiver<bool>,
 }
 
 impl Supervisor {
@@ -99,7 +101,7 @@ impl Supervisor {
             let _ = close_writer.send(());
             if stopped {
                 let _ = tokio::time::timeout(self.grace, writer).await;
-                let status = child.shutdown(self.grace).await;
+                let status = child.shutdown(self.grace, &mut self.hurry).await;
                 read.abort();
                 return SupervisorEnd::Stopped(status);
             }
@@ -111,7 +113,7 @@ impl Supervisor {
                     .ok()
                     .and_then(Result::ok),
             };
-            child.shutdown(Duration::ZERO).await;
+            child.shutdown(Duration::ZERO, &mut self.hurry).await;
             queue = match writer.await {
                 Ok(queue) => queue,
                 Err(_) => return self.give_up("the server's writer failed".to_owned(), true),
@@ -201,7 +203,7 @@ impl Supervisor {
                 }
                 Err(e) => {
                     tracing::warn!(error = %e, attempt = *restarts, "the restarted server did not take the handshake");
-                    child.shutdown(Duration::ZERO).await;
+                    child.shutdown(Duration::ZERO, &mut self.hurry).await;
                 }
             }
         }

@@ -12,6 +12,7 @@ use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
+use tokio::sync::watch;
 
 /// How long the process group gets between SIGTERM and SIGKILL.
 const TERM_GRACE: Duration = Duration::from_millis(500);
@@ -49,6 +50,18 @@ impl Upstream {
             .kill_on_drop(true);
         if let Some(cwd) = &cfg.cwd {
             cmd.current_dir(cwd);
+        }
+        // If mcp-chain is killed outright (SIGKILL, a client that gives up
+        // waiting), the server gets SIGTERM instead of living on orphaned.
+        #[allow(unsafe_code)]
+        // SAFETY: the closure runs in the forked child before exec and only
+        // makes one prctl(2) system call, which is async-signal-safe; it
+        // touches no memory of the parent and allocates nothing.
+        unsafe {
+            cmd.pre_exec(|| {
+                rustix::process::set_parent_process_death_signal(Some(Signal::TERM))
+                    .map_err(std::io::Error::from)
+            });
         }
         let mut child = cmd.spawn().map_err(|source| UpstreamError::Spawn {
             command: cfg.command.clone(),
@@ -107,11 +120,20 @@ impl Upstream {
 
     /// Ends the child and everything in its process group: wait up to
     /// `grace` for it to exit by itself (its stdin should be closed by now),
-    /// then SIGTERM the group, then SIGKILL it. Returns the child's status.
-    pub(crate) async fn shutdown(&mut self, grace: Duration) -> Option<ExitStatus> {
-        let status = match tokio::time::timeout(grace, self.child.wait()).await {
-            Ok(status) => status.ok(),
-            Err(_) => {
+    /// or until `hurry` turns true (a second signal), then SIGTERM the
+    /// group, then SIGKILL it. Returns the child's status.
+    pub(crate) async fn shutdown(
+        &mut self,
+        grace: Duration,
+        hurry: &mut watch::Receiver<bool>,
+    ) -> Option<ExitStatus> {
+        let waited = tokio::select! {
+            waited = tokio::time::timeout(grace, self.child.wait()) => waited.ok(),
+            _ = hurry.wait_for(|hurry| *hurry) => None,
+        };
+        let status = match waited {
+            Some(status) => status.ok(),
+            None => {
                 tracing::warn!(grace = ?grace, "the server did not exit after its stdin closed; terminating it");
                 self.signal_group(Signal::TERM);
                 match tokio::time::timeout(TERM_GRACE, self.child.wait()).await {

@@ -71,7 +71,7 @@ def end_leftovers() -> list[int]:
     """SIGKILL every process this run started that is still there (by marker)."""
     import signal
 
-    pids = processes_with(RUN_MARKER)
+    pids = processes_with(RUN_MARKER, include_proxy=True)
     for pid in pids:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signal.SIGKILL)
@@ -323,8 +323,9 @@ async def open_session(
 # === processes ===
 
 
-def processes_with(marker: str) -> list[int]:
-    """Pids whose command line contains marker (to find orphans)."""
+def processes_with(marker: str, include_proxy: bool = False) -> list[int]:
+    """Pids of servers whose command line contains marker (to find orphans);
+    mcp-chain itself, which carries the server's command line, is left out."""
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit() or int(entry.name) == os.getpid():
@@ -334,7 +335,8 @@ def processes_with(marker: str) -> list[int]:
             stat = (entry / "stat").read_text()
         except OSError:
             continue
-        if marker.encode() in cmdline and ") Z " not in stat:
+        argv0 = cmdline.split(b"\0", 1)[0]
+        if marker.encode() in cmdline and ") Z " not in stat and (include_proxy or argv0 != bytes(MCP_CHAIN)):
             found.append(int(entry.name))
     return found
 

@@ -19,7 +19,9 @@ to the copy install.sh put in tests/interop/node_modules (no network).
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
 from pathlib import Path
 
 import anyio
@@ -69,11 +71,12 @@ async def test_documented_entry_completes_a_session(tmp_path: Path):
     # Skip only while this build's `check` rejects the documented config.
     chain = Chain(f"claude-desktop:{name}", config)
     check_env = {"HOME": str(home), **env}
-    import os, subprocess
-
     probe = subprocess.run(
         [str(MCP_CHAIN), "check", "--config", str(config)],
-        capture_output=True, text=True, timeout=30, env={**os.environ, **check_env},
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env={**os.environ, **check_env},
     )
     if probe.returncode != 0:
         pytest.skip(f"`mcp-chain check` rejects the documented config: {probe.stderr.strip()[-300:]}")
