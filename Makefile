@@ -3,7 +3,7 @@
 CARGO ?= cargo
 BIN   := target/debug/mcp-chain
 
-.PHONY: help build run test test-rust test-interop ci fmt fmt-check lint clean bench
+.PHONY: help build run test test-rust test-interop ci fmt fmt-check lint clean fuzz soak bench
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -40,3 +40,23 @@ bench: ## Benchmark: direct vs byte relay vs mcp-chain (empty, full chain), rele
 
 clean:
 	$(CARGO) clean
+
+# Fuzzing: cargo-fuzz on the stable toolchain (RUSTC_BOOTSTRAP=1 unlocks the
+# -Z flags it needs); fuzz/ is a Cargo project of its own. Each target runs
+# FUZZ_SECONDS, FUZZ_JOBS at a time; crashes land in fuzz/artifacts/.
+FUZZ_SECONDS ?= 60
+FUZZ_JOBS ?= 1
+CARGO_FUZZ_VERSION := 0.13.1
+
+fuzz: ## Run every fuzz target for FUZZ_SECONDS each (default 60; installs cargo-fuzz, pinned)
+	@cargo fuzz --version 2>/dev/null | grep -q " $(CARGO_FUZZ_VERSION)" || \
+		$(CARGO) install cargo-fuzz --version $(CARGO_FUZZ_VERSION) --locked
+	FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_JOBS=$(FUZZ_JOBS) fuzz/run.sh
+
+# Soak: SOAK_MESSAGES through the release build with every layer in the chain.
+SOAK_MESSAGES ?= 1000000
+
+soak: ## A million messages through the full chain: no loss, flat RSS (release build)
+	$(CARGO) build --release --bin mcp-chain --bin fake-mcp-server
+	$(CARGO) build --release --manifest-path soak/Cargo.toml
+	soak/target/release/mcp-chain-soak --messages $(SOAK_MESSAGES)

@@ -83,12 +83,14 @@ fn sleepy_server(seconds: u64) -> Proxy {
 
 /// Writes pings padded to `size` bytes until a write blocks for longer
 /// than `blocked`, or `limit` bytes are out. Returns the ids sent whole and
-/// the bytes accepted.
+/// the bytes accepted. With `end_cut_line`, the line a blocked write may
+/// have left half-written is ended (which waits until the proxy reads).
 async fn write_until_blocked(
     proxy: &mut Proxy,
     size: usize,
     limit: u64,
     blocked: Duration,
+    end_cut_line: bool,
 ) -> (Vec<u64>, u64) {
     let pad = "p".repeat(size);
     let mut sent = Vec::new();
@@ -103,8 +105,10 @@ async fn write_until_blocked(
             .await
             .is_err()
         {
-            // Part of this line may be out: end it, so it is one bad line.
-            proxy.send_raw(b"\n").await;
+            if end_cut_line {
+                // Part of this line may be out: end it, so it is one bad line.
+                proxy.send_raw(b"\n").await;
+            }
             return (sent, bytes);
         }
         sent.push(id);
@@ -121,8 +125,9 @@ async fn stalled_server_pushes_back(message_bytes: usize) {
     let pid = proxy.pid();
     tokio::time::sleep(Duration::from_millis(200)).await;
     let start = status_bytes(pid, "VmRSS");
-    let limit = 512 * MIB;
-    let (sent, bytes) = write_until_blocked(&mut proxy, message_bytes, limit, STALL).await;
+    // Four times the budget: a proxy that queues without bound takes it all.
+    let limit = 4 * RSS_BUDGET;
+    let (sent, bytes) = write_until_blocked(&mut proxy, message_bytes, limit, STALL, true).await;
     assert!(
         bytes < limit,
         "the client wrote {bytes} bytes to a server that reads nothing, unblocked"
@@ -167,7 +172,7 @@ async fn a_server_that_never_reads_does_not_grow_the_proxy() {
     let pid = proxy.pid();
     tokio::time::sleep(Duration::from_millis(200)).await;
     let start = status_bytes(pid, "VmRSS");
-    let (_, bytes) = write_until_blocked(&mut proxy, 64 * 1024, 512 * MIB, STALL).await;
+    let (_, bytes) = write_until_blocked(&mut proxy, 64 * 1024, 512 * MIB, STALL, false).await;
     assert!(bytes < 512 * MIB, "{bytes} bytes written without blocking");
     let peak = status_bytes(pid, "VmHWM");
     assert!(

@@ -3,9 +3,9 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
+use mcp_chain_middleware::audit::AuditConfig;
 use tower::util::BoxCloneService;
 use tower::Layer;
-use mcp_chain_middleware::audit::AuditConfig;
 
 const CONFIGS: &[&str] = &[
     r#"

@@ -3,9 +3,9 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
+use mcp_chain_middleware::rate_limit::RateLimitConfig;
 use tower::util::BoxCloneService;
 use tower::Layer;
-use mcp_chain_middleware::rate_limit::RateLimitConfig;
 
 const CONFIGS: &[&str] = &[
     r#"
@@ -32,7 +32,10 @@ rules = [{ rate = "1/min", burst = 1, direction = "both" }]
 
 fuzz_target!(|data: &[u8]| {
     mcp_chain_fuzz::run(data, CONFIGS, |text, inner| {
-        let layer = toml::from_str::<RateLimitConfig>(text).ok()?.validate().ok()?;
+        let layer = toml::from_str::<RateLimitConfig>(text)
+            .ok()?
+            .validate()
+            .ok()?;
         Some(BoxCloneService::new(layer.layer(inner)))
     });
 });

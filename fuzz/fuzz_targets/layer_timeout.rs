@@ -3,9 +3,9 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
+use mcp_chain_middleware::timeout::TimeoutConfig;
 use tower::util::BoxCloneService;
 use tower::Layer;
-use mcp_chain_middleware::timeout::TimeoutConfig;
 
 const CONFIGS: &[&str] = &[
     r#"
@@ -26,7 +26,10 @@ reset_on_progress = true
 
 fuzz_target!(|data: &[u8]| {
     mcp_chain_fuzz::run(data, CONFIGS, |text, inner| {
-        let layer = toml::from_str::<TimeoutConfig>(text).ok()?.validate().ok()?;
+        let layer = toml::from_str::<TimeoutConfig>(text)
+            .ok()?
+            .validate()
+            .ok()?;
         Some(BoxCloneService::new(layer.layer(inner)))
     });
 });

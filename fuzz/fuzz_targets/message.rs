@@ -31,8 +31,14 @@ fuzz_target!(|data: &[u8]| {
         let mut line = Vec::new();
         message.write_line(&mut line);
         let value: Value = serde_json::from_slice(&line).expect("we wrote JSON");
-        assert!(values_match(&value, &message.to_value()), "{value} vs {message:?}");
+        assert!(
+            values_match(&value, &message.to_value()),
+            "{value} vs {message:?}"
+        );
         // from_value of a message's own value is the same message.
-        assert_eq!(Message::from_value(message.to_value()).as_ref(), Ok(&message));
+        assert_eq!(
+            Message::from_value(message.to_value()).as_ref(),
+            Ok(&message)
+        );
     }
 });

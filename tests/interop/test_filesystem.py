@@ -18,7 +18,7 @@ pytestmark = pytest.mark.anyio
 
 READONLY = Chain(
     "readonly",
-    CONFIGS / "filesystem-readonly.toml",
+    harness.REPO / "config" / "filesystem-readonly.toml",
     hidden_tools=frozenset({"write_file", "edit_file", "move_file", "create_directory"}),
 )
 READ_TOOLS = {
