@@ -260,3 +260,23 @@ async fn batches_are_answered_as_batches() {
         .await;
     assert_eq!(proxy.request(json!(3), "ping", json!({})).await["id"], 3);
 }
+
+#[tokio::test]
+async fn an_answer_over_the_cap_still_answers_its_request() {
+    let mut proxy = Proxy::fake(&["--max-message-bytes", "65536"], &[]);
+    let answer = proxy
+        .call_tool(json!("huge"), "big", json!({"bytes": 200_000}))
+        .await;
+    assert_eq!(answer["error"]["code"], -32603, "{answer}");
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("65536"),
+        "{answer}"
+    );
+    assert_eq!(
+        proxy.request(json!(2), "ping", json!({})).await["result"],
+        json!({})
+    );
+}

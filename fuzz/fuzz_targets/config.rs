@@ -12,7 +12,7 @@ use mcp_chain_middleware::timeout::TimeoutConfig;
 
 /// `${VAR}`: some names are set, some not, so both paths run.
 fn env(name: &str) -> Option<String> {
-    (name.len() % 2 == 0).then(|| format!("v{name}"))
+    name.len().is_multiple_of(2).then(|| format!("v{name}"))
 }
 
 fuzz_target!(|data: &[u8]| {

@@ -191,10 +191,8 @@ fn main() -> ExitCode {
                     Some(Expect::List) => v["result"]["tools"].is_array(),
                     Some(Expect::Denied) => v["error"]["code"] == -32602,
                 };
-                if !ok {
-                    if mismatched.fetch_add(1, Ordering::Relaxed) < 5 {
-                        eprintln!("mcp-chain-soak: mismatched answer ({expect:?}): {l}");
-                    }
+                if !ok && mismatched.fetch_add(1, Ordering::Relaxed) < 5 {
+                    eprintln!("mcp-chain-soak: mismatched answer ({expect:?}): {l}");
                 }
                 answered.fetch_add(1, Ordering::Relaxed);
             }

@@ -16,6 +16,7 @@ mod handshake;
 
 pub(crate) use handshake::Handshake;
 
+use crate::front::queue::Queue;
 use crate::front::writer::Outgoing;
 use mcp_chain_middleware::message::{method, Message, Notification, Request};
 use mcp_chain_middleware::{
@@ -25,16 +26,15 @@ use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll};
-use tokio::sync::{mpsc, oneshot};
-use tokio_util::sync::PollSender;
+use tokio::sync::oneshot;
 use tower::Service;
 
 /// Sends messages to one peer and waits for its answers.
 #[derive(Debug, Clone)]
 pub(crate) struct Connector {
-    /// To the writer task of the peer. A slot is reserved in `poll_ready`,
-    /// so a peer that stops reading pushes back on whoever calls us.
-    tx: PollSender<Outgoing>,
+    /// To the writer task of the peer. `poll_ready` waits for room, so a
+    /// peer that stops reading pushes back on whoever calls us.
+    queue: Queue,
     pending: Arc<Mutex<Pending>>,
     /// Who the peer is, for errors and logs ("server", "client").
     peer: &'static str,
@@ -83,9 +83,9 @@ enum Answer {
 // === impl Connector ===
 
 impl Connector {
-    pub(crate) fn new(tx: mpsc::Sender<Outgoing>, peer: &'static str) -> Self {
+    pub(crate) fn new(queue: Queue, peer: &'static str) -> Self {
         Self {
-            tx: PollSender::new(tx),
+            queue,
             pending: Arc::default(),
             peer,
         }
@@ -191,9 +191,11 @@ impl Connector {
     }
 
     fn send(&mut self, msg: Message) -> Result<(), BoxError> {
-        self.tx
-            .send_item(Outgoing::One(msg))
-            .map_err(|_| format!("the {} is gone", self.peer).into())
+        if self.queue.push(Outgoing::One(msg)) {
+            Ok(())
+        } else {
+            Err(format!("the {} is gone", self.peer).into())
+        }
     }
 
     fn call_request(&mut self, mut req: Request, delivered: Option<Delivered>) -> ResponseFuture {
@@ -310,12 +312,9 @@ impl Service<Envelope> for Connector {
     type Future = ResponseFuture;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
-        // A closed writer is not an error here: requests are then answered
+        // A closed queue is not an error here: requests are then answered
         // with "connection closed", which `call` does.
-        match self.tx.poll_reserve(cx) {
-            Poll::Pending => Poll::Pending,
-            Poll::Ready(_) => Poll::Ready(Ok(())),
-        }
+        self.queue.poll_ready(cx).map(Ok)
     }
 
     fn call(&mut self, env: Envelope) -> ResponseFuture {

@@ -3,16 +3,43 @@ use mcp_chain_middleware::Direction;
 use serde_json::json;
 use tower::ServiceExt;
 
-fn connector() -> (Connector, mpsc::Receiver<Outgoing>) {
-    let (tx, rx) = mpsc::channel(16);
-    (Connector::new(tx, "server"), rx)
+fn connector() -> (Connector, Queue) {
+    let queue = Queue::default();
+    (Connector::new(queue.clone(), "server"), queue)
 }
 
-fn sent(rx: &mut mpsc::Receiver<Outgoing>) -> Message {
-    match rx.try_recv() {
-        Ok(Outgoing::One(m)) => m,
-        other => panic!("expected one message, got {other:?}"),
-    }
+/// The one message queued since the last look.
+fn sent(queue: &mut Queue) -> Message {
+    let mut buf = Vec::new();
+    let taken = tokio::time::timeout(std::time::Duration::from_millis(10), queue.take(&mut buf));
+    let taken = futures_now(taken);
+    assert!(taken, "expected a queued message");
+    let text = String::from_utf8(buf).expect("utf-8");
+    assert_eq!(text.lines().count(), 1, "expected one message: {text}");
+    Message::from_value(serde_json::from_str(&text).expect("json")).expect("a message")
+}
+
+/// Nothing is queued.
+fn nothing_sent(queue: &mut Queue) {
+    let mut buf = Vec::new();
+    let taken = tokio::time::timeout(std::time::Duration::from_millis(10), queue.take(&mut buf));
+    assert!(
+        !futures_now(taken),
+        "unexpected: {}",
+        String::from_utf8_lossy(&buf)
+    );
+}
+
+/// Polls a timeout-wrapped take once: data already queued is ready at once.
+fn futures_now(
+    fut: impl std::future::Future<Output = Result<bool, tokio::time::error::Elapsed>>,
+) -> bool {
+    let mut fut = std::pin::pin!(fut);
+    matches!(
+        fut.as_mut()
+            .poll(&mut std::task::Context::from_waker(std::task::Waker::noop())),
+        Poll::Ready(Ok(true))
+    )
 }
 
 fn env(message: Message) -> Envelope {
@@ -71,7 +98,7 @@ async fn cancel_for_nothing_in_flight_is_dropped() {
         Some(json!({"requestId": 1})),
     );
     let _ = conn.ready().await.expect("ready").call(env(cancel)).await;
-    assert!(rx.try_recv().is_err());
+    nothing_sent(&mut rx);
 }
 
 #[tokio::test]
@@ -105,12 +132,12 @@ async fn close_answers_everything_in_flight_and_later() {
 
 #[tokio::test]
 async fn a_full_queue_makes_the_caller_wait() {
-    let (tx, mut rx) = mpsc::channel(1);
-    let mut conn = Connector::new(tx, "client");
-    let note = || env(Message::notification("n", None));
-    drop(conn.ready().await.expect("ready").call(note()));
+    let (mut conn, mut queue) = connector();
+    let pad = "p".repeat(crate::front::queue::MAX_QUEUED_BYTES);
+    let big = env(Message::notification("n", Some(json!({ "pad": pad }))));
+    drop(conn.ready().await.expect("ready").call(big));
     let blocked = tokio::time::timeout(std::time::Duration::from_millis(50), conn.ready()).await;
     assert!(blocked.is_err(), "a full queue must not be ready");
-    let _ = sent(&mut rx);
+    let _ = sent(&mut queue);
     assert!(conn.ready().await.is_ok());
 }

@@ -14,13 +14,17 @@ const READ_CHUNK_BYTES: usize = 64 * 1024;
 /// result does not pin 10 MB for the rest of the session.
 const RETAINED_BUFFER_BYTES: usize = 1024 * 1024;
 
+/// How much of an over-long line is kept to learn what it was.
+pub(crate) const HEAD_BYTES: usize = 4096;
+
 /// What [`FrameReader::next`] found.
 #[derive(Debug, PartialEq)]
 pub(crate) enum Frame<'a> {
     /// One line, without its `\n` (or `\r\n`).
     Line(&'a [u8]),
-    /// A line over the cap, skipped; its length in bytes.
-    TooLong(usize),
+    /// A line over the cap, skipped: its length in bytes, and its first
+    /// bytes (up to [`HEAD_BYTES`]), enough to find a response's id.
+    TooLong { len: usize, head: &'a [u8] },
 }
 
 /// Reads lines from a pipe. The buffer lives in the struct, so a `next`
@@ -36,6 +40,8 @@ pub(crate) struct FrameReader<R> {
     max_line_bytes: usize,
     /// Bytes of an over-long line dropped so far.
     discarding: Option<usize>,
+    /// The first bytes of the over-long line being dropped.
+    head: Vec<u8>,
     eof: bool,
 }
 
@@ -48,6 +54,7 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
             scanned: 0,
             max_line_bytes,
             discarding: None,
+            head: Vec::new(),
             eof: false,
         }
     }
@@ -65,7 +72,10 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
                 let start = std::mem::replace(&mut self.pos, end + 1);
                 self.scanned = 0;
                 if let Some(dropped) = self.discarding.take() {
-                    return Ok(Some(Frame::TooLong(dropped + (end - start))));
+                    return Ok(Some(Frame::TooLong {
+                        len: dropped + (end - start),
+                        head: &self.head,
+                    }));
                 }
                 let mut line = &self.buf[start..end];
                 if let [rest @ .., b'\r'] = line {
@@ -81,6 +91,9 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
             self.scanned = pending.len();
             if self.discarding.is_none() && pending.len() > self.max_line_bytes {
                 self.discarding = Some(0);
+                self.head.clear();
+                self.head
+                    .extend_from_slice(&pending[..pending.len().min(HEAD_BYTES)]);
             }
             if let Some(dropped) = self.discarding.as_mut() {
                 *dropped += self.buf.len() - self.pos;
@@ -91,7 +104,10 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
             if self.eof {
                 let rest = self.buf.len() - self.pos;
                 if let Some(dropped) = self.discarding.take() {
-                    return Ok(Some(Frame::TooLong(dropped)));
+                    return Ok(Some(Frame::TooLong {
+                        len: dropped,
+                        head: &self.head,
+                    }));
                 }
                 if rest == 0 {
                     return Ok(None);
@@ -141,7 +157,10 @@ mod tests {
         while let Some(frame) = reader.next().await.expect("read") {
             out.push(match frame {
                 Frame::Line(l) => Ok(String::from_utf8_lossy(l).into_owned()),
-                Frame::TooLong(n) => Err(n),
+                Frame::TooLong { len, head } => {
+                    assert!(head.len() <= HEAD_BYTES);
+                    Err(len)
+                }
             });
         }
         out

@@ -1,20 +1,17 @@
 //! The task that owns one outgoing pipe (our stdout, or the child's stdin).
 //!
-//! Messages arrive on a bounded channel; the task serializes whatever is
-//! queued into one buffer, writes it and flushes, so every message is out
-//! before the task waits again, and a burst costs one `write` instead of one
-//! per message. A peer that stops reading fills the pipe, the write waits,
-//! the channel fills, and senders wait in `poll_ready`: memory stays bounded.
+//! It takes whatever its [`Queue`] holds, already serialized, writes it and
+//! flushes, so every message is out before the task waits again and a burst
+//! costs one `write`. A peer that stops reading fills the pipe, the write
+//! waits, the queue fills, and senders wait: memory stays bounded.
 
+use super::queue::Queue;
 use mcp_chain_middleware::Message;
 use tokio::io::{AsyncWrite, AsyncWriteExt};
-use tokio::sync::{mpsc, oneshot};
 
-/// Messages queued for one pipe before senders must wait.
-pub(crate) const WRITE_QUEUE_MESSAGES: usize = 256;
-
-/// Stop gathering queued messages into one write past this many bytes.
-const WRITE_BATCH_BYTES: usize = 1024 * 1024;
+/// After a big write the buffer is dropped rather than kept, so one 10 MB
+/// result does not pin 10 MB for the rest of the session.
+const RETAINED_BUFFER_BYTES: usize = 4 * 1024 * 1024;
 
 /// What goes on one line of output.
 #[derive(Debug)]
@@ -25,7 +22,7 @@ pub(crate) enum Outgoing {
 }
 
 impl Outgoing {
-    fn write_line(&self, buf: &mut Vec<u8>) {
+    pub(crate) fn write_line(&self, buf: &mut Vec<u8>) {
         match self {
             Self::One(m) => m.write_line(buf),
             Self::Batch(ms) => {
@@ -42,56 +39,32 @@ impl From<Message> for Outgoing {
     }
 }
 
-/// Writes messages to `out` until `close` fires (then writes what is still
-/// queued), every sender is gone, or the pipe breaks. Returns the queue, so
-/// a restarted server's writer can take it over.
+/// Writes what `queue` holds to `out` until the queue is closed and empty
+/// or the pipe breaks. A broken pipe closes the queue when `close_on_error`
+/// (the client is gone); the server's queue stays open for a restart.
 pub(crate) async fn run<W: AsyncWrite + Unpin>(
-    mut rx: mpsc::Receiver<Outgoing>,
+    queue: Queue,
     mut out: W,
-    mut close: oneshot::Receiver<()>,
     peer: &'static str,
-) -> mpsc::Receiver<Outgoing> {
+    close_on_error: bool,
+) {
     let mut buf = Vec::with_capacity(64 * 1024);
-    let mut closing = false;
-    loop {
-        let first = if closing {
-            match rx.try_recv() {
-                Ok(m) => m,
-                Err(_) => break,
-            }
-        } else {
-            tokio::select! {
-                biased;
-                m = rx.recv() => match m {
-                    Some(m) => m,
-                    None => break,
-                },
-                _ = &mut close => {
-                    closing = true;
-                    continue;
-                }
-            }
-        };
-        first.write_line(&mut buf);
-        while buf.len() < WRITE_BATCH_BYTES {
-            match rx.try_recv() {
-                Ok(m) => m.write_line(&mut buf),
-                Err(_) => break,
-            }
-        }
+    while queue.take(&mut buf).await {
         let written = async {
             out.write_all(&buf).await?;
             out.flush().await
         };
         if let Err(e) = written.await {
             tracing::debug!(peer, error = %e, "pipe closed; dropping what is left for it");
-            break;
+            if close_on_error {
+                queue.close();
+            }
+            return;
         }
         buf.clear();
-        if buf.capacity() > WRITE_BATCH_BYTES * 4 {
-            buf.shrink_to(64 * 1024);
+        if buf.capacity() > RETAINED_BUFFER_BYTES {
+            buf = Vec::with_capacity(64 * 1024);
         }
     }
     let _ = out.shutdown().await;
-    rx
 }

@@ -21,8 +21,9 @@ use crate::chain::{self, ChainService};
 use crate::config::{Config, UpstreamConfig};
 use crate::connector::Connector;
 use crate::front::codec::FrameReader;
+use crate::front::queue::Queue;
 use crate::front::stdio::{Reader, Writer};
-use crate::front::writer::{self, WRITE_QUEUE_MESSAGES};
+use crate::front::writer;
 use crate::upstream::{Upstream, UpstreamError};
 use mcp_chain_middleware::Direction;
 use side::Side;
@@ -67,13 +68,17 @@ pub async fn run(
 ) -> Result<Ending, RunError> {
     let child = Upstream::spawn(upstream)?;
 
-    let (client_tx, client_rx) = mpsc::channel(WRITE_QUEUE_MESSAGES);
-    let (server_tx, server_rx) = mpsc::channel(WRITE_QUEUE_MESSAGES);
-    let (close_client, client_closed) = oneshot::channel();
-    let client_writer = tokio::spawn(writer::run(client_rx, client_out, client_closed, "client"));
+    let client_queue = Queue::default();
+    let server_queue = Queue::default();
+    let client_writer = tokio::spawn(writer::run(
+        client_queue.clone(),
+        client_out,
+        "client",
+        true,
+    ));
 
-    let upstream_conn = Connector::new(server_tx.clone(), "server").recording();
-    let downstream_conn = Connector::new(client_tx.clone(), "client");
+    let upstream_conn = Connector::new(server_queue.clone(), "server").recording();
+    let downstream_conn = Connector::new(client_queue.clone(), "client");
     let to_server = chain::to_server(&config.chain, ChainService::new(upstream_conn.clone()));
     let to_client = chain::to_client(&config.chain, ChainService::new(downstream_conn.clone()));
 
@@ -87,10 +92,10 @@ pub async fn run(
             conn: upstream_conn.clone(),
             downstream: downstream_conn.clone(),
             to_client,
-            server_tx,
+            queue: server_queue,
             hurry: hurry.clone(),
         }
-        .run(child, server_rx, server_stop),
+        .run(child, server_stop),
     );
 
     // Answers owed to the client: shutdown waits for these.
@@ -99,7 +104,7 @@ pub async fn run(
         reader: FrameReader::new(client_in, config.max_message_bytes),
         chain: to_server,
         own: downstream_conn.clone(),
-        reply: client_tx,
+        reply: client_queue.clone(),
         direction: Direction::ToServer,
         owed: owed.clone(),
         unwritten: Vec::new(),
@@ -172,7 +177,7 @@ pub async fn run(
         }
     };
     downstream_conn.close("mcp-chain is shutting down");
-    let _ = close_client.send(());
+    client_queue.close();
     bounded(grace, client_writer, &mut hurry).await;
     Ok(ending)
 }

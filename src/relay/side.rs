@@ -4,16 +4,16 @@
 use crate::chain::ChainService;
 use crate::connector::Connector;
 use crate::front::codec::{Frame, FrameReader};
+use crate::front::queue::Queue;
 use crate::front::writer::Outgoing;
 use mcp_chain_middleware::envelope::delivery;
-use mcp_chain_middleware::message::{Incoming, Invalid};
+use mcp_chain_middleware::message::{response_id, Incoming, Invalid};
 use mcp_chain_middleware::{
     BoxError, Delivered, DeliveryTicket, Direction, Envelope, ErrorCode, ErrorObject, Message,
     RequestId, ResponseFuture,
 };
 use std::task::{Context, Poll, Waker};
 use tokio::io::AsyncRead;
-use tokio::sync::mpsc;
 use tokio_util::task::TaskTracker;
 use tower::{Service, ServiceExt};
 /// One peer's reading side: its messages go down `chain`, answers to its
@@ -23,7 +23,7 @@ pub(super) struct Side<R> {
     pub(super) chain: ChainService,
     /// The connector that sends requests *to* this peer.
     pub(super) own: Connector,
-    pub(super) reply: mpsc::Sender<Outgoing>,
+    pub(super) reply: Queue,
     /// Which way this peer's messages travel.
     pub(super) direction: Direction,
     /// The tasks writing answers owed to this peer.
@@ -51,13 +51,17 @@ impl<R: AsyncRead + Unpin> Side<R> {
     pub(super) async fn run(&mut self) {
         loop {
             let incoming = match self.reader.next().await {
-                Ok(Some(Frame::Line(line))) => Incoming::parse(line),
-                Ok(Some(Frame::TooLong(len))) => {
+                Ok(Some(Frame::Line(line))) => {
+                    Incoming::parse(line).map_err(|e| (e, response_id(line)))
+                }
+                Ok(Some(Frame::TooLong { len, head })) => {
+                    let id = response_id(head);
                     let message = format!(
                         "mcp-chain: message of {len} bytes is over the limit of {} bytes (proxy.max_message_bytes); skipped",
                         self.reader.max_line_bytes()
                     );
-                    self.reject(ErrorCode::INVALID_REQUEST, message).await;
+                    self.unreadable(id, ErrorCode::INVALID_REQUEST, message)
+                        .await;
                     continue;
                 }
                 Ok(None) => return,
@@ -66,17 +70,18 @@ impl<R: AsyncRead + Unpin> Side<R> {
                     return;
                 }
             };
-            match incoming {
-                Err(e) => {
-                    self.reject(
-                        ErrorCode::PARSE_ERROR,
-                        format!("mcp-chain: parse error: {e}"),
-                    )
-                    .await
+            let incoming = match incoming {
+                Ok(incoming) => incoming,
+                Err((e, id)) => {
+                    let message = format!("mcp-chain: parse error: {e}");
+                    self.unreadable(id, ErrorCode::PARSE_ERROR, message).await;
+                    continue;
                 }
-                Ok(Incoming::Single(Ok(msg))) => self.handle(msg).await,
-                Ok(Incoming::Single(Err(invalid))) => self.invalid(invalid).await,
-                Ok(Incoming::Batch(items)) => self.batch(items).await,
+            };
+            match incoming {
+                Incoming::Single(Ok(msg)) => self.handle(msg).await,
+                Incoming::Single(Err(invalid)) => self.invalid(invalid).await,
+                Incoming::Batch(items) => self.batch(items).await,
             }
         }
     }
@@ -135,7 +140,7 @@ impl<R: AsyncRead + Unpin> Side<R> {
             .poll(&mut Context::from_waker(Waker::noop()));
         if let Poll::Ready(out) = now {
             if let Some(msg) = settle(out, answer.id, self.peer()) {
-                let _ = self.reply.send(Outgoing::One(msg)).await;
+                self.reply.send(Outgoing::One(msg)).await;
             }
             drop(ticket);
             return;
@@ -144,7 +149,7 @@ impl<R: AsyncRead + Unpin> Side<R> {
         let peer = self.peer();
         self.owed.spawn(async move {
             if let Some(msg) = settle(answer.future.await, answer.id, peer) {
-                let _ = reply.send(Outgoing::One(msg)).await;
+                reply.send(Outgoing::One(msg)).await;
             }
             drop(ticket);
         });
@@ -173,29 +178,39 @@ impl<R: AsyncRead + Unpin> Side<R> {
             }
             // A batch of notifications only gets no answer at all.
             if !ready.is_empty() {
-                let _ = reply.send(Outgoing::Batch(ready)).await;
+                reply.send(Outgoing::Batch(ready)).await;
             }
         });
     }
 
     async fn invalid(&mut self, invalid: Invalid) {
         let answer = invalid_answer(invalid);
-        let _ = self.reply.send(Outgoing::One(answer)).await;
+        self.reply.send(Outgoing::One(answer)).await;
     }
 
-    /// Answers something that could not be read at all. To the server,
-    /// unreadable lines are only logged: servers print banners and debug
-    /// output on stdout, and an error answer would confuse them more.
-    async fn reject(&mut self, code: ErrorCode, message: String) {
-        if self.direction == Direction::ToClient {
-            tracing::warn!(peer = "server", "{message}");
+    /// Deals with a line that could not be read whole (not JSON, nested too
+    /// deep, over the cap). From the client: answered with `code` (id
+    /// `null`: JSON-RPC cannot know it). From the server: logged, since
+    /// servers print banners and debug output on stdout and an error answer
+    /// would only confuse them; but when it is an answer whose id can still
+    /// be found, the request it answers gets an error instead of nothing.
+    async fn unreadable(&mut self, answer_to: Option<RequestId>, code: ErrorCode, message: String) {
+        if self.direction == Direction::ToServer {
+            let error = ErrorObject::new(code, message);
+            self.reply
+                .send(Outgoing::One(Message::error(None, error)))
+                .await;
             return;
         }
-        let error = ErrorObject::new(code, message);
-        let _ = self
-            .reply
-            .send(Outgoing::One(Message::error(None, error)))
-            .await;
+        tracing::warn!(peer = "server", "{message}");
+        if let Some(id) = answer_to {
+            let error = ErrorObject::new(
+                ErrorCode::INTERNAL_ERROR,
+                format!("mcp-chain: the server's answer could not be relayed ({message})"),
+            )
+            .with_data(serde_json::json!({"layer": "upstream", "reason": "unreadable_answer"}));
+            self.handle(Message::error(Some(id), error)).await;
+        }
     }
 }
 

@@ -22,7 +22,8 @@ use crate::chain::ChainService;
 use crate::config::UpstreamConfig;
 use crate::connector::{Connector, Handshake};
 use crate::front::codec::{Frame, FrameReader};
-use crate::front::writer::{self, Outgoing};
+use crate::front::queue::Queue;
+use crate::front::writer;
 use crate::upstream::Upstream;
 use mcp_chain_middleware::message::{method, Incoming};
 use mcp_chain_middleware::{Direction, Envelope, Message};
@@ -31,7 +32,7 @@ use std::process::ExitStatus;
 use std::time::Duration;
 use tokio::io::AsyncWriteExt;
 use tokio::process::ChildStdout;
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::{oneshot, watch};
 use tokio::time::Instant;
 use tokio_util::task::TaskTracker;
 use tower::{Service, ServiceExt};
@@ -65,8 +66,8 @@ pub(super) struct Supervisor {
     pub(super) downstream: Connector,
     /// The to-client chain the server's messages go down.
     pub(super) to_client: ChainService,
-    /// The server-bound queue's sending end, for answers to its requests.
-    pub(super) server_tx: mpsc::Sender<Outgoing>,
+    /// The server-bound queue, handed from one child to the next.
+    pub(super) queue: Queue,
     /// Turns true when shutdown must not wait any longer (a second signal).
     pub(super) hurry: watch::Receiver<bool>,
 }
@@ -75,7 +76,6 @@ impl Supervisor {
     pub(super) async fn run(
         mut self,
         mut child: Upstream,
-        mut queue: mpsc::Receiver<Outgoing>,
         mut stop: oneshot::Receiver<()>,
     ) -> SupervisorEnd {
         let mut reader = FrameReader::new(child.take_stdout(), self.max_message_bytes);
@@ -83,8 +83,7 @@ impl Supervisor {
         loop {
             let started = Instant::now();
             let stdin = child.take_stdin();
-            let (close_writer, writer_closed) = oneshot::channel();
-            let writer = tokio::spawn(writer::run(queue, stdin, writer_closed, "server"));
+            let writer = tokio::spawn(writer::run(self.queue.clone(), stdin, "server", false));
             let mut side = self.side(reader);
             let mut read = tokio::spawn(async move { side.run().await });
 
@@ -98,8 +97,9 @@ impl Supervisor {
                     (status.ok(), false)
                 }
             };
-            let _ = close_writer.send(());
             if stopped {
+                // Close the child's stdin after what is queued for it.
+                self.queue.close();
                 let _ = tokio::time::timeout(self.grace, writer).await;
                 let status = child.shutdown(self.grace, &mut self.hurry).await;
                 read.abort();
@@ -114,10 +114,9 @@ impl Supervisor {
                     .and_then(Result::ok),
             };
             child.shutdown(Duration::ZERO, &mut self.hurry).await;
-            queue = match writer.await {
-                Ok(queue) => queue,
-                Err(_) => return self.give_up("the server's writer failed".to_owned(), true),
-            };
+            // Its writer stops at the broken pipe; make sure, then take over.
+            writer.abort();
+            let _ = writer.await;
             let reason = match status {
                 Some(status) => format!("the server exited ({status})"),
                 None => "the server closed its output".to_owned(),
@@ -133,7 +132,7 @@ impl Supervisor {
             self.conn.suspend(&reason);
             self.downstream.abandon_all();
             // Queued for the dead server: its senders were already answered.
-            while queue.try_recv().is_ok() {}
+            self.queue.clear();
 
             let restarted = tokio::select! {
                 r = self.restart(&mut restarts) => r,
@@ -156,7 +155,7 @@ impl Supervisor {
             reader,
             chain: self.to_client.clone(),
             own: self.conn.clone(),
-            reply: self.server_tx.clone(),
+            reply: self.queue.clone(),
             direction: Direction::ToClient,
             owed: TaskTracker::new(),
             unwritten: Vec::new(),
@@ -253,7 +252,7 @@ impl Supervisor {
                             }
                         }
                     }
-                    Ok(Some(Frame::TooLong(_))) => {}
+                    Ok(Some(Frame::TooLong { .. })) => {}
                     Ok(None) | Err(_) => return Err("it closed its output".to_owned()),
                 }
             }

@@ -80,12 +80,12 @@ impl ErrorObject {
         let Value::Object(mut map) = value else {
             return None;
         };
-        let code = map.remove("code")?.as_i64()?;
-        let message = match map.remove("message")? {
+        let code = map.shift_remove("code")?.as_i64()?;
+        let message = match map.shift_remove("message")? {
             Value::String(s) => s,
             _ => return None,
         };
-        let data = map.remove("data");
+        let data = map.shift_remove("data");
         Some(Self {
             code: ErrorCode(code),
             message,

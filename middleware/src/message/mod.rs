@@ -13,9 +13,11 @@
 mod error;
 mod id;
 pub mod method;
+mod peek;
 
 pub use error::{ErrorCode, ErrorObject};
 pub use id::RequestId;
+pub use peek::response_id;
 
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{Map, Value};
@@ -112,7 +114,7 @@ impl Message {
                 reason: "a message must be a JSON object",
             });
         };
-        let raw_id = map.remove("id");
+        let raw_id = map.shift_remove("id");
         let id = match &raw_id {
             None | Some(Value::Null) => None,
             Some(v) => Some(RequestId::from_value(v).ok_or(Invalid {
@@ -124,15 +126,15 @@ impl Message {
             id: id.clone(),
             reason,
         };
-        match map.remove(JSONRPC) {
+        match map.shift_remove(JSONRPC) {
             Some(Value::String(v)) if v == VERSION => {}
             _ => return Err(invalid("\"jsonrpc\" must be \"2.0\"")),
         }
-        if let Some(method) = map.remove("method") {
+        if let Some(method) = map.shift_remove("method") {
             let Value::String(method) = method else {
                 return Err(invalid("method must be a string"));
             };
-            let params = map.remove("params");
+            let params = map.shift_remove("params");
             if matches!(params, Some(ref p) if !p.is_object() && !p.is_array()) {
                 return Err(invalid("params must be an object or an array"));
             }
@@ -151,7 +153,7 @@ impl Message {
                 (Some(_), None) => Err(invalid("a request id must not be null")),
             };
         }
-        match (map.remove("result"), map.remove("error")) {
+        match (map.shift_remove("result"), map.shift_remove("error")) {
             (Some(result), None) => match id {
                 Some(id) => Ok(Self::Response(Response {
                     id,
