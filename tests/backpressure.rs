@@ -74,23 +74,49 @@ async fn a_client_that_stops_reading_holds_the_server_back_not_the_memory() {
     );
 }
 
-/// `sh -c 'sleep S; exec fake'`: a server that reads nothing for `S`
-/// seconds (its stdin pipe stays open), then reads normally.
-fn sleepy_server(seconds: u64) -> Proxy {
-    let script = format!("sleep {seconds}; exec '{FAKE}'");
-    Proxy::spawn(&["--", "sh", "-c", &script])
+/// A server that reads nothing until the test opens its gate: `sh` waits
+/// on a FIFO, then becomes the fake server. Unlike a timed sleep, the stall
+/// lasts exactly as long as the test needs, however loaded the machine.
+struct GatedServer {
+    proxy: Proxy,
+    gate: std::path::PathBuf,
+    _dir: support::TempDir,
+}
+
+impl GatedServer {
+    fn start() -> Self {
+        let dir = support::TempDir::new("gate");
+        let gate = dir.path("gate");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&gate)
+            .status()
+            .expect("mkfifo runs");
+        assert!(made.success());
+        let script = format!("read _ < '{}'; exec '{FAKE}'", gate.display());
+        Self {
+            proxy: Proxy::spawn(&["--", "sh", "-c", &script]),
+            gate,
+            _dir: dir,
+        }
+    }
+}
+
+/// Lets a gated server start reading.
+fn open_gate(gate: &std::path::Path) {
+    std::fs::write(gate, "go\n").expect("the server waits on its gate");
 }
 
 /// Writes pings padded to `size` bytes until a write blocks for longer
 /// than `blocked`, or `limit` bytes are out. Returns the ids sent whole and
-/// the bytes accepted. With `end_cut_line`, the line a blocked write may
-/// have left half-written is ended (which waits until the proxy reads).
+/// the bytes accepted. With `unblock`, once blocked it is called (to let
+/// the server read again) and the line a blocked write may have left
+/// half-written is ended, so it is one bad line.
 async fn write_until_blocked(
     proxy: &mut Proxy,
     size: usize,
     limit: u64,
     blocked: Duration,
-    end_cut_line: bool,
+    unblock: Option<&dyn Fn()>,
 ) -> (Vec<u64>, u64) {
     let pad = "p".repeat(size);
     let mut sent = Vec::new();
@@ -105,8 +131,8 @@ async fn write_until_blocked(
             .await
             .is_err()
         {
-            if end_cut_line {
-                // Part of this line may be out: end it, so it is one bad line.
+            if let Some(unblock) = unblock {
+                unblock();
                 proxy.send_raw(b"\n").await;
             }
             return (sent, bytes);
@@ -121,13 +147,17 @@ async fn write_until_blocked(
 }
 
 async fn stalled_server_pushes_back(message_bytes: usize) {
-    let mut proxy = sleepy_server(STALL.as_secs() + 2);
+    let gated = GatedServer::start();
+    let mut proxy = gated.proxy;
     let pid = proxy.pid();
     tokio::time::sleep(Duration::from_millis(200)).await;
     let start = status_bytes(pid, "VmRSS");
     // Four times the budget: a proxy that queues without bound takes it all.
     let limit = 4 * RSS_BUDGET;
-    let (sent, bytes) = write_until_blocked(&mut proxy, message_bytes, limit, STALL, true).await;
+    let gate = gated.gate.clone();
+    let unblock = move || open_gate(&gate);
+    let (sent, bytes) =
+        write_until_blocked(&mut proxy, message_bytes, limit, STALL, Some(&unblock)).await;
     assert!(
         bytes < limit,
         "the client wrote {bytes} bytes to a server that reads nothing, unblocked"
@@ -172,7 +202,7 @@ async fn a_server_that_never_reads_does_not_grow_the_proxy() {
     let pid = proxy.pid();
     tokio::time::sleep(Duration::from_millis(200)).await;
     let start = status_bytes(pid, "VmRSS");
-    let (_, bytes) = write_until_blocked(&mut proxy, 64 * 1024, 512 * MIB, STALL, false).await;
+    let (_, bytes) = write_until_blocked(&mut proxy, 64 * 1024, 512 * MIB, STALL, None).await;
     assert!(bytes < 512 * MIB, "{bytes} bytes written without blocking");
     let peak = status_bytes(pid, "VmHWM");
     assert!(
