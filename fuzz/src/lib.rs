@@ -172,6 +172,17 @@ pub fn round_trips(message: &Message) {
     assert!(!line.contains(&b'\n'), "a message must stay on one line");
     match Incoming::parse(&line) {
         Ok(Incoming::Single(Ok(again))) => {
+            // Byte for byte: `Value` equality ignores key order, and the
+            // relay keeps it (this target once found it shuffled).
+            let mut line_again = Vec::new();
+            again.write_line(&mut line_again);
+            if EXACT_FLOATS {
+                assert_eq!(
+                    String::from_utf8_lossy(&line_again[..line_again.len() - 1]),
+                    String::from_utf8_lossy(&line),
+                    "written twice, differently"
+                );
+            }
             if again != *message {
                 // Tolerated only while EXACT_FLOATS is off: see its doc.
                 assert!(
@@ -187,14 +198,13 @@ pub fn round_trips(message: &Message) {
     }
 }
 
-/// Whether a float may come back a unit in the last place off. serde_json
-/// without its `float_roundtrip` feature parses some decimals (halfway
-/// cases) to the wrong neighbouring f64, so a number written back by the
-/// relay is not always the one it read: found by this target, reported,
-/// regression test `numbers_reach_the_server_unchanged` in
-/// tests/hostile.rs. Set to `true` once the workspace enables the feature,
-/// so fuzzing checks exact equality again.
-pub const EXACT_FLOATS: bool = false;
+/// Whether floats must come back exactly. serde_json without its
+/// `float_roundtrip` feature parsed some decimals (halfway cases) to the
+/// neighbouring f64, so the relay wrote another number than it read: found
+/// by this target, fixed by enabling the feature (regression test
+/// `numbers_reach_the_server_unchanged` in tests/hostile.rs). `false`
+/// tolerates a few units in the last place, should that ever be needed.
+pub const EXACT_FLOATS: bool = true;
 
 /// Equal, or (while [`EXACT_FLOATS`] is off) equal but for float rounding.
 pub fn values_match(a: &Value, b: &Value) -> bool {
