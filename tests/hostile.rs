@@ -47,10 +47,17 @@ fn calls_of<'a>(received: &'a [Value], tool: &str) -> Vec<&'a Value> {
 #[tokio::test]
 async fn duplicate_keys_reach_the_server_as_the_single_value_the_proxy_read() {
     // A `tee` in front of the fake captures the exact bytes the server got.
+    // The filter reads the name (denying `crash`): whatever it read is what
+    // the server must get. (With no layer reading it, a payload is passed
+    // on as the client's bytes: nobody checked anything.)
     let dir = TempDir::new("dupkeys");
     let raw = dir.path("raw.jsonl");
+    let config = dir.write(
+        "filter.toml",
+        "[[middleware]]\ntype = \"filter\"\ntools = { deny = [\"crash\"] }\n",
+    );
     let script = format!("tee -a '{}' | '{FAKE}'", raw.display());
-    let mut proxy = Proxy::spawn(&["--", "sh", "-c", &script]);
+    let mut proxy = Proxy::spawn(&["--config", &config, "--", "sh", "-c", &script]);
     proxy
         .send_raw(
             br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"crash","name":"echo","arguments":{"a":1,"a":2}}}

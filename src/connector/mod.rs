@@ -18,7 +18,7 @@ pub(crate) use handshake::Handshake;
 
 use crate::front::queue::Queue;
 use crate::front::writer::Outgoing;
-use mcp_chain_middleware::message::{method, Message, Notification, Request};
+use mcp_chain_middleware::message::{method, Message, Notification, Payload, Request};
 use mcp_chain_middleware::{
     BoxError, Delivered, Envelope, ErrorCode, ErrorObject, RequestId, ResponseFuture,
 };
@@ -127,7 +127,7 @@ impl Connector {
         };
         if entry.initialize {
             if let (Message::Response(r), Some(hs)) = (&msg, self.lock().handshake.as_mut()) {
-                hs.result = Some(r.result.clone());
+                hs.result = Some(r.result.clone().into_value());
             }
         }
         set_id(&mut msg, entry.origin);
@@ -215,7 +215,7 @@ impl Connector {
             }
             let initialize = req.method == method::INITIALIZE;
             if let (true, Some(hs)) = (initialize, pending.handshake.as_mut()) {
-                hs.initialize = req.params.clone();
+                hs.initialize = req.params.clone().map(Payload::into_value);
                 hs.result = None;
             }
             pending.next_id += 1;
@@ -265,7 +265,7 @@ impl Connector {
         };
         let (local, entry) = entry?;
         let _ = entry.answer.send(Answer::Cancelled);
-        if let Some(Value::Object(params)) = note.params.as_mut() {
+        if let Some(Value::Object(params)) = note.params.as_deref_mut() {
             params.insert("requestId".into(), local.into());
         }
         Some(note)

@@ -10,9 +10,14 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 /// How much the reader asks the OS for at a time.
 const READ_CHUNK_BYTES: usize = 64 * 1024;
 
-/// After a big message the buffer is shrunk back to this, so one 10 MB
-/// result does not pin 10 MB for the rest of the session.
+/// After big messages the buffer is shrunk back to this, so one 10 MB
+/// result does not pin 10 MB for the rest of the session...
 const RETAINED_BUFFER_BYTES: usize = 1024 * 1024;
+
+/// ...but only after this many reads in a row found no big line: a stream
+/// of big results keeps its buffer instead of growing it anew (copies and
+/// page faults) for each one.
+const SMALL_READS_BEFORE_SHRINK: u32 = 64;
 
 /// How much of an over-long line is kept to learn what it was.
 pub(crate) const HEAD_BYTES: usize = 4096;
@@ -40,6 +45,8 @@ pub(crate) struct FrameReader<R> {
     max_line_bytes: usize,
     /// Bytes of an over-long line dropped so far.
     discarding: Option<usize>,
+    /// Reads since the buffer last held more than `RETAINED_BUFFER_BYTES`.
+    small_reads: u32,
     /// The first bytes of the over-long line being dropped.
     head: Vec<u8>,
     eof: bool,
@@ -54,6 +61,7 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
             scanned: 0,
             max_line_bytes,
             discarding: None,
+            small_reads: 0,
             head: Vec::new(),
             eof: false,
         }
@@ -125,8 +133,13 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
             self.buf.drain(..self.pos);
             self.pos = 0;
         }
-        if self.buf.capacity() > RETAINED_BUFFER_BYTES && self.buf.len() < READ_CHUNK_BYTES {
-            self.buf.shrink_to(READ_CHUNK_BYTES.max(self.buf.len()));
+        if self.buf.len() > RETAINED_BUFFER_BYTES {
+            self.small_reads = 0;
+        } else if self.buf.capacity() > RETAINED_BUFFER_BYTES {
+            self.small_reads += 1;
+            if self.small_reads > SMALL_READS_BEFORE_SHRINK {
+                self.buf.shrink_to(READ_CHUNK_BYTES.max(self.buf.len()));
+            }
         }
         self.buf.reserve(READ_CHUNK_BYTES);
         if self.inner.read_buf(&mut self.buf).await? == 0 {

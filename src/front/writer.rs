@@ -9,9 +9,12 @@ use super::queue::Queue;
 use mcp_chain_middleware::Message;
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 
-/// After a big write the buffer is dropped rather than kept, so one 10 MB
-/// result does not pin 10 MB for the rest of the session.
+/// After big writes the buffer is dropped rather than kept, so one 10 MB
+/// result does not pin 10 MB for the rest of the session; but only after
+/// `SMALL_WRITES_BEFORE_SHRINK` small writes in a row, so a stream of big
+/// results reuses it.
 const RETAINED_BUFFER_BYTES: usize = 4 * 1024 * 1024;
+const SMALL_WRITES_BEFORE_SHRINK: u32 = 64;
 
 /// What goes on one line of output.
 #[derive(Debug)]
@@ -49,7 +52,13 @@ pub(crate) async fn run<W: AsyncWrite + Unpin>(
     close_on_error: bool,
 ) {
     let mut buf = Vec::with_capacity(64 * 1024);
+    let mut small_writes = 0;
     while queue.take(&mut buf).await {
+        if buf.len() > RETAINED_BUFFER_BYTES {
+            small_writes = 0;
+        } else {
+            small_writes += 1;
+        }
         let written = async {
             out.write_all(&buf).await?;
             out.flush().await
@@ -62,7 +71,7 @@ pub(crate) async fn run<W: AsyncWrite + Unpin>(
             return;
         }
         buf.clear();
-        if buf.capacity() > RETAINED_BUFFER_BYTES {
+        if buf.capacity() > RETAINED_BUFFER_BYTES && small_writes > SMALL_WRITES_BEFORE_SHRINK {
             buf = Vec::with_capacity(64 * 1024);
         }
     }

@@ -266,7 +266,7 @@ impl Supervisor {
             stdin.write_all(&line).await.map_err(|e| e.to_string())?;
             stdin.flush().await.map_err(|e| e.to_string())?;
         }
-        Ok(Some(result))
+        Ok(Some(result.into_value()))
     }
 
     /// Tells the client to refetch what the new server may list differently.

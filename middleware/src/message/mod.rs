@@ -13,13 +13,17 @@
 mod error;
 mod id;
 pub mod method;
+mod payload;
 mod peek;
 
 pub use error::{ErrorCode, ErrorObject};
 pub use id::RequestId;
+pub use payload::Payload;
 pub use peek::response_id;
 
+use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
 use serde::ser::{Serialize, SerializeMap, Serializer};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 const JSONRPC: &str = "jsonrpc";
@@ -38,14 +42,14 @@ pub enum Message {
 pub struct Request {
     pub id: RequestId,
     pub method: String,
-    pub params: Option<Value>,
+    pub params: Option<Payload>,
     pub extra: Map<String, Value>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Notification {
     pub method: String,
-    pub params: Option<Value>,
+    pub params: Option<Payload>,
     pub extra: Map<String, Value>,
 }
 
@@ -53,7 +57,7 @@ pub struct Notification {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Response {
     pub id: RequestId,
-    pub result: Value,
+    pub result: Payload,
     pub extra: Map<String, Value>,
 }
 
@@ -88,7 +92,41 @@ pub enum Incoming {
 
 impl Incoming {
     /// Parses one line (without its newline). `Err` is invalid JSON (-32700).
+    /// `params` and `result` are kept as the sender's bytes until a layer
+    /// reads them (see [`Payload`]).
     pub fn parse(line: &[u8]) -> Result<Self, serde_json::Error> {
+        if !payload::raw_safe(line) {
+            return Self::parse_values(line);
+        }
+        let first = line.iter().find(|b| !b.is_ascii_whitespace());
+        Ok(match first {
+            Some(b'{') => Self::Single(parse_object(line)?),
+            Some(b'[') => {
+                let items: Vec<Box<RawValue>> = serde_json::from_slice(line)?;
+                if items.is_empty() {
+                    return Ok(Self::Single(Err(Invalid {
+                        id: None,
+                        reason: "an empty batch",
+                    })));
+                }
+                let mut messages = Vec::with_capacity(items.len());
+                for item in items {
+                    messages.push(if item.get().starts_with('{') {
+                        parse_object(item.get().as_bytes())?
+                    } else {
+                        Err(not_an_object())
+                    });
+                }
+                Self::Batch(messages)
+            }
+            // A scalar, or invalid JSON: serde_json says which.
+            _ => Self::Single(Message::from_value(serde_json::from_slice(line)?)),
+        })
+    }
+
+    /// The whole line as `Value`s: for lines [`payload::raw_safe`] turns
+    /// down, so their errors are serde_json's own.
+    fn parse_values(line: &[u8]) -> Result<Self, serde_json::Error> {
         Ok(match serde_json::from_slice(line)? {
             Value::Array(items) if !items.is_empty() => {
                 Self::Batch(items.into_iter().map(Message::from_value).collect())
@@ -102,6 +140,61 @@ impl Incoming {
     }
 }
 
+fn not_an_object() -> Invalid {
+    Invalid {
+        id: None,
+        reason: "a message must be a JSON object",
+    }
+}
+
+/// One object, with `params`/`result` kept raw.
+fn parse_object(bytes: &[u8]) -> Result<Result<Message, Invalid>, serde_json::Error> {
+    let Fields(mut map, params, result) = serde_json::from_slice(bytes)?;
+    if let Some(raw) = params {
+        map.insert(PARAMS.into(), Value::Null);
+        return Ok(Message::from_map(map, Some(Payload::raw(raw)), None));
+    }
+    Ok(Message::from_map(map, None, result.map(Payload::raw)))
+}
+
+const PARAMS: &str = "params";
+const RESULT: &str = "result";
+
+/// A message object's members, with `params` and `result` left unparsed.
+struct Fields(
+    Map<String, Value>,
+    Option<Box<RawValue>>,
+    Option<Box<RawValue>>,
+);
+
+impl<'de> Deserialize<'de> for Fields {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> Visitor<'de> for Visit {
+            type Value = Fields;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON-RPC message object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<Fields, A::Error> {
+                let mut fields = Fields(Map::new(), None, None);
+                while let Some(key) = access.next_key::<String>()? {
+                    // Duplicate keys: the last wins, as with a parsed Value.
+                    match key.as_str() {
+                        PARAMS => fields.1 = Some(access.next_value()?),
+                        RESULT => fields.2 = Some(access.next_value()?),
+                        _ => {
+                            let value = access.next_value()?;
+                            fields.0.insert(key, value);
+                        }
+                    }
+                }
+                Ok(fields)
+            }
+        }
+        d.deserialize_map(Visit)
+    }
+}
+
 // === impl Message ===
 
 impl Message {
@@ -109,11 +202,24 @@ impl Message {
     /// id's type, the method's type and the shape of `params`.
     pub fn from_value(value: Value) -> Result<Self, Invalid> {
         let Value::Object(mut map) = value else {
-            return Err(Invalid {
-                id: None,
-                reason: "a message must be a JSON object",
-            });
+            return Err(not_an_object());
         };
+        let params = map.get(PARAMS).is_some().then(|| {
+            let p = map.get_mut(PARAMS).map(Value::take).unwrap_or_default();
+            Payload::from(p)
+        });
+        let result = map.shift_remove(RESULT).map(Payload::from);
+        Self::from_map(map, params, result)
+    }
+
+    /// The checks of [`Self::from_value`], with the payloads apart. A
+    /// `params` key left in `map` marks where params stood (its value is
+    /// ignored); `result` is given apart only.
+    fn from_map(
+        mut map: Map<String, Value>,
+        params: Option<Payload>,
+        result: Option<Payload>,
+    ) -> Result<Self, Invalid> {
         let raw_id = map.shift_remove("id");
         let id = match &raw_id {
             None | Some(Value::Null) => None,
@@ -134,8 +240,8 @@ impl Message {
             let Value::String(method) = method else {
                 return Err(invalid("method must be a string"));
             };
-            let params = map.shift_remove("params");
-            if matches!(params, Some(ref p) if !p.is_object() && !p.is_array()) {
+            map.shift_remove(PARAMS);
+            if matches!(params, Some(ref p) if !p.is_structured()) {
                 return Err(invalid("params must be an object or an array"));
             }
             return match (raw_id, id.clone()) {
@@ -153,7 +259,8 @@ impl Message {
                 (Some(_), None) => Err(invalid("a request id must not be null")),
             };
         }
-        match (map.shift_remove("result"), map.shift_remove("error")) {
+        map.shift_remove(PARAMS);
+        match (result, map.shift_remove("error")) {
             (Some(result), None) => match id {
                 Some(id) => Ok(Self::Response(Response {
                     id,
@@ -181,7 +288,7 @@ impl Message {
         Self::Request(Request {
             id: id.into(),
             method: method.to_owned(),
-            params,
+            params: params.map(Payload::from),
             extra: Map::new(),
         })
     }
@@ -189,7 +296,7 @@ impl Message {
     pub fn notification(method: &str, params: Option<Value>) -> Self {
         Self::Notification(Notification {
             method: method.to_owned(),
-            params,
+            params: params.map(Payload::from),
             extra: Map::new(),
         })
     }
@@ -197,7 +304,7 @@ impl Message {
     pub fn response(id: RequestId, result: Value) -> Self {
         Self::Response(Response {
             id,
-            result,
+            result: Payload::from(result),
             extra: Map::new(),
         })
     }
@@ -232,8 +339,8 @@ impl Message {
     /// `params` of a request or notification.
     pub fn params(&self) -> Option<&Value> {
         match self {
-            Self::Request(r) => r.params.as_ref(),
-            Self::Notification(n) => n.params.as_ref(),
+            Self::Request(r) => r.params.as_deref(),
+            Self::Notification(n) => n.params.as_deref(),
             Self::Response(_) | Self::Error(_) => None,
         }
     }

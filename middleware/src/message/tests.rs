@@ -137,3 +137,79 @@ fn refusal_names_mcp_chain_and_layer() {
         Some(json!({"layer":"rate_limit","reason":"limited"}))
     );
 }
+
+fn single(line: &[u8]) -> Message {
+    match Incoming::parse(line) {
+        Ok(Incoming::Single(Ok(msg))) => msg,
+        other => panic!("expected a message, got {other:?}"),
+    }
+}
+
+fn written(msg: &Message) -> String {
+    let mut out = Vec::new();
+    msg.write_line(&mut out);
+    String::from_utf8(out).expect("utf-8")
+}
+
+#[test]
+fn an_unread_payload_is_written_back_as_its_bytes() {
+    let msg = single(br#"{"jsonrpc":"2.0","id":1,"result":{"b": 1,  "a":[2.50, "x"]}}"#);
+    assert!(
+        written(&msg).contains(r#""result":{"b": 1,  "a":[2.50, "x"]}"#),
+        "{}",
+        written(&msg)
+    );
+}
+
+#[test]
+fn unread_params_are_forwarded_as_sent() {
+    let msg = single(br#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"z": [1, 2],"a":1}}"#);
+    if let Message::Request(r) = &msg {
+        assert!(r.params.as_ref().is_some_and(Payload::is_untouched));
+    }
+    assert!(
+        written(&msg).contains(r#""params":{"z": [1, 2],"a":1}"#),
+        "{}",
+        written(&msg)
+    );
+}
+
+#[test]
+fn a_read_payload_is_written_as_it_was_read() {
+    // Once a layer has looked, the server gets exactly what it saw: one
+    // "name", the last.
+    let mut msg = single(
+        br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"safe","name":"evil"}}"#,
+    );
+    assert_eq!(
+        msg.params().and_then(|p| p.get("name")),
+        Some(&json!("evil"))
+    );
+    let out = written(&msg);
+    assert_eq!(out.matches("\"name\"").count(), 1, "{out}");
+    if let Message::Request(r) = &mut msg {
+        if let Some(p) = r.params.as_deref_mut() {
+            p["name"] = json!("changed");
+        }
+    }
+    assert!(written(&msg).contains(r#""name":"changed""#));
+}
+
+#[test]
+fn lines_the_raw_path_cannot_vouch_for_are_parsed_whole() {
+    // A lone surrogate escape: rejected as before, not forwarded raw.
+    assert!(
+        Incoming::parse(br#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"x":"\ud800"}}"#)
+            .is_err()
+    );
+    // A valid pair still passes (through the parsed path).
+    let msg = single(br#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"x":"\ud83d\ude00"}}"#);
+    assert_eq!(msg.params().and_then(|p| p.get("x")), Some(&json!("😀")));
+    // Too deep inside a payload: the same error as a whole parse gives.
+    let deep = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"m","params":{}1{}}}"#,
+        "[".repeat(130),
+        "]".repeat(130)
+    );
+    assert!(Incoming::parse(deep.as_bytes()).is_err());
+}

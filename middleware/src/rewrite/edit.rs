@@ -75,7 +75,7 @@ impl Rules {
     /// `tools/call` or `prompts/get`: the name back to the upstream one, then
     /// overrides, defaults and (when configured) redaction of the arguments.
     fn call(&self, req: &mut Request, names: &Names, kind: &str) -> Result<(), Box<Message>> {
-        let Some(Value::Object(params)) = req.params.as_mut() else {
+        let Some(Value::Object(params)) = req.params.as_deref_mut() else {
             return Ok(());
         };
         let Some(Value::String(name)) = params.get_mut("name") else {
@@ -113,7 +113,7 @@ impl Rules {
 
     /// `completion/complete` for a prompt's argument names the prompt too.
     fn completion(&self, req: &mut Request) -> Result<(), Box<Message>> {
-        let r = req.params.as_mut().and_then(|p| p.get_mut("ref"));
+        let r = req.params.as_deref_mut().and_then(|p| p.get_mut("ref"));
         let Some(Value::Object(r)) = r else {
             return Ok(());
         };
@@ -171,7 +171,7 @@ impl Rules {
         }
         if let Message::Notification(note) = msg {
             if note.method == method::NOTIFICATION_MESSAGE {
-                if let Some(data) = note.params.as_mut().and_then(|p| p.get_mut("data")) {
+                if let Some(data) = note.params.as_deref_mut().and_then(|p| p.get_mut("data")) {
                     self.redactor.all_strings(data);
                 }
             }

@@ -117,7 +117,7 @@ async fn result(svc: &mut Rewrite<Peer>, method: &str, params: Value) -> Value {
     )
     .await
     {
-        Some(Message::Response(r)) => r.result,
+        Some(Message::Response(r)) => r.result.into_value(),
         other => panic!("expected a result, got {other:?}"),
     }
 }

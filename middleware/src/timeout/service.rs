@@ -65,13 +65,13 @@ where
             // Deadlines are for the client's requests; the server's requests
             // (sampling, elicitation) wait on a human and pass untimed.
             (Direction::ToServer, Message::Request(req)) => match rules.deadline_for(req) {
-                Some(limit) => (limit, req.id.clone(), progress_token(req.params.as_ref())),
+                Some(limit) => (limit, req.id.clone(), progress_token(req.params.as_deref())),
                 None => return Box::pin(self.inner.call(env)),
             },
             (Direction::ToClient, Message::Notification(n))
                 if rules.reset_on_progress && n.method == method::NOTIFICATION_PROGRESS =>
             {
-                if let Some(token) = progress_token_of_notification(n.params.as_ref()) {
+                if let Some(token) = progress_token_of_notification(n.params.as_deref()) {
                     self.shared.progressed(&token);
                 }
                 return Box::pin(self.inner.call(env));

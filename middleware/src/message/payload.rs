@@ -1,0 +1,182 @@
+//! `params` and `result`, parsed only when someone looks.
+//!
+//! Most messages cross mcp-chain without any layer reading their payload
+//! (every message, with an empty chain). A [`Payload`] keeps the sender's
+//! bytes and parses them on first access; a payload nobody read is written
+//! back out as those same bytes, so a 10 MB result costs a copy, not a
+//! parse and a re-encode. Once read, it is written from the parsed value:
+//! what the peer receives is exactly what the layers checked (a duplicate
+//! key cannot show a layer one thing and the server another).
+
+use serde::ser::{Serialize, Serializer};
+use serde_json::value::RawValue;
+use serde_json::Value;
+use std::fmt;
+use std::ops::{Deref, DerefMut};
+use std::sync::OnceLock;
+
+/// A JSON value that may still be unparsed.
+pub struct Payload {
+    /// The sender's bytes, until the value is changed.
+    raw: Option<Box<RawValue>>,
+    /// The parsed value, once someone looked.
+    value: OnceLock<Value>,
+}
+
+impl Payload {
+    /// A payload as received. The bytes must parse: `Incoming::parse`
+    /// checks the line ([`raw_safe`]) and its syntax before making one.
+    pub(crate) fn raw(raw: Box<RawValue>) -> Self {
+        Self {
+            raw: Some(raw),
+            value: OnceLock::new(),
+        }
+    }
+
+    /// Takes the value out.
+    pub fn into_value(mut self) -> Value {
+        self.force();
+        self.value.take().unwrap_or(Value::Null)
+    }
+
+    fn force(&self) -> &Value {
+        self.value.get_or_init(|| match &self.raw {
+            // Checked at parse time (syntax by RawValue, the rest by
+            // `raw_safe`), so this cannot fail; Null is a safe floor.
+            Some(raw) => serde_json::from_str(raw.get()).unwrap_or(Value::Null),
+            None => Value::Null,
+        })
+    }
+
+    /// Whether it is an object or an array, without parsing it.
+    pub fn is_structured(&self) -> bool {
+        match (self.value.get(), &self.raw) {
+            (Some(v), _) => v.is_object() || v.is_array(),
+            (None, Some(raw)) => matches!(raw.get().as_bytes().first(), Some(b'{' | b'[')),
+            (None, None) => false,
+        }
+    }
+
+    /// Whether the payload is still the sender's bytes, unread.
+    pub fn is_untouched(&self) -> bool {
+        self.value.get().is_none()
+    }
+}
+
+impl From<Value> for Payload {
+    fn from(value: Value) -> Self {
+        Self {
+            raw: None,
+            value: OnceLock::from(value),
+        }
+    }
+}
+
+impl Deref for Payload {
+    type Target = Value;
+
+    fn deref(&self) -> &Value {
+        self.force()
+    }
+}
+
+impl DerefMut for Payload {
+    fn deref_mut(&mut self) -> &mut Value {
+        self.force();
+        // Changed (or about to be): the bytes no longer say what it holds.
+        self.raw = None;
+        self.value.get_mut().expect("forced just above")
+    }
+}
+
+impl Clone for Payload {
+    fn clone(&self) -> Self {
+        Self {
+            raw: self.raw.clone(),
+            value: self.value.clone(),
+        }
+    }
+}
+
+impl PartialEq for Payload {
+    fn eq(&self, other: &Self) -> bool {
+        **self == **other
+    }
+}
+
+impl PartialEq<Value> for Payload {
+    fn eq(&self, other: &Value) -> bool {
+        **self == *other
+    }
+}
+
+impl fmt::Debug for Payload {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (self.value.get(), &self.raw) {
+            (Some(v), _) => v.fmt(f),
+            (None, Some(raw)) => write!(f, "{}", raw.get()),
+            (None, None) => f.write_str("null"),
+        }
+    }
+}
+
+impl Serialize for Payload {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match (self.value.get(), &self.raw) {
+            // Read by someone: write what they saw.
+            (Some(v), _) => v.serialize(s),
+            (None, Some(raw)) => raw.serialize(s),
+            (None, None) => s.serialize_unit(),
+        }
+    }
+}
+
+/// Whether a line can take the raw path and come out as the parsed path
+/// would have it: valid UTF-8, nested less deep than serde_json allows (128
+/// levels; skipped raw bytes are not counted by it), and no `\uD800`-range
+/// escape (serde_json rejects a lone surrogate only when it decodes). A line
+/// that fails is parsed whole, so a bad one gets the same -32700 as before.
+/// Iterative: no input can exhaust the stack.
+pub(crate) fn raw_safe(line: &[u8]) -> bool {
+    const LIMIT: usize = 128;
+    if std::str::from_utf8(line).is_err() {
+        return false;
+    }
+    let (mut depth, mut i) = (0usize, 0);
+    while i < line.len() {
+        match line[i] {
+            b'"' => {
+                // Jump from quote or backslash to the next: long strings
+                // (a 10 MB result) are scanned at memchr speed.
+                i += 1;
+                loop {
+                    match memchr::memchr2(b'"', b'\\', &line[i.min(line.len())..]) {
+                        None => return true,
+                        Some(at) if line[i + at] == b'"' => {
+                            i += at;
+                            break;
+                        }
+                        Some(at) => {
+                            let escape = i + at;
+                            if matches!(line.get(escape + 1..escape + 3), Some([b'u', b'd' | b'D']))
+                            {
+                                return false;
+                            }
+                            i = escape + 2;
+                        }
+                    }
+                }
+            }
+            b'[' | b'{' => {
+                depth += 1;
+                if depth >= LIMIT {
+                    return false;
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        i += 1;
+    }
+    true
+}
