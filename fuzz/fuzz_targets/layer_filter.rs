@@ -30,16 +30,7 @@ methods = { allow = ["initialize", "ping", "tools/*", "notifications/*"] }
 /// lock, no atomic), so sharing them across inputs keeps runs reproducible.
 fn layers() -> &'static [FilterLayer] {
     static LAYERS: OnceLock<Vec<FilterLayer>> = OnceLock::new();
-    LAYERS.get_or_init(|| {
-        CONFIGS
-            .iter()
-            .map(|text| {
-                let config: FilterConfig =
-                    toml::from_str(text).expect("the target's config parses");
-                config.validate().expect("the target's config is valid")
-            })
-            .collect()
-    })
+    LAYERS.get_or_init(|| mcp_chain_fuzz::validate_all(CONFIGS, FilterConfig::validate))
 }
 
 fuzz_target!(|data: &[u8]| {

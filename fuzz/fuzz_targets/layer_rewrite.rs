@@ -44,16 +44,7 @@ replacement = "${word}:[REDACTED]"
 /// lock, no atomic), so sharing them across inputs keeps runs reproducible.
 fn layers() -> &'static [RewriteLayer] {
     static LAYERS: OnceLock<Vec<RewriteLayer>> = OnceLock::new();
-    LAYERS.get_or_init(|| {
-        CONFIGS
-            .iter()
-            .map(|text| {
-                let config: RewriteConfig =
-                    toml::from_str(text).expect("the target's config parses");
-                config.validate().expect("the target's config is valid")
-            })
-            .collect()
-    })
+    LAYERS.get_or_init(|| mcp_chain_fuzz::validate_all(CONFIGS, RewriteConfig::validate))
 }
 
 fuzz_target!(|data: &[u8]| {

@@ -49,6 +49,21 @@ const MAX_OPS: usize = 64;
 
 /// Picks the config (by the first byte) and runs the script through it.
 /// `build` wraps the inner service in the layer a config text describes.
+/// Validates each config of a target once; the layers are shared by every
+/// input (only for layers that keep no state between messages).
+pub fn validate_all<C, L>(configs: &[&str], validate: impl Fn(&C) -> Result<L, String>) -> Vec<L>
+where
+    C: serde::de::DeserializeOwned,
+{
+    configs
+        .iter()
+        .map(|text| {
+            let config: C = toml::from_str(text).expect("the target's config parses");
+            validate(&config).expect("the target's config is valid")
+        })
+        .collect()
+}
+
 pub fn run(data: &[u8], configs: &[&str], build: impl Fn(&str, Inner) -> Option<Inner>) {
     run_indexed(data, configs.len(), |i, inner| build(configs[i], inner));
 }

@@ -75,7 +75,7 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
     pub(crate) async fn next(&mut self) -> std::io::Result<Option<Frame<'_>>> {
         loop {
             let pending = &self.buf[self.pos..];
-            if let Some(offset) = memchr(&pending[self.scanned..]) {
+            if let Some(offset) = memchr::memchr(b'\n', &pending[self.scanned..]) {
                 let end = self.pos + self.scanned + offset;
                 let start = std::mem::replace(&mut self.pos, end + 1);
                 self.scanned = 0;
@@ -147,10 +147,6 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
         }
         Ok(())
     }
-}
-
-fn memchr(haystack: &[u8]) -> Option<usize> {
-    memchr::memchr(b'\n', haystack)
 }
 
 #[cfg(test)]

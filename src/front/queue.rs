@@ -148,7 +148,7 @@ mod tests {
             Some(serde_json::json!({"pad": "p".repeat(MAX_QUEUED_BYTES)})),
         ));
         assert!(queue.push(big));
-        let waker = futures_waker();
+        let waker = Waker::noop().clone();
         assert!(queue
             .poll_ready(&mut Context::from_waker(&waker))
             .is_pending());
@@ -169,9 +169,5 @@ mod tests {
         assert!(queue.take(&mut buf).await);
         buf.clear();
         assert!(!queue.take(&mut buf).await);
-    }
-
-    fn futures_waker() -> Waker {
-        Waker::noop().clone()
     }
 }

@@ -36,12 +36,6 @@ impl Outgoing {
     }
 }
 
-impl From<Message> for Outgoing {
-    fn from(m: Message) -> Self {
-        Self::One(m)
-    }
-}
-
 /// Writes what `queue` holds to `out` until the queue is closed and empty
 /// or the pipe breaks. A broken pipe closes the queue when `close_on_error`
 /// (the client is gone); the server's queue stays open for a restart.

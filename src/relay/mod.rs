@@ -33,10 +33,6 @@ use supervisor::{Supervisor, SupervisorEnd};
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio_util::task::TaskTracker;
 
-/// After the server exits, how long its output may still be read: what it
-/// wrote before exiting is already in the pipe, so this is only a bound.
-const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(200);
-
 /// How a session ended.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Ending {

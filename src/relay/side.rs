@@ -97,10 +97,6 @@ impl<R: AsyncRead + Unpin> Side<R> {
                 }
             }
             Message::Request(_) | Message::Notification(_) => {
-                // Answers this peer sent before this message go out first.
-                for delivered in self.unwritten.drain(..) {
-                    delivered.wait().await;
-                }
                 let (answer, ticket) = self.dispatch(msg).await;
                 self.deliver(answer, ticket).await;
             }
@@ -111,6 +107,10 @@ impl<R: AsyncRead + Unpin> Side<R> {
     /// returns the future of its answer and the ticket to drop once it is
     /// written.
     async fn dispatch(&mut self, msg: Message) -> (Answer, Option<DeliveryTicket>) {
+        // Answers this peer sent before this message go out first.
+        for delivered in self.unwritten.drain(..) {
+            delivered.wait().await;
+        }
         let id = msg.id().cloned();
         let (ticket, delivered) = match id {
             Some(_) => {
@@ -139,19 +139,14 @@ impl<R: AsyncRead + Unpin> Side<R> {
             .as_mut()
             .poll(&mut Context::from_waker(Waker::noop()));
         if let Poll::Ready(out) = now {
-            if let Some(msg) = settle(out, answer.id, self.peer()) {
-                self.reply.send(Outgoing::One(msg)).await;
-            }
-            drop(ticket);
+            write_answer(&self.reply, out, answer.id, self.peer(), ticket).await;
             return;
         }
         let reply = self.reply.clone();
         let peer = self.peer();
         self.owed.spawn(async move {
-            if let Some(msg) = settle(answer.future.await, answer.id, peer) {
-                reply.send(Outgoing::One(msg)).await;
-            }
-            drop(ticket);
+            let out = answer.future.await;
+            write_answer(&reply, out, answer.id, peer, ticket).await;
         });
     }
 
@@ -212,6 +207,21 @@ impl<R: AsyncRead + Unpin> Side<R> {
             self.handle(Message::error(Some(id), error)).await;
         }
     }
+}
+
+/// Writes what the chain returned (if anything), then lets the peer's
+/// reader go on (the ticket).
+async fn write_answer(
+    reply: &Queue,
+    out: Result<Option<Message>, BoxError>,
+    id: Option<RequestId>,
+    peer: &str,
+    ticket: Option<DeliveryTicket>,
+) {
+    if let Some(msg) = settle(out, id, peer) {
+        reply.send(Outgoing::One(msg)).await;
+    }
+    drop(ticket);
 }
 
 /// The answer a request is waiting for.

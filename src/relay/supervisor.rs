@@ -17,7 +17,6 @@
 //! session throughout.
 
 use super::side::Side;
-use super::DRAIN_AFTER_EXIT;
 use crate::chain::ChainService;
 use crate::config::UpstreamConfig;
 use crate::connector::{Connector, Handshake};
@@ -36,6 +35,10 @@ use tokio::sync::{oneshot, watch};
 use tokio::time::Instant;
 use tokio_util::task::TaskTracker;
 use tower::{Service, ServiceExt};
+
+/// After the server exits, how long its output may still be read: what it
+/// wrote before exiting is already in the pipe, so this is only a bound.
+const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(200);
 
 /// How long a restarted server gets to answer the replayed `initialize`.
 const REPLAY_TIMEOUT: Duration = Duration::from_secs(30);
