@@ -127,6 +127,18 @@ async fn the_server_inherits_our_environment_plus_the_configured_env() {
 }
 
 #[tokio::test]
+async fn pipes_are_widened_for_big_messages() {
+    let mut proxy = Proxy::fake(&[], &[]);
+    let answer = proxy.call_tool(json!(1), "env", json!({"names": []})).await;
+    let env = &answer["result"]["structuredContent"];
+    // 1 MiB, the default fs.pipe-max-size; a pipe starts at 64 KiB.
+    assert_eq!(env["stdin_pipe_bytes"], 1024 * 1024, "{answer}");
+    assert_eq!(env["stdout_pipe_bytes"], 1024 * 1024, "{answer}");
+    // And the client's pipes to mcp-chain: widened by mcp-chain at start.
+    assert_eq!(proxy.pipe_sizes(), (1024 * 1024, 1024 * 1024));
+}
+
+#[tokio::test]
 async fn shutdown_ends_the_whole_process_group() {
     let mut proxy = Proxy::fake(&[], &[]);
     let answer = proxy.call_tool(json!(1), "grandchild", json!({})).await;

@@ -2,7 +2,7 @@
 //! measured in one run.
 //!
 //! ```text
-//! mcp-chain-bench [--quick] [--rounds N] [--json [PATH]] [--modes LIST] [--proxy PATH] [--config PATH]
+//! mcp-chain-bench [--quick] [--rounds N] [--json [PATH]] [--modes LIST] [--proxy PATH] [--config PATH] [--only LIST] [--in-flight LIST]
 //! ```
 //!
 //! Modes, each a process the load generator talks to over stdio pipes:
@@ -129,7 +129,8 @@ impl Options {
 
 const USAGE: &str = "usage: mcp-chain-bench [--quick] [--rounds N] [--json [PATH]] \
 [--modes direct,relay,empty,full] [--proxy PATH] [--config PATH] \
-[--only start-up,round-trip,pipelined,1mib,10mib,tools-list,notifications]";
+[--only start-up,round-trip,pipelined,1mib,10mib,tools-list,notifications] \
+[--in-flight 1,16,256]";
 
 fn parse_options() -> Result<Options> {
     let mut args: Vec<String> = std::env::args().skip(1).collect();
@@ -140,6 +141,7 @@ fn parse_options() -> Result<Options> {
     let mut modes = Mode::ALL.to_vec();
     let mut proxy = None;
     let mut only = None;
+    let mut in_flight: Option<Vec<u64>> = None;
     let mut config = Path::new(env!("CARGO_MANIFEST_DIR")).join("configs/full.toml");
     while let Some(arg) = args.pop() {
         match arg.as_str() {
@@ -178,6 +180,15 @@ fn parse_options() -> Result<Options> {
                 }
                 only = Some(list);
             }
+            "--in-flight" => {
+                let list = args.pop().ok_or(USAGE)?;
+                let windows = list
+                    .split(',')
+                    .map(|n| n.trim().parse::<u64>().ok().filter(|&n| n > 0))
+                    .collect::<Option<Vec<_>>>()
+                    .ok_or(format!("--in-flight wants numbers: {list:?}"))?;
+                in_flight = Some(windows);
+            }
             "-h" | "--help" => return Err(USAGE.into()),
             other => return Err(format!("unknown argument {other:?}\n{USAGE}").into()),
         }
@@ -185,6 +196,21 @@ fn parse_options() -> Result<Options> {
     let mut plan = if quick { Plan::quick() } else { Plan::full() };
     if let Some(n) = rounds {
         plan.rounds = n;
+    }
+    if let Some(windows) = in_flight {
+        // The planned total for the nearest planned window, so a profile of
+        // one window runs as long as it does in the full table.
+        let planned = plan.pipelined.clone();
+        plan.pipelined = windows
+            .into_iter()
+            .map(|w| {
+                let total = planned
+                    .iter()
+                    .min_by_key(|(p, _)| p.abs_diff(w))
+                    .map_or(20_000, |&(_, t)| t);
+                (w, total)
+            })
+            .collect();
     }
     Ok(Options {
         plan,

@@ -6,12 +6,20 @@
 //! mcp-chain puts a duplicate of the descriptor in non-blocking mode and
 //! registers it with the reactor instead. Terminals and files, which epoll
 //! cannot wait on, fall back to tokio's blocking-pool handles.
+//!
+//! Pipes are widened to [`PIPE_BYTES`] where the kernel allows: a 64 KiB
+//! pipe moves a 10 MB result in 160 hand-offs between writer and reader,
+//! each a sleep and a wake-up, and mcp-chain sits between two such pipes.
 
 use std::fs::File;
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::fs::FileTypeExt;
 use std::pin::Pin;
 use tokio::io::{AsyncRead, AsyncWrite};
+
+/// The capacity mcp-chain asks for on each pipe it reads or writes: the
+/// default `fs.pipe-max-size`, so an unprivileged user gets it too.
+pub(crate) const PIPE_BYTES: usize = 1024 * 1024;
 
 pub(crate) type Reader = Pin<Box<dyn AsyncRead + Send>>;
 pub(crate) type Writer = Pin<Box<dyn AsyncWrite + Send>>;
@@ -20,7 +28,10 @@ pub(crate) type Writer = Pin<Box<dyn AsyncWrite + Send>>;
 pub(crate) fn stdin() -> std::io::Result<Reader> {
     let fd = std::io::stdin().as_fd().try_clone_to_owned()?;
     Ok(match kind(&fd)? {
-        Kind::Fifo => Box::pin(tokio::net::unix::pipe::Receiver::from_owned_fd(fd)?),
+        Kind::Fifo => {
+            widen(&fd);
+            Box::pin(tokio::net::unix::pipe::Receiver::from_owned_fd(fd)?)
+        }
         Kind::Socket => Box::pin(socket(fd)?),
         Kind::Other => Box::pin(tokio::io::stdin()),
     })
@@ -30,10 +41,27 @@ pub(crate) fn stdin() -> std::io::Result<Reader> {
 pub(crate) fn stdout() -> std::io::Result<Writer> {
     let fd = std::io::stdout().as_fd().try_clone_to_owned()?;
     Ok(match kind(&fd)? {
-        Kind::Fifo => Box::pin(tokio::net::unix::pipe::Sender::from_owned_fd(fd)?),
+        Kind::Fifo => {
+            widen(&fd);
+            Box::pin(tokio::net::unix::pipe::Sender::from_owned_fd(fd)?)
+        }
         Kind::Socket => Box::pin(socket(fd)?),
         Kind::Other => Box::pin(tokio::io::stdout()),
     })
+}
+
+/// Asks for a [`PIPE_BYTES`] pipe. Best effort: past the user's pipe quota
+/// (`fs.pipe-user-pages-soft`) the kernel refuses, and the pipe works as it
+/// was, only with more hand-offs for big messages.
+pub(crate) fn widen(pipe: impl AsFd) {
+    match rustix::pipe::fcntl_getpipe_size(&pipe) {
+        Ok(size) if size >= PIPE_BYTES => {}
+        _ => {
+            if let Err(e) = rustix::pipe::fcntl_setpipe_size(&pipe, PIPE_BYTES) {
+                tracing::debug!(error = %e, "cannot widen a pipe; keeping its size");
+            }
+        }
+    }
 }
 
 enum Kind {

@@ -7,6 +7,7 @@
 //! nobody drains fills up and stalls the server.
 
 use crate::config::UpstreamConfig;
+use crate::front::stdio::widen;
 use rustix::process::{kill_process_group, Pid, Signal};
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
@@ -75,6 +76,12 @@ impl Upstream {
             .take()
             .ok_or(UpstreamError::MissingPipe("stderr"))?;
         tokio::spawn(drain_stderr(stderr));
+        if let Some(pipe) = &child.stdin {
+            widen(pipe);
+        }
+        if let Some(pipe) = &child.stdout {
+            widen(pipe);
+        }
         tracing::info!(command = %cfg.command, args = ?cfg.args, pid = ?child.id(), "started the server");
         Ok(Self {
             pgid,

@@ -5,6 +5,7 @@
 #![allow(dead_code, unreachable_pub)]
 
 use serde_json::{json, Value};
+use std::os::fd::AsFd;
 use std::process::{ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -28,6 +29,15 @@ pub struct Proxy {
 }
 
 impl Proxy {
+    /// The capacity of the pipes between the test and mcp-chain (stdin, stdout).
+    pub fn pipe_sizes(&self) -> (usize, usize) {
+        let size = |fd: std::os::fd::BorrowedFd<'_>| {
+            rustix::pipe::fcntl_getpipe_size(fd).expect("our end of a pipe")
+        };
+        let stdin = self.stdin.as_ref().expect("stdin still open");
+        (size(stdin.as_fd()), size(self.stdout.get_ref().as_fd()))
+    }
+
     /// `mcp-chain <proxy_args> -- fake-mcp-server <fake_args>`.
     pub fn fake(proxy_args: &[&str], fake_args: &[&str]) -> Self {
         let mut args: Vec<&str> = proxy_args.to_vec();
