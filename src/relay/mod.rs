@@ -26,7 +26,7 @@ use crate::front::stdio::{Reader, Writer};
 use crate::front::writer;
 use crate::upstream::{Upstream, UpstreamError};
 use mcp_chain_middleware::Direction;
-use side::Side;
+use side::{Side, Unwritten};
 use std::future::Future;
 use std::time::Duration;
 use supervisor::{Supervisor, SupervisorEnd};
@@ -103,7 +103,7 @@ pub async fn run(
         reply: client_queue.clone(),
         direction: Direction::ToServer,
         owed: owed.clone(),
-        unwritten: Vec::new(),
+        unwritten: Unwritten::default(),
     };
 
     let gone = tokio::select! {

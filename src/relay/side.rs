@@ -32,12 +32,39 @@ pub(super) struct Side<R> {
     /// layers. Answers may pass each other (they are matched by id, and
     /// waiting for each in turn would cost a write per answer), but no
     /// request or notification from this peer overtakes them.
-    pub(super) unwritten: Vec<Delivered>,
+    pub(super) unwritten: Unwritten,
 }
 
-/// How many unwritten answers to collect before dropping the ones already
-/// written, so a peer that only ever answers keeps the list short.
+/// The answers a peer sent that are not written yet.
+#[derive(Debug, Default)]
+pub(super) struct Unwritten {
+    pending: Vec<Delivered>,
+    /// Length at which to drop the ones already written: doubled past what
+    /// is left, so a burst of answers costs amortized O(1) each, and a peer
+    /// that only ever answers keeps the list short.
+    prune_at: usize,
+}
+
+/// The least `prune_at`.
 const PRUNE_UNWRITTEN_AT: usize = 64;
+
+impl Unwritten {
+    fn push(&mut self, delivered: Delivered) {
+        self.pending.push(delivered);
+        if self.pending.len() >= self.prune_at.max(PRUNE_UNWRITTEN_AT) {
+            self.pending.retain_mut(|d| !d.is_done());
+            self.prune_at = self.pending.len() * 2;
+        }
+    }
+
+    /// Waits until every one of them is written.
+    async fn written(&mut self) {
+        for delivered in self.pending.drain(..) {
+            delivered.wait().await;
+        }
+        self.prune_at = 0;
+    }
+}
 
 impl<R: AsyncRead + Unpin> Side<R> {
     fn peer(&self) -> &'static str {
@@ -91,9 +118,6 @@ impl<R: AsyncRead + Unpin> Side<R> {
             Message::Response(_) | Message::Error(_) => {
                 if let Some(delivered) = self.own.resolve(msg) {
                     self.unwritten.push(delivered);
-                    if self.unwritten.len() >= PRUNE_UNWRITTEN_AT {
-                        self.unwritten.retain_mut(|d| !d.is_done());
-                    }
                 }
             }
             Message::Request(_) | Message::Notification(_) => {
@@ -108,9 +132,7 @@ impl<R: AsyncRead + Unpin> Side<R> {
     /// written.
     async fn dispatch(&mut self, msg: Message) -> (Answer, Option<DeliveryTicket>) {
         // Answers this peer sent before this message go out first.
-        for delivered in self.unwritten.drain(..) {
-            delivered.wait().await;
-        }
+        self.unwritten.written().await;
         let id = msg.id().cloned();
         let (ticket, delivered) = match id {
             Some(_) => {

@@ -16,7 +16,7 @@
 //! declares, so it refetches what may have changed. The client keeps its
 //! session throughout.
 
-use super::side::Side;
+use super::side::{Side, Unwritten};
 use crate::chain::ChainService;
 use crate::config::UpstreamConfig;
 use crate::connector::{Connector, Handshake};
@@ -161,7 +161,7 @@ impl Supervisor {
             reply: self.queue.clone(),
             direction: Direction::ToClient,
             owed: TaskTracker::new(),
-            unwritten: Vec::new(),
+            unwritten: Unwritten::default(),
         }
     }
 

@@ -1,14 +1,18 @@
 //! The JSON-RPC 2.0 envelope mcp-chain relays.
 //!
-//! Only the envelope is modelled: `params`, `result` and `error.data` stay
-//! [`serde_json::Value`]s and every member the model does not name is kept in
-//! `extra`, so a message no layer changed leaves with everything it came
-//! with (`_meta`, `structuredContent`, fields from newer revisions).
+//! Only the envelope is modelled: `params` and `result` are [`Payload`]s,
+//! `error.data` a [`serde_json::Value`], and every member the model does not
+//! name is kept in `extra`, so a message no layer changed leaves with
+//! everything it came with (`_meta`, `structuredContent`, fields from newer
+//! revisions).
 //!
-//! Parsing is two steps: bytes → [`Value`] (serde_json, which keeps the last
-//! of duplicate keys and caps nesting at 128 levels), then [`Value`] →
-//! [`Message`]. The proxy forwards the message it parsed, never the original
-//! bytes, so what a layer checked is exactly what the peer receives.
+//! Parsing reads the envelope's members straight into the model; `params`
+//! and `result` stay the sender's bytes until a layer reads them. A line that
+//! path cannot take (not UTF-8, nested too deep, a `\uD800`-range escape) is
+//! parsed whole into a [`Value`] first. Either way serde_json keeps the last
+//! of duplicate keys and caps nesting at 128 levels, and a payload a layer
+//! read is written from what it read: what a layer checked is exactly what
+//! the peer receives.
 
 mod error;
 mod id;
@@ -95,14 +99,14 @@ impl Incoming {
     /// `params` and `result` are kept as the sender's bytes until a layer
     /// reads them (see [`Payload`]).
     pub fn parse(line: &[u8]) -> Result<Self, serde_json::Error> {
-        if !payload::raw_safe(line) {
+        let Some(text) = payload::raw_safe(line) else {
             return Self::parse_values(line);
-        }
-        let first = line.iter().find(|b| !b.is_ascii_whitespace());
+        };
+        let first = text.bytes().find(|b| !b.is_ascii_whitespace());
         Ok(match first {
-            Some(b'{') => Self::Single(parse_object(line)?),
+            Some(b'{') => Self::Single(parse_object(text)?),
             Some(b'[') => {
-                let items: Vec<Box<RawValue>> = serde_json::from_slice(line)?;
+                let items: Vec<&RawValue> = serde_json::from_str(text)?;
                 if items.is_empty() {
                     return Ok(Self::Single(Err(Invalid {
                         id: None,
@@ -112,7 +116,7 @@ impl Incoming {
                 let mut messages = Vec::with_capacity(items.len());
                 for item in items {
                     messages.push(if item.get().starts_with('{') {
-                        parse_object(item.get().as_bytes())?
+                        parse_object(item.get())?
                     } else {
                         Err(not_an_object())
                     });
@@ -120,7 +124,7 @@ impl Incoming {
                 Self::Batch(messages)
             }
             // A scalar, or invalid JSON: serde_json says which.
-            _ => Self::Single(Message::from_value(serde_json::from_slice(line)?)),
+            _ => Self::Single(Message::from_value(serde_json::from_str(text)?)),
         })
     }
 
@@ -148,25 +152,71 @@ fn not_an_object() -> Invalid {
 }
 
 /// One object, with `params`/`result` kept raw.
-fn parse_object(bytes: &[u8]) -> Result<Result<Message, Invalid>, serde_json::Error> {
-    let Fields(mut map, params, result) = serde_json::from_slice(bytes)?;
-    if let Some(raw) = params {
-        map.insert(PARAMS.into(), Value::Null);
-        return Ok(Message::from_map(map, Some(Payload::raw(raw)), None));
-    }
-    Ok(Message::from_map(map, None, result.map(Payload::raw)))
+fn parse_object(text: &str) -> Result<Result<Message, Invalid>, serde_json::Error> {
+    let fields: Fields = serde_json::from_str(text)?;
+    Ok(fields.into_message())
 }
 
 const PARAMS: &str = "params";
 const RESULT: &str = "result";
 
-/// A message object's members, with `params` and `result` left unparsed.
-struct Fields(
-    Map<String, Value>,
-    Option<Box<RawValue>>,
-    Option<Box<RawValue>>,
-);
+/// A message object's members: the envelope's own apart, every other one in
+/// `extra`, in the sender's order. Duplicate keys: the last wins, as with a
+/// parsed `Value`.
+#[derive(Default)]
+struct Fields {
+    /// Whether `jsonrpc` was there, and `"2.0"`.
+    jsonrpc: Option<bool>,
+    id: Option<Value>,
+    method: Option<Value>,
+    params: Option<Payload>,
+    result: Option<Payload>,
+    error: Option<Value>,
+    extra: Map<String, Value>,
+}
 
+/// A member name, without allocating for the envelope's own.
+enum Key {
+    Jsonrpc,
+    Id,
+    Method,
+    Params,
+    Result,
+    Error,
+    Other(String),
+}
+
+impl Key {
+    fn known(name: &str) -> Option<Self> {
+        Some(match name {
+            JSONRPC => Self::Jsonrpc,
+            "id" => Self::Id,
+            "method" => Self::Method,
+            PARAMS => Self::Params,
+            RESULT => Self::Result,
+            "error" => Self::Error,
+            _ => return None,
+        })
+    }
+}
+
+impl<'de> Deserialize<'de> for Key {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl Visitor<'_> for Visit {
+            type Value = Key;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a member name")
+            }
+            fn visit_str<E: serde::de::Error>(self, name: &str) -> Result<Key, E> {
+                Ok(Key::known(name).unwrap_or_else(|| Key::Other(name.to_owned())))
+            }
+        }
+        d.deserialize_str(Visit)
+    }
+}
+
+/// The raw path: `params` and `result` stay the sender's bytes.
 impl<'de> Deserialize<'de> for Fields {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         struct Visit;
@@ -176,16 +226,21 @@ impl<'de> Deserialize<'de> for Fields {
                 f.write_str("a JSON-RPC message object")
             }
             fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<Fields, A::Error> {
-                let mut fields = Fields(Map::new(), None, None);
-                while let Some(key) = access.next_key::<String>()? {
-                    // Duplicate keys: the last wins, as with a parsed Value.
-                    match key.as_str() {
-                        PARAMS => fields.1 = Some(access.next_value()?),
-                        RESULT => fields.2 = Some(access.next_value()?),
-                        _ => {
-                            let value = access.next_value()?;
-                            fields.0.insert(key, value);
+                let mut fields = Fields::default();
+                while let Some(key) = access.next_key::<Key>()? {
+                    match key {
+                        Key::Params => fields.params = Some(Payload::raw(access.next_value()?)),
+                        Key::Result => fields.result = Some(Payload::raw(access.next_value()?)),
+                        Key::Jsonrpc => {
+                            // Compared as it stands; only an unusual
+                            // spelling ("2\u002e0") is decoded.
+                            let raw: &RawValue = access.next_value()?;
+                            let v2 = raw.get() == r#""2.0""#
+                                || serde_json::from_str::<Value>(raw.get())
+                                    .is_ok_and(|v| v == VERSION);
+                            fields.jsonrpc = Some(v2);
                         }
+                        key => fields.set(key, access.next_value()?),
                     }
                 }
                 Ok(fields)
@@ -195,32 +250,33 @@ impl<'de> Deserialize<'de> for Fields {
     }
 }
 
-// === impl Message ===
-
-impl Message {
-    /// Classifies a JSON value as a message. Checks `"jsonrpc": "2.0"`, the
-    /// id's type, the method's type and the shape of `params`.
-    pub fn from_value(value: Value) -> Result<Self, Invalid> {
-        let Value::Object(mut map) = value else {
-            return Err(not_an_object());
-        };
-        let params = map.get(PARAMS).is_some().then(|| {
-            let p = map.get_mut(PARAMS).map(Value::take).unwrap_or_default();
-            Payload::from(p)
-        });
-        let result = map.shift_remove(RESULT).map(Payload::from);
-        Self::from_map(map, params, result)
+impl Fields {
+    fn set(&mut self, key: Key, value: Value) {
+        match key {
+            Key::Jsonrpc => self.jsonrpc = Some(value == VERSION),
+            Key::Id => self.id = Some(value),
+            Key::Method => self.method = Some(value),
+            Key::Params => self.params = Some(Payload::from(value)),
+            Key::Result => self.result = Some(Payload::from(value)),
+            Key::Error => self.error = Some(value),
+            Key::Other(name) => {
+                self.extra.insert(name, value);
+            }
+        }
     }
 
-    /// The checks of [`Self::from_value`], with the payloads apart. A
-    /// `params` key left in `map` marks where params stood (its value is
-    /// ignored); `result` is given apart only.
-    fn from_map(
-        mut map: Map<String, Value>,
-        params: Option<Payload>,
-        result: Option<Payload>,
-    ) -> Result<Self, Invalid> {
-        let raw_id = map.shift_remove("id");
+    /// Checks `"jsonrpc": "2.0"`, the id's type, the method's type and the
+    /// shape of `params`, and says what kind of message this is.
+    fn into_message(self) -> Result<Message, Invalid> {
+        let Fields {
+            jsonrpc,
+            id: raw_id,
+            method,
+            params,
+            result,
+            error,
+            extra,
+        } = self;
         let id = match &raw_id {
             None | Some(Value::Null) => None,
             Some(v) => Some(RequestId::from_value(v).ok_or(Invalid {
@@ -232,49 +288,41 @@ impl Message {
             id: id.clone(),
             reason,
         };
-        match map.shift_remove(JSONRPC) {
-            Some(Value::String(v)) if v == VERSION => {}
-            _ => return Err(invalid("\"jsonrpc\" must be \"2.0\"")),
+        if jsonrpc != Some(true) {
+            return Err(invalid("\"jsonrpc\" must be \"2.0\""));
         }
-        if let Some(method) = map.shift_remove("method") {
+        if let Some(method) = method {
             let Value::String(method) = method else {
                 return Err(invalid("method must be a string"));
             };
-            map.shift_remove(PARAMS);
             if matches!(params, Some(ref p) if !p.is_structured()) {
                 return Err(invalid("params must be an object or an array"));
             }
-            return match (raw_id, id.clone()) {
-                (None, _) => Ok(Self::Notification(Notification {
+            return match (raw_id, id) {
+                (None, _) => Ok(Message::Notification(Notification {
                     method,
                     params,
-                    extra: map,
+                    extra,
                 })),
-                (Some(_), Some(id)) => Ok(Self::Request(Request {
+                (Some(_), Some(id)) => Ok(Message::Request(Request {
                     id,
                     method,
                     params,
-                    extra: map,
+                    extra,
                 })),
-                (Some(_), None) => Err(invalid("a request id must not be null")),
+                (Some(_), None) => Err(Invalid {
+                    id: None,
+                    reason: "a request id must not be null",
+                }),
             };
         }
-        map.shift_remove(PARAMS);
-        match (result, map.shift_remove("error")) {
+        match (result, error) {
             (Some(result), None) => match id {
-                Some(id) => Ok(Self::Response(Response {
-                    id,
-                    result,
-                    extra: map,
-                })),
+                Some(id) => Ok(Message::Response(Response { id, result, extra })),
                 None => Err(invalid("a response needs the id of its request")),
             },
             (None, Some(error)) => match ErrorObject::from_value(error) {
-                Some(error) => Ok(Self::Error(ErrorResponse {
-                    id,
-                    error,
-                    extra: map,
-                })),
+                Some(error) => Ok(Message::Error(ErrorResponse { id, error, extra })),
                 None => Err(invalid(
                     "error must have an integer code and a string message",
                 )),
@@ -282,6 +330,27 @@ impl Message {
             (Some(_), Some(_)) => Err(invalid("a response has result or error, not both")),
             (None, None) => Err(invalid("no method, result or error")),
         }
+    }
+}
+
+// === impl Message ===
+
+impl Message {
+    /// Classifies a JSON value as a message. Checks `"jsonrpc": "2.0"`, the
+    /// id's type, the method's type and the shape of `params`.
+    pub fn from_value(value: Value) -> Result<Self, Invalid> {
+        let Value::Object(map) = value else {
+            return Err(not_an_object());
+        };
+        let mut fields = Fields::default();
+        for (name, value) in map {
+            let key = match Key::known(&name) {
+                Some(key) => key,
+                None => Key::Other(name),
+            };
+            fields.set(key, value);
+        }
+        fields.into_message()
     }
 
     pub fn request(id: impl Into<RequestId>, method: &str, params: Option<Value>) -> Self {

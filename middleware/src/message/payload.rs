@@ -136,12 +136,29 @@ impl Serialize for Payload {
 /// levels; skipped raw bytes are not counted by it), and no `\uD800`-range
 /// escape (serde_json rejects a lone surrogate only when it decodes). A line
 /// that fails is parsed whole, so a bad one gets the same -32700 as before.
-/// Iterative: no input can exhaust the stack.
-pub(crate) fn raw_safe(line: &[u8]) -> bool {
-    const LIMIT: usize = 128;
-    if std::str::from_utf8(line).is_err() {
-        return false;
+/// The line as text when it can.
+///
+/// Quick, conservative checks first (each a vectorized pass): fewer than 128
+/// brackets in all cannot nest 128 deep, and no `\u` followed by `d` means
+/// no such escape. Only a line that fails one is walked string by string.
+pub(crate) fn raw_safe(line: &[u8]) -> Option<&str> {
+    let text = std::str::from_utf8(line).ok()?;
+    let opens = line.iter().filter(|&&b| b == b'{' || b == b'[').count();
+    let maybe_deep = opens >= DEPTH_LIMIT;
+    let maybe_surrogate = memchr::memchr_iter(b'\\', line)
+        .any(|at| matches!(line.get(at + 1..at + 3), Some([b'u', b'd' | b'D'])));
+    if (maybe_deep || maybe_surrogate) && !walk_safe(line) {
+        return None;
     }
+    Some(text)
+}
+
+/// serde_json's nesting limit.
+const DEPTH_LIMIT: usize = 128;
+
+/// The exact check: nesting and escapes, string by string. Iterative: no
+/// input can exhaust the stack.
+fn walk_safe(line: &[u8]) -> bool {
     let (mut depth, mut i) = (0usize, 0);
     while i < line.len() {
         match line[i] {
@@ -169,7 +186,7 @@ pub(crate) fn raw_safe(line: &[u8]) -> bool {
             }
             b'[' | b'{' => {
                 depth += 1;
-                if depth >= LIMIT {
+                if depth >= DEPTH_LIMIT {
                     return false;
                 }
             }

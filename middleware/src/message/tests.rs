@@ -212,4 +212,41 @@ fn lines_the_raw_path_cannot_vouch_for_are_parsed_whole() {
         "]".repeat(130)
     );
     assert!(Incoming::parse(deep.as_bytes()).is_err());
+    // Many brackets but shallow, and an escaped backslash before "ud": the
+    // quick checks hesitate, the exact walk clears them, the raw path stays.
+    let wide = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"m","params":{{"a":[{}],"p":"C:\\udev"}}}}"#,
+        vec!["[]"; 200].join(",")
+    );
+    let Incoming::Single(Ok(msg)) = Incoming::parse(wide.as_bytes()).expect("parses") else {
+        panic!("a request");
+    };
+    let Message::Request(req) = &msg else {
+        panic!("a request");
+    };
+    assert!(req.params.as_ref().is_some_and(Payload::is_untouched));
+    assert_eq!(
+        msg.params().and_then(|p| p.get("p")),
+        Some(&json!("C:\\udev"))
+    );
+}
+
+#[test]
+fn jsonrpc_is_compared_as_text_whatever_its_spelling() {
+    let escaped = br#"{"jsonrpc":"2\u002e0","id":1,"method":"ping"}"#;
+    assert!(matches!(single(escaped), Message::Request(_)));
+    for bad in [
+        &br#"{"jsonrpc":2.0,"id":1,"method":"ping"}"#[..],
+        br#"{"jsonrpc":"2.0 ","id":1,"method":"ping"}"#,
+        br#"{"jsonrpc":["2.0"],"id":1,"method":"ping"}"#,
+        br#"{"id":1,"method":"ping"}"#,
+    ] {
+        let Ok(Incoming::Single(Err(invalid))) = Incoming::parse(bad) else {
+            panic!(
+                "{} should be an invalid request",
+                String::from_utf8_lossy(bad)
+            );
+        };
+        assert_eq!(invalid.id, Some(RequestId::from(1u64)));
+    }
 }
