@@ -202,6 +202,13 @@ fn lines_the_raw_path_cannot_vouch_for_are_parsed_whole() {
         Incoming::parse(br#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"x":"\ud800"}}"#)
             .is_err()
     );
+    // Also deep inside a long string, past an escaped quote.
+    let long = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"m","params":{{"x":"{}\"{}\ud800"}}}}"#,
+        "a".repeat(40),
+        "b".repeat(40)
+    );
+    assert!(Incoming::parse(long.as_bytes()).is_err());
     // A valid pair still passes (through the parsed path).
     let msg = single(br#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"x":"\ud83d\ude00"}}"#);
     assert_eq!(msg.params().and_then(|p| p.get("x")), Some(&json!("😀")));
@@ -212,11 +219,14 @@ fn lines_the_raw_path_cannot_vouch_for_are_parsed_whole() {
         "]".repeat(130)
     );
     assert!(Incoming::parse(deep.as_bytes()).is_err());
-    // Many brackets but shallow, and an escaped backslash before "ud": the
-    // quick checks hesitate, the exact walk clears them, the raw path stays.
+    // Many brackets but shallow (some inside a string, behind an escaped
+    // quote), and an escaped backslash before "ud": the quick checks
+    // hesitate, the exact walk clears them, the raw path stays.
     let wide = format!(
-        r#"{{"jsonrpc":"2.0","id":1,"method":"m","params":{{"a":[{}],"p":"C:\\udev"}}}}"#,
-        vec!["[]"; 200].join(",")
+        r#"{{"jsonrpc":"2.0","id":1,"method":"m","params":{{"a":[{}],"s":"{}\"{}","p":"C:\\udev"}}}}"#,
+        vec!["[]"; 100].join(","),
+        "x".repeat(30),
+        "[".repeat(130)
     );
     let Incoming::Single(Ok(msg)) = Incoming::parse(wide.as_bytes()).expect("parses") else {
         panic!("a request");

@@ -1,7 +1,6 @@
 //! Allow/deny pairs of patterns: deny wins, an allow list means default-deny.
 
 use super::{Pattern, Syntax};
-use regex::Regex;
 use serde::Deserialize;
 
 /// `{ allow = [...], deny = [...] }` as written in the TOML.
@@ -33,7 +32,7 @@ impl AllowDenyConfig {
             .map(|a| compile(a, "allow"))
             .transpose()?;
         let deny = compile(&self.deny, "deny")?;
-        PatternList::new(allow, deny).map_err(|e| format!("{path}: {e}"))
+        Ok(PatternList::new(allow, deny))
     }
 }
 
@@ -44,33 +43,16 @@ pub struct PatternList {
     deny: Option<PatternSet>,
 }
 
-/// Patterns matched in one pass: one regex that is the alternation of them
-/// all (each already anchored), so checking a name against many patterns
-/// costs one scan, which matters on 1,000-tool lists. A single `Regex` is
-/// faster here than a `RegexSet`, which must track which pattern matched.
+/// One side of the pair. Each pattern is tried in turn; a glob without a
+/// wildcard is a string comparison, and a glob a pass over the name.
 #[derive(Debug, Clone)]
 struct PatternSet {
     patterns: Vec<Pattern>,
-    /// `None` for no patterns: an empty alternation would match everything.
-    any: Option<Regex>,
 }
 
 impl PatternSet {
-    fn new(patterns: Vec<Pattern>) -> Result<Self, String> {
-        let any = match patterns.is_empty() {
-            true => None,
-            false => {
-                let alternation: Vec<&str> = patterns.iter().map(|p| p.regex().as_str()).collect();
-                let any = Regex::new(&alternation.join("|"))
-                    .map_err(|e| format!("patterns too large to combine: {e}"))?;
-                Some(any)
-            }
-        };
-        Ok(Self { patterns, any })
-    }
-
     fn is_match(&self, text: &str) -> bool {
-        self.any.as_ref().is_some_and(|any| any.is_match(text))
+        self.patterns.iter().any(|p| p.is_match(text))
     }
 }
 
@@ -78,14 +60,11 @@ impl PatternSet {
 
 impl PatternList {
     /// `allow = None` allows everything the deny list does not name.
-    pub fn new(allow: Option<Vec<Pattern>>, deny: Vec<Pattern>) -> Result<Self, String> {
-        Ok(Self {
-            allow: allow.map(PatternSet::new).transpose()?,
-            deny: match deny.is_empty() {
-                true => None,
-                false => Some(PatternSet::new(deny)?),
-            },
-        })
+    pub fn new(allow: Option<Vec<Pattern>>, deny: Vec<Pattern>) -> Self {
+        Self {
+            allow: allow.map(|patterns| PatternSet { patterns }),
+            deny: (!deny.is_empty()).then_some(PatternSet { patterns: deny }),
+        }
     }
 
     /// Whether `name` passes: not denied, and allowed when there is an allow list.

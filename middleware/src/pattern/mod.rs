@@ -1,5 +1,7 @@
 //! Patterns that pick tools, prompts, resources and methods by name: globs,
-//! or anchored regexes after `re:`, compiled once at load time.
+//! or anchored regexes after `re:`, read once at load time. Globs are
+//! matched by a small NFA of their own (`glob.rs`); only `re:` patterns use
+//! the regex engine.
 //!
 //! A glob knows `*` (any run of characters), `?` (one character), `[abc]`,
 //! `[a-z]`, `[!a-z]` / `[^a-z]` (one character in / not in the set), and `\`
@@ -39,10 +41,16 @@ pub enum Syntax {
 #[derive(Debug, Clone)]
 pub struct Pattern {
     source: String,
-    regex: Regex,
+    syntax: Syntax,
+    matcher: Matcher,
 }
 
-// === impl Pattern ===
+#[derive(Debug, Clone)]
+enum Matcher {
+    Glob(glob::Glob),
+    /// `re:`, anchored.
+    Regex(Regex),
+}
 
 impl Pattern {
     /// A pattern over names (tools, prompts, methods).
@@ -56,37 +64,37 @@ impl Pattern {
     }
 
     pub fn with_syntax(source: &str, syntax: Syntax) -> Result<Self, String> {
-        let body = match source.strip_prefix(REGEX_PREFIX) {
-            Some(re) => re.to_owned(),
-            None => glob::to_regex(source, syntax)?,
+        let matcher = match source.strip_prefix(REGEX_PREFIX) {
+            Some(re) => Matcher::Regex(
+                Regex::new(&format!("^(?:{re})$"))
+                    .map_err(|e| format!("bad pattern {source:?}: {e}"))?,
+            ),
+            None => Matcher::Glob(glob::Glob::parse(source, syntax)?),
         };
-        let regex = Regex::new(&format!("^(?:{body})$"))
-            .map_err(|e| format!("bad pattern {source:?}: {e}"))?;
         Ok(Self {
             source: source.to_owned(),
-            regex,
+            syntax,
+            matcher,
         })
     }
 
     /// Whether the whole of `text` matches.
     pub fn is_match(&self, text: &str) -> bool {
-        self.regex.is_match(text)
+        match &self.matcher {
+            Matcher::Glob(glob) => glob.is_match(text),
+            Matcher::Regex(regex) => regex.is_match(text),
+        }
     }
 
     /// The pattern as written in the config.
     pub fn as_str(&self) -> &str {
         &self.source
     }
-
-    /// The anchored regex the pattern compiled to.
-    pub fn regex(&self) -> &Regex {
-        &self.regex
-    }
 }
 
 impl PartialEq for Pattern {
     fn eq(&self, other: &Self) -> bool {
-        self.regex.as_str() == other.regex.as_str()
+        self.source == other.source && self.syntax == other.syntax
     }
 }
 

@@ -1,4 +1,5 @@
 use super::*;
+use regex::Regex;
 
 fn name(p: &str) -> Pattern {
     Pattern::new(p).expect(p)
@@ -107,4 +108,98 @@ fn list_errors_name_the_key_path() {
     .validate(Syntax::Name, "tools")
     .expect_err("must fail");
     assert!(err.starts_with("tools.allow[1]: "), "{err}");
+}
+
+/// The regex a glob means, written from its pieces: the oracle the glob
+/// matcher is checked against.
+fn oracle(glob: &glob::Glob) -> Regex {
+    use glob::Piece;
+    let any = |slash: bool| if slash { "(?s:.)" } else { "[^/]" };
+    let mut re = String::from("^(?:");
+    for piece in glob.pieces() {
+        match piece {
+            Piece::Char(c) => re.push_str(&regex::escape(&c.to_string())),
+            Piece::Any { slash } => re.push_str(any(*slash)),
+            Piece::Run { slash } => {
+                re.push_str(any(*slash));
+                re.push('*');
+            }
+            Piece::Class {
+                negated,
+                ranges,
+                slash,
+            } => {
+                re.push('[');
+                if *negated {
+                    re.push('^');
+                    if !slash {
+                        re.push('/');
+                    }
+                }
+                for (lo, hi) in ranges {
+                    re.push_str(&format!("\\x{{{:x}}}-\\x{{{:x}}}", *lo as u32, *hi as u32));
+                }
+                re.push(']');
+            }
+        }
+    }
+    re.push_str(")$");
+    Regex::new(&re).expect("oracle regex")
+}
+
+#[test]
+fn globs_match_exactly_what_their_regex_would() {
+    // A fixed-seed generator: globs from these pieces, texts from these
+    // characters, every glob against every text, in both syntaxes.
+    let mut seed: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut next = move |n: usize| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        (seed % n as u64) as usize
+    };
+    let glob_parts = [
+        "a", "b", "/", "*", "**", "?", "[ab]", "[!a]", "[/]", "[a-c]", "é", "\\*", ".",
+    ];
+    let text_chars = ['a', 'b', 'c', '/', 'é', '*', '.'];
+    let (mut checked, mut matched) = (0, 0);
+    for _ in 0..400 {
+        let glob: String = (0..1 + next(6))
+            .map(|_| glob_parts[next(glob_parts.len())])
+            .collect();
+        for syntax in [Syntax::Name, Syntax::Uri] {
+            let parsed = glob::Glob::parse(&glob, syntax).expect("valid glob");
+            let regex = oracle(&parsed);
+            for _ in 0..40 {
+                let text: String = (0..next(8))
+                    .map(|_| text_chars[next(text_chars.len())])
+                    .collect();
+                assert_eq!(
+                    parsed.is_match(&text),
+                    regex.is_match(&text),
+                    "glob {glob:?} ({syntax:?}) on {text:?}"
+                );
+                checked += 1;
+                matched += usize::from(regex.is_match(&text));
+            }
+        }
+    }
+    assert_eq!(checked, 400 * 2 * 40);
+    // Both outcomes well represented, or the comparison proves little.
+    assert!(
+        matched > checked / 20 && matched < checked / 2,
+        "{matched} of {checked}"
+    );
+}
+
+#[test]
+fn long_globs_and_many_stars_stay_linear() {
+    // Past the stack-sized state set, and a glob that makes a backtracking
+    // matcher take exponential time.
+    let long = format!("{}*", "a".repeat(100));
+    assert!(name(&long).is_match(&"a".repeat(150)));
+    assert!(!name(&long).is_match(&"a".repeat(99)));
+    let stars = "*a".repeat(30) + "b";
+    assert!(!name(&stars).is_match(&"a".repeat(200)));
+    assert!(name(&stars).is_match(&("a".repeat(40) + "b")));
 }
