@@ -1,7 +1,7 @@
 //! One audit line: what it holds, how the outcome is read from an answer,
 //! and the timestamp format.
 
-use crate::message::ErrorObject;
+use crate::message::{ErrorObject, Payload};
 use crate::target::Target;
 use crate::{BoxError, Direction, ErrorCode, Message, RequestId};
 use serde::{Serialize, Serializer};
@@ -48,9 +48,9 @@ pub(super) struct Record<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) size: Option<usize>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub(super) params: Option<&'a Value>,
+    pub(super) params: Option<&'a Payload>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub(super) result: Option<&'a Value>,
+    pub(super) result: Option<&'a Payload>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) error: Option<ErrorPayload<'a>>,
 }
@@ -100,12 +100,14 @@ impl<'a> Record<'a> {
                 self.size = Some(json_size(msg));
                 match msg {
                     Message::Response(r) => {
-                        let is_error = r.result.get("isError").and_then(Value::as_bool);
+                        // One member read; the result stays unparsed.
+                        let is_error = r.result.member("isError").and_then(|v| v.as_bool());
                         self.outcome = Some(if is_error == Some(true) {
                             "tool_error"
                         } else {
                             "ok"
                         });
+                        // Written as it stands: unread, the sender's bytes.
                         self.result = payloads.then_some(&r.result);
                     }
                     Message::Error(e) => {

@@ -65,7 +65,7 @@ where
         record.method = msg.method();
         record.target(target);
         record.size = Some(json_size(msg));
-        record.params = msg.params().filter(|_| shared.payloads);
+        record.params = msg.payload().filter(|_| shared.payloads);
         // Written and flushed here, in `call`, before the message is passed
         // on: the record of a request exists before the server can act on it.
         let written = shared.sink.write_line(&record.to_line());

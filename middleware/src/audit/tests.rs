@@ -231,6 +231,31 @@ async fn outcomes_name_who_answered_and_how() {
 }
 
 #[tokio::test]
+async fn a_result_is_recorded_without_being_parsed() {
+    // A big result as it arrives from the server: the outcome line needs
+    // only isError, and the result must leave as the server's bytes.
+    let log = TempLog::new();
+    let svc = log.layer(json!({})).layer(answering(|_| {
+        let line = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"result":{{"content":[{{"type":"text","text":"{}"}}],"isError":true}}}}"#,
+            "x".repeat(100_000)
+        );
+        match crate::message::Incoming::parse(line.as_bytes()) {
+            Ok(crate::message::Incoming::Single(Ok(msg))) => Ok(Some(msg)),
+            other => panic!("a response, not {other:?}"),
+        }
+    }));
+    let out = svc.oneshot(call(1, "t")).await.expect("answered");
+    let Some(Message::Response(resp)) = &out else {
+        panic!("a response, not {out:?}");
+    };
+    assert!(resp.result.is_untouched());
+    let line = log.lines().pop().expect("a response line");
+    assert_eq!(line["outcome"], "tool_error");
+    assert!(line["size"].as_u64().is_some_and(|n| n > 100_000), "{line}");
+}
+
+#[tokio::test]
 async fn placed_first_it_records_the_refusals_of_later_layers() {
     let log = TempLog::new();
     let limit: RateLimitConfig =

@@ -414,6 +414,16 @@ impl Message {
         }
     }
 
+    /// `params` of a request or notification, as it stands: unlike
+    /// [`Self::params`], this does not parse it.
+    pub fn payload(&self) -> Option<&Payload> {
+        match self {
+            Self::Request(r) => r.params.as_ref(),
+            Self::Notification(n) => n.params.as_ref(),
+            Self::Response(_) | Self::Error(_) => None,
+        }
+    }
+
     /// A word for logs and audit lines.
     pub fn kind(&self) -> &'static str {
         match self {

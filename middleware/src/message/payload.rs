@@ -8,9 +8,11 @@
 //! what the peer receives is exactly what the layers checked (a duplicate
 //! key cannot show a layer one thing and the server another).
 
+use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde::ser::{Serialize, Serializer};
 use serde_json::value::RawValue;
 use serde_json::Value;
+use std::borrow::Cow;
 use std::fmt;
 use std::ops::{Deref, DerefMut};
 use std::sync::OnceLock;
@@ -57,9 +59,82 @@ impl Payload {
         }
     }
 
+    /// One member of an object, read without parsing the others, so a layer
+    /// that needs only `isError` leaves a 10 MB result as the sender's
+    /// bytes. `None` when this is not an object or has no such member; of
+    /// duplicate keys the last counts, as when the whole is parsed.
+    pub fn member(&self, name: &str) -> Option<Cow<'_, Value>> {
+        match (self.value.get(), &self.raw) {
+            (Some(value), _) => value.get(name).map(Cow::Borrowed),
+            (None, Some(raw)) => {
+                let mut de = serde_json::Deserializer::from_str(raw.get());
+                Member(name)
+                    .deserialize(&mut de)
+                    .ok()
+                    .flatten()
+                    .map(Cow::Owned)
+            }
+            (None, None) => None,
+        }
+    }
+
     /// Whether the payload is still the sender's bytes, unread.
     pub fn is_untouched(&self) -> bool {
         self.value.get().is_none()
+    }
+}
+
+/// Reads the member named `.0` of an object, skipping the others.
+struct Member<'a>(&'a str);
+
+impl<'de> DeserializeSeed<'de> for Member<'_> {
+    type Value = Option<Value>;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Option<Value>, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Member<'_> {
+    type Value = Option<Value>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<Option<Value>, A::Error> {
+        let mut found = None;
+        while let Some(wanted) = access.next_key_seed(KeyIs(self.0))? {
+            if wanted {
+                found = Some(access.next_value()?);
+            } else {
+                access.next_value::<IgnoredAny>()?;
+            }
+        }
+        Ok(found)
+    }
+}
+
+/// Whether a key is `.0`, compared without allocating.
+struct KeyIs<'a>(&'a str);
+
+impl<'de> DeserializeSeed<'de> for KeyIs<'_> {
+    type Value = bool;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<bool, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl Visitor<'_> for KeyIs<'_> {
+    type Value = bool;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a member name")
+    }
+
+    fn visit_str<E: serde::de::Error>(self, key: &str) -> Result<bool, E> {
+        Ok(key == self.0)
     }
 }
 
@@ -143,8 +218,9 @@ impl Serialize for Payload {
 /// no such escape. Only a line that fails one is walked string by string.
 pub(crate) fn raw_safe(line: &[u8]) -> Option<&str> {
     let text = std::str::from_utf8(line).ok()?;
-    let opens = line.iter().filter(|&&b| b == b'{' || b == b'[').count();
-    let maybe_deep = opens >= DEPTH_LIMIT;
+    let maybe_deep = memchr::memchr2_iter(b'{', b'[', line)
+        .nth(DEPTH_LIMIT - 1)
+        .is_some();
     let maybe_surrogate = memchr::memchr_iter(b'\\', line)
         .any(|at| matches!(line.get(at + 1..at + 3), Some([b'u', b'd' | b'D'])));
     if (maybe_deep || maybe_surrogate) && !walk_safe(line) {

@@ -260,3 +260,29 @@ fn jsonrpc_is_compared_as_text_whatever_its_spelling() {
         assert_eq!(invalid.id, Some(RequestId::from(1u64)));
     }
 }
+
+#[test]
+fn one_member_is_read_without_parsing_the_rest() {
+    let msg = single(
+        br#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"big"}],"isError":false,"isError":true}}"#,
+    );
+    let Message::Response(resp) = &msg else {
+        panic!("a response");
+    };
+    // The last of duplicate keys, as a whole parse gives.
+    assert_eq!(resp.result.member("isError").as_deref(), Some(&json!(true)));
+    assert_eq!(resp.result.member("missing"), None);
+    assert!(
+        resp.result.is_untouched(),
+        "member() must not parse the whole"
+    );
+    // Not an object: no members.
+    let list = single(br#"{"jsonrpc":"2.0","id":2,"result":[1,2]}"#);
+    let Message::Response(list) = &list else {
+        panic!("a response");
+    };
+    assert_eq!(list.result.member("0"), None);
+    // Once parsed, read from the value.
+    let parsed = Payload::from(json!({"isError": true}));
+    assert_eq!(parsed.member("isError").as_deref(), Some(&json!(true)));
+}
