@@ -221,8 +221,7 @@ pub(crate) fn raw_safe(line: &[u8]) -> Option<&str> {
     let maybe_deep = memchr::memchr2_iter(b'{', b'[', line)
         .nth(DEPTH_LIMIT - 1)
         .is_some();
-    let maybe_surrogate = memchr::memchr_iter(b'\\', line)
-        .any(|at| matches!(line.get(at + 1..at + 3), Some([b'u', b'd' | b'D'])));
+    let maybe_surrogate = memchr::memchr_iter(b'\\', line).any(|at| surrogate_escape_at(line, at));
     if (maybe_deep || maybe_surrogate) && !walk_safe(line) {
         return None;
     }
@@ -251,8 +250,7 @@ fn walk_safe(line: &[u8]) -> bool {
                         }
                         Some(at) => {
                             let escape = i + at;
-                            if matches!(line.get(escape + 1..escape + 3), Some([b'u', b'd' | b'D']))
-                            {
+                            if surrogate_escape_at(line, escape) {
                                 return false;
                             }
                             i = escape + 2;
@@ -272,4 +270,10 @@ fn walk_safe(line: &[u8]) -> bool {
         i += 1;
     }
     true
+}
+
+/// Whether the backslash at `at` starts a `\uD...` escape (the range that
+/// holds the surrogates; the rest of it is rare enough to check whole).
+fn surrogate_escape_at(line: &[u8], at: usize) -> bool {
+    matches!(line.get(at + 1..at + 3), Some([b'u', b'd' | b'D']))
 }

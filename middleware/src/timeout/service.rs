@@ -1,7 +1,7 @@
 //! [`Timeout`]: races each client request against its deadline.
 
 use super::layer::Shared;
-use crate::message::method;
+use crate::message::{method, Payload};
 use crate::units::DisplayDuration;
 use crate::ResponseFuture;
 use crate::{BoxError, Direction, Envelope, ErrorCode, ErrorObject, Message, RequestId};
@@ -65,13 +65,13 @@ where
             // Deadlines are for the client's requests; the server's requests
             // (sampling, elicitation) wait on a human and pass untimed.
             (Direction::ToServer, Message::Request(req)) => match rules.deadline_for(req) {
-                Some(limit) => (limit, req.id.clone(), progress_token(req.params.as_deref())),
+                Some(limit) => (limit, req.id.clone(), progress_token(req.params.as_ref())),
                 None => return Box::pin(self.inner.call(env)),
             },
             (Direction::ToClient, Message::Notification(n))
                 if rules.reset_on_progress && n.method == method::NOTIFICATION_PROGRESS =>
             {
-                if let Some(token) = progress_token_of_notification(n.params.as_deref()) {
+                if let Some(token) = progress_token_of_notification(n.params.as_ref()) {
                     self.shared.progressed(&token);
                 }
                 return Box::pin(self.inner.call(env));
@@ -185,12 +185,13 @@ async fn next_progress(notify: Option<&Notify>) {
     }
 }
 
-/// `params._meta.progressToken` of a request.
-fn progress_token(params: Option<&Value>) -> Option<RequestId> {
-    RequestId::from_value(params?.get("_meta")?.get("progressToken")?)
+/// `params._meta.progressToken` of a request. Only `_meta` is read: the
+/// arguments (a file's contents, say) stay unparsed.
+fn progress_token(params: Option<&Payload>) -> Option<RequestId> {
+    RequestId::from_value(params?.member("_meta")?.get("progressToken")?)
 }
 
 /// `params.progressToken` of a `notifications/progress`.
-fn progress_token_of_notification(params: Option<&Value>) -> Option<RequestId> {
-    RequestId::from_value(params?.get("progressToken")?)
+fn progress_token_of_notification(params: Option<&Payload>) -> Option<RequestId> {
+    RequestId::from_value(&*params?.member("progressToken")?)
 }
