@@ -5,7 +5,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use mcp_chain_fuzz::{round_trips, values_match};
-use mcp_chain_middleware::message::Incoming;
+use mcp_chain_middleware::message::{Incoming, Item, Payload};
 use mcp_chain_middleware::Message;
 use serde_json::Value;
 
@@ -27,6 +27,9 @@ fuzz_target!(|data: &[u8]| {
             }
         };
         round_trips(&message);
+        if let Message::Response(resp) = &message {
+            lists_edit_alike(&resp.result);
+        }
         // to_value and the writer agree.
         let mut line = Vec::new();
         message.write_line(&mut line);
@@ -42,3 +45,30 @@ fuzz_target!(|data: &[u8]| {
         );
     }
 });
+
+/// Editing list items on the sender's text gives what editing the parsed
+/// value gives: the same items kept, the same members changed.
+fn lists_edit_alike(result: &Payload) {
+    let mut parsed = Payload::from(result.clone().into_value());
+    let mut raw = result.clone();
+    for payload in [&mut raw, &mut parsed] {
+        for key in ["a", "tools"] {
+            payload.edit_items(key, edit);
+            payload.edit_items(key, |item| item.str_member("b").is_none());
+        }
+    }
+    let text = serde_json::to_string(&raw).expect("a payload serializes");
+    let raw: Value = serde_json::from_str(&text).expect("edited text is JSON");
+    assert!(values_match(&raw, &parsed), "{raw} vs {:?}", *parsed);
+}
+
+fn edit(item: &mut Item<'_>) -> bool {
+    let Some(name) = item.str_member("name").map(|n| n.into_owned()) else {
+        return true;
+    };
+    if let Some(Value::Object(map)) = item.get_mut("x") {
+        map.insert("seen".into(), true.into());
+    }
+    item.insert("name", format!("{name}!").into());
+    name.len() % 2 == 0
+}

@@ -21,7 +21,8 @@
 //! `notification`); every request gets a second line when its answer comes
 //! back (`kind` = `response`), carrying the request's `direction`, `id`,
 //! `method` and target so the two pair up. `outcome` is one of `ok`,
-//! `tool_error` (a result with `isError: true`), `error` (with `code`),
+//! `tool_error` (a `tools/call` or `tasks/result` result with `isError:
+//! true`), `error` (with `code`),
 //! `denied`, `rate_limited` or `timed_out` (answered by the mcp-chain
 //! layer named in `layer`, with `reason`, read from the answer's
 //! `error.data`), `cancelled` (no answer, as the protocol wants for a

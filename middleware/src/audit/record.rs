@@ -1,7 +1,7 @@
 //! One audit line: what it holds, how the outcome is read from an answer,
 //! and the timestamp format.
 
-use crate::message::{ErrorObject, Payload};
+use crate::message::{method, ErrorObject, Payload};
 use crate::target::Target;
 use crate::{BoxError, Direction, ErrorCode, Message, RequestId};
 use serde::{Serialize, Serializer};
@@ -100,13 +100,14 @@ impl<'a> Record<'a> {
                 self.size = Some(json_size(msg));
                 match msg {
                     Message::Response(r) => {
-                        // One member read; the result stays unparsed.
-                        let is_error = r.result.member("isError").and_then(|v| v.as_bool());
-                        self.outcome = Some(if is_error == Some(true) {
-                            "tool_error"
-                        } else {
-                            "ok"
-                        });
+                        // `isError` belongs to tool results (also as a
+                        // task's result). One member read: the result stays
+                        // unparsed, and a listing is not searched for it.
+                        let is_error =
+                            matches!(self.method, Some(method::TOOLS_CALL | method::TASKS_RESULT))
+                                && r.result.member("isError").and_then(|v| v.as_bool())
+                                    == Some(true);
+                        self.outcome = Some(if is_error { "tool_error" } else { "ok" });
                         // Written as it stands: unread, the sender's bytes.
                         self.result = payloads.then_some(&r.result);
                     }

@@ -256,6 +256,27 @@ async fn a_result_is_recorded_without_being_parsed() {
 }
 
 #[tokio::test]
+async fn only_tool_results_are_tool_errors() {
+    // `isError` means a failed tool run only in a tool's result; a listing
+    // that happens to carry the word is an ordinary answer.
+    for (method, outcome) in [
+        (method::TOOLS_CALL, "tool_error"),
+        (method::TASKS_RESULT, "tool_error"),
+        (method::TOOLS_LIST, "ok"),
+        (method::RESOURCES_READ, "ok"),
+    ] {
+        let log = TempLog::new();
+        let svc = log.layer(json!({})).layer(answering(|id| {
+            Ok(Some(Message::response(id, json!({"isError": true}))))
+        }));
+        let request = Message::request(1, method, Some(json!({})));
+        let _ = svc.oneshot(Envelope::new(Direction::ToServer, request)).await;
+        let line = log.lines().pop().expect("a response line");
+        assert_eq!(line["outcome"], outcome, "{method}");
+    }
+}
+
+#[tokio::test]
 async fn placed_first_it_records_the_refusals_of_later_layers() {
     let log = TempLog::new();
     let limit: RateLimitConfig =

@@ -1,10 +1,10 @@
 //! What the filter allows, and how a denial looks: exactly like the item or
 //! method being missing, so a client learns nothing about what is hidden.
 
-use crate::message::{method, ErrorCode, ErrorObject, Message, RequestId};
+use crate::message::{method, ErrorCode, ErrorObject, Message, Payload, RequestId};
 use crate::pattern::PatternList;
 use crate::target::Target;
-use serde_json::{json, Value};
+use serde_json::json;
 
 /// The name this layer gives in `data.layer`.
 pub(super) const LAYER: &str = "filter";
@@ -90,7 +90,7 @@ impl Policy {
     /// Removes hidden items from a list result in place. Everything else in
     /// the result (`nextCursor`, `_meta`, unknown fields) is left as it is:
     /// each page is filtered on its own and keeps its cursor.
-    pub(super) fn prune(&self, listing: Listing, result: &mut Value) {
+    pub(super) fn prune(&self, listing: Listing, result: &mut Payload) {
         match listing {
             Listing::Tools => self.prune_array(result, TOOLS, |n| self.tools.allows(n)),
             Listing::Resources => self.prune_array(result, RESOURCES, |u| self.resources.allows(u)),
@@ -111,16 +111,15 @@ impl Policy {
 
     fn prune_array(
         &self,
-        result: &mut Value,
+        result: &mut Payload,
         (key, field): (&str, &str),
         keep: impl Fn(&str) -> bool,
     ) {
-        let Some(Value::Array(items)) = result.get_mut(key) else {
-            return;
-        };
         // An item without the field is judged by the empty string: kept by a
         // deny list, dropped by an allow list that does not match "".
-        items.retain(|item| keep(item.get(field).and_then(Value::as_str).unwrap_or("")));
+        result.edit_items(key, |item| {
+            keep(&item.str_member(field).unwrap_or_default())
+        });
     }
 }
 

@@ -16,12 +16,15 @@
 
 mod error;
 mod id;
+mod items;
 pub mod method;
 mod payload;
 mod peek;
+mod scan;
 
 pub use error::{ErrorCode, ErrorObject};
 pub use id::RequestId;
+pub use items::Item;
 pub use payload::Payload;
 pub use peek::response_id;
 

@@ -8,7 +8,8 @@
 //! what the peer receives is exactly what the layers checked (a duplicate
 //! key cannot show a layer one thing and the server another).
 
-use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
+use super::items::{self, Edited, Item, ListIndex, NoList};
+use super::scan;
 use serde::ser::{Serialize, Serializer};
 use serde_json::value::RawValue;
 use serde_json::Value;
@@ -23,6 +24,9 @@ pub struct Payload {
     raw: Option<Box<RawValue>>,
     /// The parsed value, once someone looked.
     value: OnceLock<Value>,
+    /// Where the items of a list are in `raw`, when a layer edited them:
+    /// the next layer to edit the same list need not find them again.
+    index: Option<Box<ListIndex>>,
 }
 
 impl Payload {
@@ -32,6 +36,7 @@ impl Payload {
         Self {
             raw: Some(raw),
             value: OnceLock::new(),
+            index: None,
         }
     }
 
@@ -67,14 +72,59 @@ impl Payload {
         match (self.value.get(), &self.raw) {
             (Some(value), _) => value.get(name).map(Cow::Borrowed),
             (None, Some(raw)) => {
-                let mut de = serde_json::Deserializer::from_str(raw.get());
-                Member(name)
-                    .deserialize(&mut de)
+                let text = raw.get();
+                let mut members = Vec::new();
+                scan::object(text.as_bytes(), 0, &mut members)?;
+                let (_, value) = members
+                    .iter()
+                    .rev()
+                    .find(|(key, _)| scan::unquote(&text[key.clone()]).as_deref() == Some(name))?;
+                serde_json::from_str(&text[value.clone()])
                     .ok()
-                    .flatten()
                     .map(Cow::Owned)
             }
             (None, None) => None,
+        }
+    }
+
+    /// Edits the items of the array member `key` (`tools`, `prompts`, …) of
+    /// an object payload, one by one; an item is kept when `edit` returns
+    /// true. Items are read member by member and the rest of the payload
+    /// stays the sender's bytes (see [`Item`]), so a layer renaming 1,000
+    /// tools does not parse their schemas. Nothing happens when there is no
+    /// such array.
+    pub fn edit_items(&mut self, key: &str, mut edit: impl FnMut(&mut Item<'_>) -> bool) {
+        if let (None, Some(raw)) = (self.value.get(), &self.raw) {
+            let scanned;
+            let index = match &self.index {
+                Some(index) if index.is_for(key) => index,
+                _ => match ListIndex::scan(raw.get(), key) {
+                    Ok(index) => {
+                        scanned = index;
+                        &scanned
+                    }
+                    Err(NoList::Absent) => return,
+                    Err(NoList::Ambiguous) => return self.edit_parsed(key, edit),
+                },
+            };
+            if let Edited::Changed(text, index) = items::edit(raw.get(), index, &mut edit) {
+                #[allow(unsafe_code)]
+                // SAFETY: `items::edit` writes valid JSON without blanks
+                // around it: the sender's pieces, checked by serde_json when
+                // the line was read, and serde_json's own output, joined by
+                // the punctuation between them.
+                let raw = unsafe { RawValue::from_string_unchecked(text) };
+                self.raw = Some(raw);
+                self.index = Some(Box::new(index));
+            }
+            return;
+        }
+        self.edit_parsed(key, edit);
+    }
+
+    fn edit_parsed(&mut self, key: &str, mut edit: impl FnMut(&mut Item<'_>) -> bool) {
+        if let Some(Value::Array(items)) = (**self).get_mut(key) {
+            items.retain_mut(|item| edit(&mut Item::in_place(item)));
         }
     }
 
@@ -84,65 +134,12 @@ impl Payload {
     }
 }
 
-/// Reads the member named `.0` of an object, skipping the others.
-struct Member<'a>(&'a str);
-
-impl<'de> DeserializeSeed<'de> for Member<'_> {
-    type Value = Option<Value>;
-
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Option<Value>, D::Error> {
-        d.deserialize_map(self)
-    }
-}
-
-impl<'de> Visitor<'de> for Member<'_> {
-    type Value = Option<Value>;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("an object")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<Option<Value>, A::Error> {
-        let mut found = None;
-        while let Some(wanted) = access.next_key_seed(KeyIs(self.0))? {
-            if wanted {
-                found = Some(access.next_value()?);
-            } else {
-                access.next_value::<IgnoredAny>()?;
-            }
-        }
-        Ok(found)
-    }
-}
-
-/// Whether a key is `.0`, compared without allocating.
-struct KeyIs<'a>(&'a str);
-
-impl<'de> DeserializeSeed<'de> for KeyIs<'_> {
-    type Value = bool;
-
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<bool, D::Error> {
-        d.deserialize_str(self)
-    }
-}
-
-impl Visitor<'_> for KeyIs<'_> {
-    type Value = bool;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a member name")
-    }
-
-    fn visit_str<E: serde::de::Error>(self, key: &str) -> Result<bool, E> {
-        Ok(key == self.0)
-    }
-}
-
 impl From<Value> for Payload {
     fn from(value: Value) -> Self {
         Self {
             raw: None,
             value: OnceLock::from(value),
+            index: None,
         }
     }
 }
@@ -160,6 +157,7 @@ impl DerefMut for Payload {
         self.force();
         // Changed (or about to be): the bytes no longer say what it holds.
         self.raw = None;
+        self.index = None;
         self.value.get_mut().expect("forced just above")
     }
 }
@@ -169,6 +167,8 @@ impl Clone for Payload {
         Self {
             raw: self.raw.clone(),
             value: self.value.clone(),
+            // A cache: the copy finds the list again if it is edited.
+            index: None,
         }
     }
 }
@@ -238,11 +238,12 @@ fn walk_safe(line: &[u8]) -> bool {
     while i < line.len() {
         match line[i] {
             b'"' => {
-                // Jump from quote or backslash to the next: long strings
-                // (a 10 MB result) are scanned at memchr speed.
+                // Jump from quote or backslash to the next: short strings
+                // eight bytes at a time, long ones (a 10 MB result) at
+                // memchr speed.
                 i += 1;
                 loop {
-                    match memchr::memchr2(b'"', b'\\', &line[i.min(line.len())..]) {
+                    match scan::quote_or_backslash(&line[i.min(line.len())..]) {
                         None => return true,
                         Some(at) if line[i + at] == b'"' => {
                             i += at;

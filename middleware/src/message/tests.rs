@@ -286,3 +286,170 @@ fn one_member_is_read_without_parsing_the_rest() {
     let parsed = Payload::from(json!({"isError": true}));
     assert_eq!(parsed.member("isError").as_deref(), Some(&json!(true)));
 }
+
+/// The result of `line`, as received (raw) and as already parsed.
+fn both_results(line: &str) -> (Payload, Payload) {
+    let Message::Response(resp) = single(line.as_bytes()) else {
+        panic!("a response");
+    };
+    let parsed = Payload::from(resp.result.clone().into_value());
+    (resp.result, parsed)
+}
+
+/// What a rewrite and a filter do to a list: rename with a prefix, describe
+/// one item anew, drop what is named `*secret*`.
+fn rename(item: &mut Item<'_>) -> bool {
+    let Some(name) = item.str_member("name").map(|n| n.into_owned()) else {
+        return true;
+    };
+    item.insert("name", format!("b_{name}").into());
+    if name == "two" {
+        item.insert("description", "new".into());
+        if let Some(Value::Object(props)) = item
+            .get_mut("inputSchema")
+            .and_then(|s| s.get_mut("properties"))
+        {
+            props.remove("hidden");
+        }
+    }
+    true
+}
+
+fn drop_secret(item: &mut Item<'_>) -> bool {
+    !item
+        .str_member("name")
+        .unwrap_or_default()
+        .contains("secret")
+}
+
+#[test]
+fn list_items_are_edited_as_a_parsed_value_would_be() {
+    // Blanks, escapes in keys and strings, nesting, items that are not
+    // objects, items without a name, a name twice in an item, members
+    // around the list.
+    let line = r#"{"jsonrpc":"2.0","id":1,"result":{ "_meta" : {"a":[1,{"b":"]"}]},
+        "tools" : [ {"name":"one","x":[1, 2]} , {"na\u006de":"two","description":"old",
+        "inputSchema":{"type":"object","properties":{"hidden":{},"kept":{"d":"\"}"}}}},
+        {"name":"my_secret"}, 42, "text", null, {"title":"nameless"},
+        {"name":"dup","name":"twice_secret"}, {"name":"t\u00e9l\u00e9"} ],
+        "nextCursor":"c"}}"#
+        .replace('\n', " ");
+    let (mut raw, mut parsed) = both_results(&line);
+    for payload in [&mut raw, &mut parsed] {
+        payload.edit_items("tools", rename);
+        payload.edit_items("tools", drop_secret);
+    }
+    assert!(!parsed.is_untouched());
+    let expected = json!({"_meta": {"a": [1, {"b": "]"}]}, "tools": [
+        {"name": "b_one", "x": [1, 2]},
+        {"name": "b_two", "description": "new",
+            "inputSchema": {"type": "object", "properties": {"kept": {"d": "\"}"}}}},
+        42, "text", null, {"title": "nameless"},
+        {"name": "b_télé"}], "nextCursor": "c"});
+    assert_eq!(*parsed, expected);
+    let text = serde_json::to_string(&raw).expect("serializes");
+    assert_eq!(
+        serde_json::from_str::<Value>(&text).expect("valid JSON"),
+        expected
+    );
+    // Everything the layers did not touch is the sender's text.
+    assert!(
+        text.starts_with(r#"{"_meta":{"a":[1,{"b":"]"}]},"tools":[{"name":"b_one","x":[1, 2]}"#),
+        "{text}"
+    );
+    assert!(
+        text.ends_with(
+            r#",42,"text",null,{"title":"nameless"},{"name":"b_télé"}],"nextCursor":"c"}"#
+        ),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_list_nobody_changed_stays_the_senders_bytes() {
+    let line = r#"{"jsonrpc":"2.0","id":1,"result":{"tools":[ {"name":"a" }, {"name":"b"}]}}"#;
+    let (mut raw, _) = both_results(line);
+    raw.edit_items("tools", |_| true);
+    raw.edit_items("prompts", |_| false);
+    assert!(raw.is_untouched());
+    let msg = Message::Response(Response {
+        id: 1.into(),
+        result: raw,
+        extra: Map::new(),
+    });
+    assert!(written(&msg).contains(r#"[ {"name":"a" }, {"name":"b"}]"#));
+}
+
+#[test]
+fn a_result_with_a_key_twice_is_edited_as_parsed() {
+    // serde_json keeps the last "tools": so must the edit.
+    let line = r#"{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"x"}],"tools":[{"name":"y"},{"name":"z_secret"}]}}"#;
+    let (mut raw, _) = both_results(line);
+    raw.edit_items("tools", rename);
+    raw.edit_items("tools", drop_secret);
+    assert_eq!(*raw, json!({"tools": [{"name": "b_y"}]}));
+}
+
+#[test]
+fn a_list_that_is_not_an_array_is_left_alone() {
+    for result in [
+        r#"{"tools":{"name":"a"}}"#,
+        r#"{"tools":"a"}"#,
+        r#"[{"name":"a"}]"#,
+        "7",
+    ] {
+        let line = format!(r#"{{"jsonrpc":"2.0","id":1,"result":{result}}}"#);
+        let (mut raw, _) = both_results(&line);
+        raw.edit_items("tools", |_| false);
+        assert!(raw.is_untouched(), "{result}");
+        assert_eq!(serde_json::to_string(&raw).expect("serializes"), result);
+    }
+}
+
+#[test]
+fn a_second_edit_reads_what_the_first_wrote() {
+    // The second edit uses the positions the first recorded; it must see
+    // the new names, and an edit after a drop must still line up.
+    let tools: Vec<Value> = (0..50)
+        .map(|i| json!({"name": format!("t{i}"), "description": "d \"q\" \\ é", "n": i}))
+        .collect();
+    let line =
+        serde_json::to_string(&json!({"jsonrpc":"2.0","id":1,"result":{"tools":tools,"x":1}}))
+            .expect("serializes");
+    let (mut raw, mut parsed) = both_results(&line);
+    for payload in [&mut raw, &mut parsed] {
+        // Some items changed, some dropped, the rest copied: those move.
+        payload.edit_items("tools", |item| {
+            let name = item
+                .str_member("name")
+                .map(|n| n.into_owned())
+                .unwrap_or_default();
+            if name.ends_with('0') {
+                item.insert("seen", 1.into());
+            }
+            !name.ends_with('3')
+        });
+        payload.edit_items("tools", rename);
+        payload.edit_items("tools", |item| {
+            item.str_member("name")
+                .is_some_and(|n| n.starts_with("b_t"))
+        });
+        payload.edit_items("tools", |item| {
+            item.insert(
+                "name",
+                item.str_member("name").map(|n| n.to_uppercase()).into(),
+            );
+            true
+        });
+    }
+    assert_eq!(*raw, *parsed);
+    assert_eq!(raw["tools"].as_array().map(Vec::len), Some(45));
+    assert_eq!(
+        raw["tools"][0],
+        json!({"name": "B_T0", "description": "d \"q\" \\ é", "n": 0, "seen": 1})
+    );
+    assert_eq!(
+        raw["tools"][1],
+        json!({"name": "B_T1", "description": "d \"q\" \\ é", "n": 1})
+    );
+}

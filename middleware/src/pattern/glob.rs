@@ -10,6 +10,7 @@
 //! add 1.5 MiB of RSS for it).
 
 use super::Syntax;
+use memchr::memmem::Finder;
 
 /// One piece of a glob.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -56,8 +57,25 @@ impl Piece {
 #[derive(Debug, Clone)]
 pub(super) struct Glob {
     pieces: Vec<Piece>,
-    /// The whole glob when it has no wildcard: matched by comparison.
-    literal: Option<String>,
+    /// How it is matched.
+    shape: Shape,
+}
+
+/// The common globs have shapes matched without running the NFA.
+#[derive(Debug, Clone)]
+enum Shape {
+    /// No wildcard: compared as a string.
+    Literal(String),
+    /// Literal parts between runs that take any character (`*secret*`,
+    /// `read_*`, `*`): a prefix, a suffix, and the parts between them
+    /// found in order, each as early as it occurs.
+    Parts {
+        prefix: String,
+        middle: Vec<Finder<'static>>,
+        suffix: String,
+    },
+    /// Anything else: the NFA.
+    Pieces,
 }
 
 /// Pieces tracked on the stack; a longer glob tracks them in a `Vec`.
@@ -88,14 +106,8 @@ impl Glob {
                 lit => Piece::Char(lit),
             });
         }
-        let literal = pieces
-            .iter()
-            .map(|p| match p {
-                Piece::Char(c) => Some(*c),
-                _ => None,
-            })
-            .collect();
-        Ok(Self { pieces, literal })
+        let shape = Shape::of(&pieces);
+        Ok(Self { pieces, shape })
     }
 
     #[cfg(test)]
@@ -105,8 +117,14 @@ impl Glob {
 
     /// Whether the whole of `text` matches.
     pub(super) fn is_match(&self, text: &str) -> bool {
-        if let Some(literal) = &self.literal {
-            return text == literal;
+        match &self.shape {
+            Shape::Literal(literal) => return text == literal,
+            Shape::Parts {
+                prefix,
+                middle,
+                suffix,
+            } => return parts_match(prefix, middle, suffix, text),
+            Shape::Pieces => {}
         }
         let states = self.pieces.len() + 1;
         if states <= ON_STACK {
@@ -153,6 +171,54 @@ impl Glob {
             }
         }
     }
+}
+
+impl Shape {
+    fn of(pieces: &[Piece]) -> Self {
+        let mut parts = vec![String::new()];
+        for piece in pieces {
+            match piece {
+                Piece::Char(c) => parts.last_mut().expect("never empty").push(*c),
+                Piece::Run { slash: true } => parts.push(String::new()),
+                _ => return Self::Pieces,
+            }
+        }
+        if parts.len() == 1 {
+            return Self::Literal(parts.swap_remove(0));
+        }
+        let suffix = parts.pop().expect("two or more");
+        let prefix = parts.remove(0);
+        let middle = parts
+            .iter()
+            .filter(|part| !part.is_empty())
+            .map(|part| Finder::new(part.as_bytes()).into_owned())
+            .collect();
+        Self::Parts {
+            prefix,
+            middle,
+            suffix,
+        }
+    }
+}
+
+/// `prefix`, then each of `middle` in order, then `suffix`, with anything
+/// around them.
+fn parts_match(prefix: &str, middle: &[Finder<'_>], suffix: &str, text: &str) -> bool {
+    let text = text.as_bytes();
+    if text.len() < prefix.len() + suffix.len()
+        || !text.starts_with(prefix.as_bytes())
+        || !text.ends_with(suffix.as_bytes())
+    {
+        return false;
+    }
+    let mut rest = &text[prefix.len()..text.len() - suffix.len()];
+    for part in middle {
+        match part.find(rest) {
+            Some(at) => rest = &rest[at + part.needle().len()..],
+            None => return false,
+        }
+    }
+    true
 }
 
 /// Reads a `[...]` class (the `[` already taken).

@@ -3,9 +3,10 @@
 
 use super::layer::Rules;
 use super::names::{check_name, Names};
-use crate::message::{method, ErrorCode, ErrorObject, Message, Request};
+use crate::message::{method, ErrorCode, ErrorObject, Item, Message, Payload, Request};
 use crate::target::REF_PROMPT;
 use serde_json::{json, Map, Value};
+use std::borrow::Cow;
 
 /// The name this layer gives in `data.layer`.
 const LAYER: &str = "rewrite";
@@ -150,16 +151,14 @@ impl Rules {
         }
     }
 
-    fn listing(&self, listing: Listing, result: &mut Value) {
+    fn listing(&self, listing: Listing, result: &mut Payload) {
         if matches!(listing, Listing::Tools | Listing::Discover) {
-            if let Some(Value::Array(tools)) = result.get_mut("tools") {
-                rename_items(&self.tools, tools, "tool");
-            }
+            result.edit_items("tools", |tool| rename_item(&self.tools, tool, "tool"));
         }
         if matches!(listing, Listing::Prompts | Listing::Discover) {
-            if let Some(Value::Array(prompts)) = result.get_mut("prompts") {
-                rename_items(&self.prompts, prompts, "prompt");
-            }
+            result.edit_items("prompts", |prompt| {
+                rename_item(&self.prompts, prompt, "prompt")
+            });
         }
     }
 
@@ -179,51 +178,45 @@ impl Rules {
     }
 }
 
-/// Renames the items of one list and applies their settings; drops an item
-/// whose name a rename of another item has taken.
-fn rename_items(names: &Names, items: &mut Vec<Value>, kind: &str) {
-    items.retain_mut(|item| {
-        let Some(upstream) = item.get("name").and_then(Value::as_str) else {
-            return true;
-        };
-        let upstream = upstream.to_owned();
-        let client = names.client_name(&upstream);
-        if names.shadowed(&upstream, &client) {
-            tracing::warn!(layer = LAYER, kind, name = %upstream,
-                "hidden: a renamed {kind} already has this name");
-            return false;
+/// Renames one item of a list and applies its settings. False (drop it)
+/// when a rename of another item has taken its name.
+fn rename_item(names: &Names, item: &mut Item<'_>, kind: &str) -> bool {
+    let Some(upstream) = item.str_member("name").map(Cow::into_owned) else {
+        return true;
+    };
+    let client = names.client_name(&upstream);
+    if names.shadowed(&upstream, &client) {
+        tracing::warn!(layer = LAYER, kind, name = %upstream,
+            "hidden: a renamed {kind} already has this name");
+        return false;
+    }
+    if client != upstream.as_str() {
+        if let Err(e) = check_name(&client) {
+            // Only a prefix on an upstream name can get here: renames were
+            // checked at load time.
+            tracing::warn!(layer = LAYER, kind, name = %upstream, "produced name: {e}");
         }
-        let Some(obj) = item.as_object_mut() else {
-            return true;
-        };
-        if client != upstream.as_str() {
-            if let Err(e) = check_name(&client) {
-                // Only a prefix on an upstream name can get here: renames
-                // were checked at load time.
-                tracing::warn!(layer = LAYER, kind, name = %upstream, "produced name: {e}");
-            }
-            obj.insert("name".into(), client.into_owned().into());
+        item.insert("name", client.into_owned().into());
+    }
+    if let Some(settings) = names.item(&upstream) {
+        if let Some(description) = &settings.description {
+            item.insert("description", description.clone().into());
         }
-        if let Some(settings) = names.item(&upstream) {
-            if let Some(description) = &settings.description {
-                obj.insert("description".into(), description.clone().into());
-            }
-            if kind == "tool" {
-                hide_in_schema(
-                    obj.get_mut("inputSchema"),
-                    &settings.arguments,
-                    &settings.defaults,
-                );
-            } else {
-                hide_in_prompt(
-                    obj.get_mut("arguments"),
-                    &settings.arguments,
-                    &settings.defaults,
-                );
-            }
+        if kind == "tool" {
+            hide_in_schema(
+                item.get_mut("inputSchema"),
+                &settings.arguments,
+                &settings.defaults,
+            );
+        } else {
+            hide_in_prompt(
+                item.get_mut("arguments"),
+                &settings.arguments,
+                &settings.defaults,
+            );
         }
-        true
-    })
+    }
+    true
 }
 
 /// An overridden argument is not the client's to give: drop it from the
