@@ -3,6 +3,7 @@
 use super::config::OnWriteError;
 use super::layer::Shared;
 use super::record::{json_size, millis, Record};
+use super::sink::Queued;
 use crate::target::Target;
 use crate::ResponseFuture;
 use crate::{BoxError, Direction, Envelope, ErrorCode, ErrorObject, Message, RequestId};
@@ -66,19 +67,16 @@ where
         record.target(target);
         record.size = Some(json_size(msg));
         record.params = msg.payload().filter(|_| shared.payloads);
-        // Written and flushed here, in `call`, before the message is passed
-        // on: the record of a request exists before the server can act on it.
-        let written = shared.sink.write_line(&record.to_line());
-
         let Message::Request(req) = msg else {
             // A notification (or a stray answer) cannot be refused: no one
-            // would hear of it. Log the failure and let it through.
-            if let Err(e) = written {
-                tracing::warn!(layer = LAYER, log = %shared.sink.describe().display(),
-                    error = %e, method = msg.method().unwrap_or(""), "audit line not written");
-            }
+            // would hear of it. Its line goes out with the others of this
+            // burst, before the proxy next waits for input.
+            shared.write_soon(&record.to_line());
             return Box::pin(self.inner.call(env));
         };
+        // Written here, in `call`, before the request is passed on: the
+        // record of a request exists before the peer can act on it.
+        let written = shared.sink.write_now(&record.to_line());
         if let Err(e) = written {
             tracing::warn!(layer = LAYER, log = %shared.sink.describe().display(),
                 error = %e, method = %req.method, id = %req.id, "audit line not written");
@@ -156,10 +154,7 @@ impl Pending {
     }
 
     fn write(&self, line: &[u8]) {
-        if let Err(e) = self.shared.sink.write_line(line) {
-            tracing::warn!(layer = LAYER, log = %self.shared.sink.describe().display(),
-                error = %e, id = %self.id, "audit line not written");
-        }
+        self.shared.write_soon(line);
     }
 }
 
@@ -171,5 +166,42 @@ impl Drop for Pending {
             let line = record.to_line();
             self.write(&line);
         }
+    }
+}
+
+// === impl Shared ===
+
+impl Shared {
+    /// Queues a line that need not be written before anything else happens
+    /// (an answer's, a notification's) and makes sure it is written soon:
+    /// by a task that runs once the messages in hand are dealt with, so a
+    /// burst of answers costs one write. Without a runtime (a test calling
+    /// the service by hand), at once.
+    pub(super) fn write_soon(self: &Arc<Self>, line: &[u8]) {
+        match self.sink.write_later(line) {
+            Queued::Done => {}
+            Queued::Failed(e) => self.not_written(&e),
+            Queued::NeedsFlush => match tokio::runtime::Handle::try_current() {
+                Ok(runtime) => {
+                    let shared = self.clone();
+                    runtime.spawn(async move {
+                        tokio::task::yield_now().await;
+                        shared.flush();
+                    });
+                }
+                Err(_) => self.flush(),
+            },
+        }
+    }
+
+    fn flush(&self) {
+        if let Err(e) = self.sink.flush() {
+            self.not_written(&e);
+        }
+    }
+
+    fn not_written(&self, e: &std::io::Error) {
+        tracing::warn!(layer = LAYER, log = %self.sink.describe().display(),
+            error = %e, "audit lines not written");
     }
 }

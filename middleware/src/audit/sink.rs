@@ -8,64 +8,146 @@ use std::sync::{Mutex, PoisonError};
 /// `path = "-"`: write to stderr.
 pub(super) const STDERR: &str = "-";
 
-/// The audit log. Writes are whole lines, made under a lock, so lines from
-/// concurrent requests never interleave.
+/// Queued lines written at once when they reach this size.
+const FLUSH_AT: usize = 64 * 1024;
+
+/// The audit log. Lines are added under a lock, so lines from concurrent
+/// requests never interleave, and written in order: a request's line at
+/// once, with any queued before it; the others (answers, notifications)
+/// queued and written together at the end of the burst that made them, one
+/// write(2) for many lines instead of one each.
 #[derive(Debug)]
-pub(super) enum Sink {
+pub(super) struct Sink {
+    /// The file's path, or `stderr`.
+    path: PathBuf,
+    log: Mutex<Log>,
+}
+
+#[derive(Debug)]
+struct Log {
+    out: Out,
+    /// Lines not written yet.
+    queued: Vec<u8>,
+}
+
+#[derive(Debug)]
+enum Out {
     Stderr,
     /// Opened with `O_APPEND`: every write lands at the end, even when
     /// another process (a second proxy, logrotate's copytruncate) writes too.
-    File {
-        path: PathBuf,
-        file: Mutex<File>,
-    },
+    File(File),
+}
+
+/// What [`Sink::write_later`] did with a line.
+#[derive(Debug)]
+pub(super) enum Queued {
+    /// First in an empty queue: someone must [`flush`](Sink::flush) soon.
+    NeedsFlush,
+    /// Behind others, which someone already will flush, or written.
+    Done,
+    /// The queue was full and writing it failed.
+    Failed(io::Error),
 }
 
 impl Sink {
     /// Opens (creating with mode 0600: audit lines may hold arguments) the
     /// file at `path`, or stderr for `"-"`. An existing file keeps its mode.
     pub(super) fn open(path: &str) -> io::Result<Self> {
-        if path == STDERR {
-            return Ok(Self::Stderr);
-        }
-        let mut options = OpenOptions::new();
-        options.create(true).append(true);
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::OpenOptionsExt;
-            options.mode(0o600);
-        }
-        let file = options.open(path)?;
-        Ok(Self::File {
-            path: PathBuf::from(path),
-            file: Mutex::new(file),
+        let out = if path == STDERR {
+            Out::Stderr
+        } else {
+            let mut options = OpenOptions::new();
+            options.create(true).append(true);
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::OpenOptionsExt;
+                options.mode(0o600);
+            }
+            Out::File(options.open(path)?)
+        };
+        let path = PathBuf::from(if path == STDERR { "stderr" } else { path });
+        let log = Log {
+            out,
+            queued: Vec::new(),
+        };
+        Ok(Self {
+            path,
+            log: Mutex::new(log),
         })
     }
 
-    /// Writes one line and flushes it to the OS before returning, so the
-    /// line survives the proxy being killed the moment after.
-    pub(super) fn write_line(&self, line: &[u8]) -> io::Result<()> {
-        match self {
-            Self::Stderr => {
-                let mut err = io::stderr().lock();
-                err.write_all(line)?;
-                err.flush()
-            }
-            Self::File { file, .. } => {
-                // A panic mid-write leaves at worst a partial line; later
-                // lines still belong at the end, so keep writing.
-                let mut file = file.lock().unwrap_or_else(PoisonError::into_inner);
-                file.write_all(line)?;
-                file.flush()
-            }
+    /// Writes one line, after those queued, and hands it to the OS before
+    /// returning, so the line survives the proxy being killed the moment
+    /// after.
+    pub(super) fn write_now(&self, line: &[u8]) -> io::Result<()> {
+        let mut log = self.lock();
+        log.queued.extend_from_slice(line);
+        log.write()
+    }
+
+    /// Queues one line, to be written by the next [`write_now`] or
+    /// [`flush`](Self::flush), or at once when the queue is full.
+    ///
+    /// [`write_now`]: Self::write_now
+    pub(super) fn write_later(&self, line: &[u8]) -> Queued {
+        let mut log = self.lock();
+        let first = log.queued.is_empty();
+        log.queued.extend_from_slice(line);
+        if log.queued.len() >= FLUSH_AT {
+            // Whoever was to flush finds the queue empty; nothing is lost.
+            return match log.write() {
+                Ok(()) => Queued::Done,
+                Err(e) => Queued::Failed(e),
+            };
         }
+        if first {
+            Queued::NeedsFlush
+        } else {
+            Queued::Done
+        }
+    }
+
+    /// Writes the queued lines.
+    pub(super) fn flush(&self) -> io::Result<()> {
+        self.lock().write()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Log> {
+        // A panic mid-write leaves at worst a partial line; later lines
+        // still belong at the end, so keep writing.
+        self.log.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// For messages: the file's path, or `stderr`.
     pub(super) fn describe(&self) -> &Path {
-        match self {
-            Self::Stderr => Path::new("stderr"),
-            Self::File { path, .. } => path,
+        &self.path
+    }
+}
+
+impl Log {
+    /// Writes the queue out and empties it, also when writing fails: lines
+    /// that could not be written are reported, not kept to grow without
+    /// bound.
+    fn write(&mut self) -> io::Result<()> {
+        if self.queued.is_empty() {
+            return Ok(());
         }
+        let written = match &mut self.out {
+            Out::Stderr => io::stderr().lock().write_all(&self.queued),
+            Out::File(file) => file.write_all(&self.queued),
+        };
+        self.queued.clear();
+        if self.queued.capacity() > 4 * FLUSH_AT {
+            // One huge line (a payload) should not stay allocated.
+            self.queued = Vec::new();
+        }
+        written
+    }
+}
+
+impl Drop for Sink {
+    fn drop(&mut self) {
+        // The last answers of a session that ends before its flush ran.
+        let _ = self.lock().write();
     }
 }

@@ -27,7 +27,12 @@ impl TempLog {
             .to_owned()
     }
 
-    fn lines(&self) -> Vec<Value> {
+    /// The lines written so far, once the runtime has run what it had in
+    /// hand: the audit layer writes answers' lines at the end of a burst.
+    async fn lines(&self) -> Vec<Value> {
+        for _ in 0..4 {
+            tokio::task::yield_now().await;
+        }
         read_lines(&self.0)
     }
 
@@ -95,7 +100,7 @@ async fn request_line_is_on_disk_before_the_request_is_forwarded() {
     let answer = svc.oneshot(call(4, "search")).await.expect("answered");
     assert!(matches!(answer, Some(Message::Response(_))));
 
-    let lines = log.lines();
+    let lines = log.lines().await;
     assert_eq!(lines.len(), 2);
     let (req, resp) = (&lines[0], &lines[1]);
     assert_eq!(req["direction"], "client_to_server");
@@ -135,12 +140,13 @@ async fn file_is_created_0600_and_appended_to() {
         .mode();
     assert_eq!(mode & 0o777, 0o600);
     svc.oneshot(call(1, "a")).await.expect("ok");
+    assert_eq!(log.lines().await.len(), 2);
     // A second layer (a restart) appends to what is there.
     let svc = log
         .layer(json!({}))
         .layer(answering(|id| Ok(Some(Message::response(id, json!({}))))));
     svc.oneshot(call(2, "b")).await.expect("ok");
-    let ids: Vec<Value> = log.lines().iter().map(|l| l["id"].clone()).collect();
+    let ids: Vec<Value> = log.lines().await.iter().map(|l| l["id"].clone()).collect();
     assert_eq!(ids, vec![json!(1), json!(1), json!(2), json!(2)]);
 }
 
@@ -154,7 +160,7 @@ async fn payloads_are_recorded_when_asked() {
         )))
     }));
     svc.oneshot(call(1, "search")).await.expect("ok");
-    let lines = log.lines();
+    let lines = log.lines().await;
     assert_eq!(lines[0]["params"]["arguments"], json!({"q": "rust"}));
     assert_eq!(lines[1]["result"]["content"][0]["text"], "hi");
 }
@@ -167,7 +173,7 @@ async fn outcome_of(answer: Result<Option<Message>, BoxError>) -> Value {
         answer.lock().expect("lock").take().expect("answered once")
     }));
     let _ = svc.oneshot(call(1, "t")).await;
-    log.lines().pop().expect("a response line")
+    log.lines().await.pop().expect("a response line")
 }
 
 #[tokio::test]
@@ -250,7 +256,7 @@ async fn a_result_is_recorded_without_being_parsed() {
         panic!("a response, not {out:?}");
     };
     assert!(resp.result.is_untouched());
-    let line = log.lines().pop().expect("a response line");
+    let line = log.lines().await.pop().expect("a response line");
     assert_eq!(line["outcome"], "tool_error");
     assert!(line["size"].as_u64().is_some_and(|n| n > 100_000), "{line}");
 }
@@ -270,8 +276,10 @@ async fn only_tool_results_are_tool_errors() {
             Ok(Some(Message::response(id, json!({"isError": true}))))
         }));
         let request = Message::request(1, method, Some(json!({})));
-        let _ = svc.oneshot(Envelope::new(Direction::ToServer, request)).await;
-        let line = log.lines().pop().expect("a response line");
+        let _ = svc
+            .oneshot(Envelope::new(Direction::ToServer, request))
+            .await;
+        let line = log.lines().await.pop().expect("a response line");
         assert_eq!(line["outcome"], outcome, "{method}");
     }
 }
@@ -295,7 +303,7 @@ async fn placed_first_it_records_the_refusals_of_later_layers() {
             .await
             .expect("answered");
     }
-    let lines = log.lines();
+    let lines = log.lines().await;
     assert_eq!(lines.len(), 4);
     assert_eq!(lines[1]["outcome"], "ok");
     assert_eq!(
@@ -328,7 +336,7 @@ async fn notifications_and_server_requests_get_lines_too() {
         .call(Envelope::new(Direction::ToClient, sampling))
         .await
         .expect("ok");
-    let lines = log.lines();
+    let lines = log.lines().await;
     assert_eq!(lines.len(), 3);
     assert_eq!(
         (
@@ -367,7 +375,7 @@ async fn an_abandoned_request_still_gets_its_outcome_line() {
         }));
     let fut = svc.ready().await.expect("ready").call(call(1, "stuck"));
     drop(fut);
-    let lines = log.lines();
+    let lines = log.lines().await;
     assert_eq!(lines.len(), 2);
     assert_eq!(lines[1]["outcome"], "abandoned");
 }
@@ -457,4 +465,76 @@ fn config_errors_name_the_key() {
         .expect("parses")
         .validate()
         .is_ok());
+}
+
+#[test]
+fn queued_lines_go_out_in_order_before_a_request_line() {
+    use super::sink::{Queued, Sink};
+    let log = TempLog::new();
+    let sink = Sink::open(&log.path()).expect("opens");
+    assert!(matches!(
+        sink.write_later(b"{\"n\":1}\n"),
+        Queued::NeedsFlush
+    ));
+    assert!(matches!(sink.write_later(b"{\"n\":2}\n"), Queued::Done));
+    assert!(read_lines(&log.0).is_empty(), "queued, not written");
+    // A request's line is written at once, after what was queued.
+    sink.write_now(b"{\"n\":3}\n").expect("writes");
+    assert!(matches!(
+        sink.write_later(b"{\"n\":4}\n"),
+        Queued::NeedsFlush
+    ));
+    sink.flush().expect("writes");
+    assert!(matches!(
+        sink.write_later(b"{\"n\":5}\n"),
+        Queued::NeedsFlush
+    ));
+    // Whatever is queued when the layer goes away is written too.
+    drop(sink);
+    let n: Vec<Value> = read_lines(&log.0).iter().map(|l| l["n"].clone()).collect();
+    assert_eq!(n, (1..=5).map(Value::from).collect::<Vec<_>>());
+}
+
+#[test]
+fn a_full_queue_is_written_without_waiting_for_a_flush() {
+    use super::sink::Sink;
+    let log = TempLog::new();
+    let sink = Sink::open(&log.path()).expect("opens");
+    let line = format!("{{\"pad\":\"{}\"}}\n", "x".repeat(1000));
+    for _ in 0..100 {
+        let _ = sink.write_later(line.as_bytes());
+    }
+    // 100 KB queued: at least the first 64 KB were written on the way.
+    assert!(read_lines(&log.0).len() >= 60);
+}
+
+#[tokio::test]
+async fn answer_lines_are_written_once_the_burst_is_dealt_with() {
+    let log = TempLog::new();
+    let mut svc = log
+        .layer(json!({}))
+        .layer(answering(|id| Ok(Some(Message::response(id, json!({}))))));
+    for id in 1..=3 {
+        svc.ready()
+            .await
+            .expect("ready")
+            .call(call(id, "a"))
+            .await
+            .expect("answered");
+    }
+    // The three requests' lines were written as they passed; the answers'
+    // are queued behind the last one, and follow when the task yields.
+    let now: Vec<Value> = read_lines(&log.0)
+        .iter()
+        .map(|l| l["kind"].clone())
+        .collect();
+    assert_eq!(now.iter().filter(|k| *k == "request").count(), 3);
+    let kinds: Vec<Value> = log
+        .lines()
+        .await
+        .iter()
+        .map(|l| l["kind"].clone())
+        .collect();
+    assert_eq!(kinds.len(), 6);
+    assert_eq!(kinds.iter().filter(|k| *k == "response").count(), 3);
 }
