@@ -220,8 +220,8 @@ fn lines_the_raw_path_cannot_vouch_for_are_parsed_whole() {
     );
     assert!(Incoming::parse(deep.as_bytes()).is_err());
     // Many brackets but shallow (some inside a string, behind an escaped
-    // quote), and an escaped backslash before "ud": the quick checks
-    // hesitate, the exact walk clears them, the raw path stays.
+    // quote), and an escaped backslash before "ud": the walk clears them,
+    // the raw path stays.
     let wide = format!(
         r#"{{"jsonrpc":"2.0","id":1,"method":"m","params":{{"a":[{}],"s":"{}\"{}","p":"C:\\udev"}}}}"#,
         vec!["[]"; 100].join(","),
@@ -239,6 +239,39 @@ fn lines_the_raw_path_cannot_vouch_for_are_parsed_whole() {
         msg.params().and_then(|p| p.get("p")),
         Some(&json!("C:\\udev"))
     );
+}
+
+#[test]
+fn numbers_beyond_f64_are_refused_not_forwarded_unread() {
+    // serde_json refuses them when it reads the value; a payload skipped
+    // raw and read later by a layer would be unreadable there (a filter
+    // would judge a tools/call without its name). Refused like before.
+    for number in [
+        "1e999",
+        "-2.5E+400",
+        &"9".repeat(400),
+        "54775777777751e4775",
+    ] {
+        let line = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"secret","arguments":{{"x":{number}}}}}}}"#
+        );
+        assert!(Incoming::parse(line.as_bytes()).is_err(), "{number}");
+    }
+    // In range, or only spelled like a big number: the raw path.
+    for number in ["1e300", "1e-400", "-0.0e0", &"9".repeat(299), r#""1e999""#] {
+        let line = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"m","params":{{"x":{number}}}}}"#);
+        let Message::Request(req) = single(line.as_bytes()) else {
+            panic!("a request");
+        };
+        assert!(
+            req.params.as_ref().is_some_and(Payload::is_untouched),
+            "{number}"
+        );
+        assert!(
+            req.params.as_deref().is_some_and(|p| p["x"] != Value::Null),
+            "{number}"
+        );
+    }
 }
 
 #[test]
