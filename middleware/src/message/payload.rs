@@ -213,10 +213,17 @@ impl Serialize for Payload {
 /// no number too large for an `f64` (serde_json rejects `1e400` only when it
 /// reads the value). Skipped bytes that a layer later parsed would
 /// otherwise fail to parse, and a layer must never judge a payload it could
-/// not read. A line that fails is parsed whole, so a bad one gets the same
-/// -32700 as before. The line as text when it can.
+/// not read. Nor may it hold a line break. A line that fails is parsed
+/// whole, so a bad one gets the same -32700 as before. The line as text
+/// when it can.
 pub(crate) fn raw_safe(line: &[u8]) -> Option<&str> {
     let text = std::str::from_utf8(line).ok()?;
+    // A CR or LF can only be a blank between tokens (inside a string it
+    // must be escaped): copied raw, it would split the line we write. Such
+    // lines are rare (a framing that leaves a lone CR); they are re-encoded.
+    if memchr::memchr2(b'\n', b'\r', line).is_some() {
+        return None;
+    }
     walk_safe(line).then_some(text)
 }
 

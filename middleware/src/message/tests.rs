@@ -242,6 +242,21 @@ fn lines_the_raw_path_cannot_vouch_for_are_parsed_whole() {
 }
 
 #[test]
+fn a_line_break_between_tokens_is_not_copied_into_the_line_we_write() {
+    // Found by fuzzing: CR and LF are blanks to JSON; a payload kept raw
+    // would carry one into the middle of the line written out.
+    for blank in ["\r", "\n", "\r\n"] {
+        let line =
+            format!(r#"{{"jsonrpc":"2.0","id":1,"result":{{"a":1,{blank}"b":[2 {blank}]}}}}"#);
+        let msg = single(line.as_bytes());
+        let out = written(&msg);
+        assert_eq!(out.matches(['\r', '\n']).count(), 1, "{out:?}");
+        assert!(out.ends_with("\n"));
+        assert_eq!(msg.to_value()["result"], json!({"a": 1, "b": [2]}));
+    }
+}
+
+#[test]
 fn numbers_beyond_f64_are_refused_not_forwarded_unread() {
     // serde_json refuses them when it reads the value; a payload skipped
     // raw and read later by a layer would be unreadable there (a filter
