@@ -31,31 +31,17 @@ pub(super) fn object_with(
     out: &mut Vec<Span>,
     mut value_end: impl FnMut(Range<usize>, usize) -> Option<usize>,
 ) -> Option<usize> {
-    let mut i = skip_ws(b, at);
-    if b.get(i) != Some(&b'{') {
-        return None;
-    }
-    i = skip_ws(b, i + 1);
-    if b.get(i) == Some(&b'}') {
-        return Some(i + 1);
-    }
-    loop {
-        let key = i;
+    sequence(b, at, (b'{', b'}'), |key| {
         let key_end = string_end(b, key)?;
-        i = skip_ws(b, key_end);
-        if b.get(i) != Some(&b':') {
+        let colon = skip_ws(b, key_end);
+        if b.get(colon) != Some(&b':') {
             return None;
         }
-        let value = skip_ws(b, i + 1);
-        let value_end = value_end(key..key_end, value)?;
-        out.push((key..key_end, value..value_end));
-        i = skip_ws(b, value_end);
-        match b.get(i) {
-            Some(b',') => i = skip_ws(b, i + 1),
-            Some(b'}') => return Some(i + 1),
-            _ => return None,
-        }
-    }
+        let value = skip_ws(b, colon + 1);
+        let end = value_end(key..key_end, value)?;
+        out.push((key..key_end, value..end));
+        Some(end)
+    })
 }
 
 /// The elements of the array that starts at `at` (after any blanks), each
@@ -64,21 +50,33 @@ pub(super) fn object_with(
 pub(super) fn array(
     b: &[u8],
     at: usize,
-    mut element: impl FnMut(usize) -> Option<usize>,
+    element: impl FnMut(usize) -> Option<usize>,
+) -> Option<usize> {
+    sequence(b, at, (b'[', b']'), element)
+}
+
+/// A bracketed, comma-separated sequence starting at `at` (after any
+/// blanks): `item` reads one entry from where it starts and returns where
+/// it ends. Returns where the sequence ends.
+fn sequence(
+    b: &[u8],
+    at: usize,
+    (open, close): (u8, u8),
+    mut item: impl FnMut(usize) -> Option<usize>,
 ) -> Option<usize> {
     let mut i = skip_ws(b, at);
-    if b.get(i) != Some(&b'[') {
+    if b.get(i) != Some(&open) {
         return None;
     }
     i = skip_ws(b, i + 1);
-    if b.get(i) == Some(&b']') {
+    if b.get(i) == Some(&close) {
         return Some(i + 1);
     }
     loop {
-        i = skip_ws(b, element(i)?);
+        i = skip_ws(b, item(i)?);
         match b.get(i) {
             Some(b',') => i = skip_ws(b, i + 1),
-            Some(b']') => return Some(i + 1),
+            Some(&c) if c == close => return Some(i + 1),
             _ => return None,
         }
     }
