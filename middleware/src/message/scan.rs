@@ -139,7 +139,7 @@ pub(super) fn value_end(b: &[u8], at: usize) -> Option<usize> {
 
 /// Just past the string whose opening quote is at `at`.
 #[inline]
-pub(super) fn string_end(b: &[u8], at: usize) -> Option<usize> {
+fn string_end(b: &[u8], at: usize) -> Option<usize> {
     if b.get(at) != Some(&b'"') {
         return None;
     }
