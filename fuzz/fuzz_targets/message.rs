@@ -10,9 +10,27 @@ use mcp_chain_middleware::Message;
 use serde_json::Value;
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(incoming) = Incoming::parse(data) else {
+    // mcp-chain's own check of a line may refuse more than serde_json (the
+    // line is then parsed whole), never less; and either way the message
+    // read is the one serde_json reads.
+    let parsed = Incoming::parse(data);
+    let whole = serde_json::from_slice::<Value>(data);
+    assert_eq!(parsed.is_ok(), whole.is_ok(), "{parsed:?} vs {whole:?}");
+    let Ok(incoming) = parsed else {
         return;
     };
+    match (&incoming, whole) {
+        (Incoming::Single(read), Ok(value)) if value.is_object() => {
+            assert_eq!(read.as_ref(), Message::from_value(value).as_ref());
+        }
+        (Incoming::Batch(reads), Ok(Value::Array(values))) => {
+            assert_eq!(reads.len(), values.len());
+            for (read, value) in reads.iter().zip(values) {
+                assert_eq!(read.as_ref(), Message::from_value(value).as_ref());
+            }
+        }
+        _ => {}
+    }
     let items = match incoming {
         Incoming::Single(item) => vec![item],
         Incoming::Batch(items) => items,

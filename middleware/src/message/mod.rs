@@ -6,14 +6,17 @@
 //! everything it came with (`_meta`, `structuredContent`, fields from newer
 //! revisions).
 //!
-//! Parsing reads the envelope's members straight into the model; `params`
-//! and `result` stay the sender's bytes until a layer reads them. A line that
-//! path cannot take (not UTF-8, nested too deep, a `\uD800`-range escape) is
-//! parsed whole into a [`Value`] first. Either way serde_json keeps the last
-//! of duplicate keys and caps nesting at 128 levels, and a payload a layer
-//! read is written from what it read: what a layer checked is exactly what
-//! the peer receives.
+//! Parsing checks the line in one pass of our own ([`check`]), which also
+//! finds the envelope's members; they are read straight into the model, and
+//! `params` and `result` stay the sender's bytes until a layer reads them.
+//! A line that path cannot take (not UTF-8, nested too deep, a
+//! `\uD800`-range escape, a number beyond an `f64`, a line break between
+//! tokens, or not JSON at all) is parsed whole into a [`Value`] by
+//! serde_json, whose errors are then the ones reported. Either way the last
+//! of duplicate keys counts, and a payload a layer read is written from what
+//! it read: what a layer checked is exactly what the peer receives.
 
+mod check;
 mod error;
 mod id;
 mod items;
@@ -28,7 +31,7 @@ pub use items::Item;
 pub use payload::Payload;
 pub use peek::response_id;
 
-use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
+use check::{Node, Outline, Top};
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
@@ -102,37 +105,52 @@ impl Incoming {
     /// `params` and `result` are kept as the sender's bytes until a layer
     /// reads them (see [`Payload`]).
     pub fn parse(line: &[u8]) -> Result<Self, serde_json::Error> {
-        let Some(text) = payload::raw_safe(line) else {
-            return Self::parse_values(line);
-        };
-        let first = text.bytes().find(|b| !b.is_ascii_whitespace());
-        Ok(match first {
-            Some(b'{') => Self::Single(parse_object(text)?),
-            Some(b'[') => {
-                let items: Vec<&RawValue> = serde_json::from_str(text)?;
-                if items.is_empty() {
-                    return Ok(Self::Single(Err(Invalid {
-                        id: None,
-                        reason: "an empty batch",
-                    })));
-                }
-                let mut messages = Vec::with_capacity(items.len());
-                for item in items {
-                    messages.push(if item.get().starts_with('{') {
-                        parse_object(item.get())?
-                    } else {
-                        Err(not_an_object())
-                    });
-                }
-                Self::Batch(messages)
-            }
-            // A scalar, or invalid JSON: serde_json says which.
-            _ => Self::Single(Message::from_value(serde_json::from_str(text)?)),
-        })
+        match std::str::from_utf8(line) {
+            Ok(text) => match Self::parse_checked(text) {
+                Some(incoming) => Ok(incoming),
+                None => Self::parse_values(line),
+            },
+            Err(_) => Self::parse_values(line),
+        }
     }
 
-    /// The whole line as `Value`s: for lines [`payload::raw_safe`] turns
-    /// down, so their errors are serde_json's own.
+    /// The raw path: one pass checks the line and outlines it
+    /// ([`check::line`]); its members are then read one by one. `None` for
+    /// a line that must be parsed whole.
+    fn parse_checked(text: &str) -> Option<Self> {
+        let (top, outline) = check::line(text.as_bytes())?;
+        let Outline { nodes, complete } = outline;
+        if top == Top::Object {
+            return Some(Self::Single(
+                Fields::read(text, &nodes, complete)?.into_message(),
+            ));
+        }
+        let mut messages = Vec::new();
+        for (element, run) in entries(&nodes) {
+            let value = element.value();
+            messages.push(if text.as_bytes()[value.start] != b'{' {
+                Err(not_an_object())
+            } else if complete {
+                let nodes = rebase(run, element.value.start);
+                Fields::read(&text[value], &nodes, true)?.into_message()
+            } else {
+                // Its members were not all recorded: outlined on its own.
+                let text = &text[value];
+                let (_, outline) = check::line(text.as_bytes())?;
+                Fields::read(text, &outline.nodes, outline.complete)?.into_message()
+            });
+        }
+        if messages.is_empty() {
+            return Some(Self::Single(Err(Invalid {
+                id: None,
+                reason: "an empty batch",
+            })));
+        }
+        Some(Self::Batch(messages))
+    }
+
+    /// The whole line as `Value`s: for lines the raw path turns down, so
+    /// their errors are serde_json's own.
     fn parse_values(line: &[u8]) -> Result<Self, serde_json::Error> {
         Ok(match serde_json::from_slice(line)? {
             Value::Array(items) if !items.is_empty() => {
@@ -152,12 +170,6 @@ fn not_an_object() -> Invalid {
         id: None,
         reason: "a message must be a JSON object",
     }
-}
-
-/// One object, with `params`/`result` kept raw.
-fn parse_object(text: &str) -> Result<Result<Message, Invalid>, serde_json::Error> {
-    let fields: Fields = serde_json::from_str(text)?;
-    Ok(fields.into_message())
 }
 
 const PARAMS: &str = "params";
@@ -203,57 +215,36 @@ impl Key {
     }
 }
 
-impl<'de> Deserialize<'de> for Key {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct Visit;
-        impl Visitor<'_> for Visit {
-            type Value = Key;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a member name")
-            }
-            fn visit_str<E: serde::de::Error>(self, name: &str) -> Result<Key, E> {
-                Ok(Key::known(name).unwrap_or_else(|| Key::Other(name.to_owned())))
-            }
-        }
-        d.deserialize_str(Visit)
-    }
-}
-
-/// The raw path: `params` and `result` stay the sender's bytes.
-impl<'de> Deserialize<'de> for Fields {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct Visit;
-        impl<'de> Visitor<'de> for Visit {
-            type Value = Fields;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a JSON-RPC message object")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<Fields, A::Error> {
-                let mut fields = Fields::default();
-                while let Some(key) = access.next_key::<Key>()? {
-                    match key {
-                        Key::Params => fields.params = Some(Payload::raw(access.next_value()?)),
-                        Key::Result => fields.result = Some(Payload::raw(access.next_value()?)),
-                        Key::Jsonrpc => {
-                            // Compared as it stands; only an unusual
-                            // spelling ("2\u002e0") is decoded.
-                            let raw: &RawValue = access.next_value()?;
-                            let v2 = raw.get() == r#""2.0""#
-                                || serde_json::from_str::<Value>(raw.get())
-                                    .is_ok_and(|v| v == VERSION);
-                            fields.jsonrpc = Some(v2);
-                        }
-                        key => fields.set(key, access.next_value()?),
-                    }
-                }
-                Ok(fields)
-            }
-        }
-        d.deserialize_map(Visit)
-    }
-}
-
 impl Fields {
+    /// The members of the object `text`, from its outline (`nodes`, see
+    /// [`check::Outline`]); `params` and `result` stay the sender's bytes,
+    /// with their part of the outline when it is whole. `None` if a member
+    /// does not read as JSON after all (the line is then parsed whole).
+    fn read(text: &str, nodes: &[Node], complete: bool) -> Option<Self> {
+        let mut fields = Self::default();
+        for (member, run) in entries(nodes) {
+            let name = scan::unquote(&text[member.key()])?;
+            let value = &text[member.value()];
+            let payload = || {
+                let outline = complete.then(|| rebase(run, member.value.start));
+                Payload::raw(raw_value(value), outline)
+            };
+            match Key::known(&name) {
+                Some(Key::Params) => fields.params = Some(payload()),
+                Some(Key::Result) => fields.result = Some(payload()),
+                // Compared as it stands; only an unusual spelling
+                // ("2\u002e0") is decoded.
+                Some(Key::Jsonrpc) => {
+                    let v2 = value == r#""2.0""# || scalar(value)? == VERSION;
+                    fields.jsonrpc = Some(v2);
+                }
+                Some(key) => fields.set(key, scalar(value)?),
+                None => fields.set(Key::Other(name.into_owned()), scalar(value)?),
+            }
+        }
+        Some(fields)
+    }
+
     fn set(&mut self, key: Key, value: Value) {
         match key {
             Key::Jsonrpc => self.jsonrpc = Some(value == VERSION),
@@ -507,6 +498,61 @@ impl Serialize for ErrorSer<'_> {
             map.serialize_entry(k, v)?;
         }
         map.end()
+    }
+}
+
+/// The entries of the outermost container in an outline, each with the
+/// run of deeper nodes inside it.
+fn entries(nodes: &[Node]) -> impl Iterator<Item = (&Node, &[Node])> {
+    let mut from = 0;
+    let top = nodes.iter().enumerate().filter(|(_, node)| node.depth == 1);
+    top.map(move |(n, node)| {
+        let run = &nodes[from..n];
+        from = n + 1;
+        (node, run)
+    })
+}
+
+/// A run of nodes as the outline of the value they are inside, which
+/// starts at `base`: one level up, positions from the value's start.
+fn rebase(run: &[Node], base: u32) -> Vec<Node> {
+    let shift = |r: &std::ops::Range<u32>| r.start - base..r.end - base;
+    run.iter()
+        .map(|node| Node {
+            depth: node.depth - 1,
+            // An element's key is empty, and stays so.
+            key: if node.key.is_empty() {
+                0..0
+            } else {
+                shift(&node.key)
+            },
+            value: shift(&node.value),
+        })
+        .collect()
+}
+
+/// A member value [`check::line`] passed, as a payload's bytes.
+fn raw_value(value: &str) -> Box<RawValue> {
+    #[allow(unsafe_code)]
+    // SAFETY: `check::line` accepted the line, so the value is one JSON
+    // value, without blanks around it, that serde_json accepts (the message
+    // fuzz target compares the two).
+    unsafe {
+        RawValue::from_string_unchecked(value.to_owned())
+    }
+}
+
+/// A member value [`check::line`] passed, as a `Value`: ids, methods and
+/// short strings without escapes are read directly, the rest by
+/// serde_json. `None` if serde_json does not read it after all.
+fn scalar(value: &str) -> Option<Value> {
+    let b = value.as_bytes();
+    match b.first()? {
+        b'"' if !b.contains(&b'\\') => Some(Value::String(value[1..value.len() - 1].to_owned())),
+        b'0'..=b'9' if b.len() < 20 && b.iter().all(u8::is_ascii_digit) => {
+            value.parse::<u64>().ok().map(Value::from)
+        }
+        _ => serde_json::from_str(value).ok(),
     }
 }
 

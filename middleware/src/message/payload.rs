@@ -8,6 +8,7 @@
 //! what the peer receives is exactly what the layers checked (a duplicate
 //! key cannot show a layer one thing and the server another).
 
+use super::check::Node;
 use super::items::{self, Edited, Item, ListIndex, NoList};
 use super::scan;
 use serde::ser::{Serialize, Serializer};
@@ -27,16 +28,25 @@ pub struct Payload {
     /// Where the items of a list are in `raw`, when a layer edited them:
     /// the next layer to edit the same list need not find them again.
     index: Option<Box<ListIndex>>,
+    /// Where the parts of `raw` are, as found when the line was checked
+    /// (see `check::Outline`), when it holds a list: editing the list or
+    /// reading a member starts from it instead of scanning.
+    outline: Option<Vec<Node>>,
 }
 
 impl Payload {
     /// A payload as received. The bytes must parse: `Incoming::parse`
-    /// checks the line ([`raw_safe`]) and its syntax before making one.
-    pub(crate) fn raw(raw: Box<RawValue>) -> Self {
+    /// checks the line (`check::line`) before making one.
+    /// `outline`, when given, must be the whole outline of `raw`; it is
+    /// kept only when the payload has an array of items to edit.
+    pub(super) fn raw(raw: Box<RawValue>, outline: Option<Vec<Node>>) -> Self {
+        let holds_a_list =
+            |nodes: &Vec<Node>| nodes.iter().any(|n| n.depth == 2 && n.key.is_empty());
         Self {
             raw: Some(raw),
             value: OnceLock::new(),
             index: None,
+            outline: outline.filter(holds_a_list),
         }
     }
 
@@ -48,8 +58,8 @@ impl Payload {
 
     fn force(&self) -> &Value {
         self.value.get_or_init(|| match &self.raw {
-            // Checked at parse time (syntax by RawValue, the rest by
-            // `raw_safe`), so this cannot fail; Null is a safe floor.
+            // Checked at parse time (`check::line`), so this cannot
+            // fail; Null is a safe floor.
             Some(raw) => serde_json::from_str(raw.get()).unwrap_or(Value::Null),
             None => Value::Null,
         })
@@ -74,7 +84,15 @@ impl Payload {
             (None, Some(raw)) => {
                 let text = raw.get();
                 let mut members = Vec::new();
-                scan::object(text.as_bytes(), 0, &mut members)?;
+                match &self.outline {
+                    Some(nodes) => {
+                        let top = nodes.iter().filter(|n| n.depth == 1);
+                        members.extend(top.map(|n| (n.key(), n.value())));
+                    }
+                    None => {
+                        scan::object(text.as_bytes(), 0, &mut members)?;
+                    }
+                }
                 let (_, value) = members
                     .iter()
                     .rev()
@@ -98,7 +116,7 @@ impl Payload {
             let scanned;
             let index = match &self.index {
                 Some(index) if index.is_for(key) => index,
-                _ => match ListIndex::scan(raw.get(), key) {
+                _ => match self.find_list(raw, key) {
                     Ok(index) => {
                         scanned = index;
                         &scanned
@@ -110,16 +128,26 @@ impl Payload {
             if let Edited::Changed(text, index) = items::edit(raw.get(), index, &mut edit) {
                 #[allow(unsafe_code)]
                 // SAFETY: `items::edit` writes valid JSON without blanks
-                // around it: the sender's pieces, checked by serde_json when
-                // the line was read, and serde_json's own output, joined by
-                // the punctuation between them.
+                // around it: the sender's pieces, checked when the line was
+                // read (`check::line`), and serde_json's own output, joined
+                // by the punctuation between them.
                 let raw = unsafe { RawValue::from_string_unchecked(text) };
                 self.raw = Some(raw);
                 self.index = Some(Box::new(index));
+                self.outline = None;
             }
             return;
         }
         self.edit_parsed(key, edit);
+    }
+
+    /// Where the items of the list `key` are: from the outline when there
+    /// is one, else by scanning the text.
+    fn find_list(&self, raw: &RawValue, key: &str) -> Result<ListIndex, NoList> {
+        match &self.outline {
+            Some(nodes) => ListIndex::from_outline(raw.get(), nodes, key),
+            None => ListIndex::scan(raw.get(), key),
+        }
     }
 
     fn edit_parsed(&mut self, key: &str, mut edit: impl FnMut(&mut Item<'_>) -> bool) {
@@ -140,6 +168,7 @@ impl From<Value> for Payload {
             raw: None,
             value: OnceLock::from(value),
             index: None,
+            outline: None,
         }
     }
 }
@@ -158,6 +187,7 @@ impl DerefMut for Payload {
         // Changed (or about to be): the bytes no longer say what it holds.
         self.raw = None;
         self.index = None;
+        self.outline = None;
         self.value.get_mut().expect("forced just above")
     }
 }
@@ -167,8 +197,9 @@ impl Clone for Payload {
         Self {
             raw: self.raw.clone(),
             value: self.value.clone(),
-            // A cache: the copy finds the list again if it is edited.
+            // Caches: the copy finds the list again if it is edited.
             index: None,
+            outline: None,
         }
     }
 }
@@ -204,102 +235,4 @@ impl Serialize for Payload {
             (None, None) => s.serialize_unit(),
         }
     }
-}
-
-/// Whether a line can take the raw path and come out as the parsed path
-/// would have it: valid UTF-8, nested less deep than serde_json allows (128
-/// levels; skipped raw bytes are not counted by it), no `\uD800`-range
-/// escape (serde_json rejects a lone surrogate only when it decodes), and
-/// no number too large for an `f64` (serde_json rejects `1e400` only when it
-/// reads the value). Skipped bytes that a layer later parsed would
-/// otherwise fail to parse, and a layer must never judge a payload it could
-/// not read. Nor may it hold a line break. A line that fails is parsed
-/// whole, so a bad one gets the same -32700 as before. The line as text
-/// when it can.
-pub(crate) fn raw_safe(line: &[u8]) -> Option<&str> {
-    let text = std::str::from_utf8(line).ok()?;
-    // A CR or LF can only be a blank between tokens (inside a string it
-    // must be escaped): copied raw, it would split the line we write. Such
-    // lines are rare (a framing that leaves a lone CR); they are re-encoded.
-    if memchr::memchr2(b'\n', b'\r', line).is_some() {
-        return None;
-    }
-    walk_safe(line).then_some(text)
-}
-
-/// serde_json's nesting limit.
-const DEPTH_LIMIT: usize = 128;
-
-/// The check: nesting, escapes and numbers, string by string (strings are
-/// skipped eight bytes at a time, long ones at memchr speed). Iterative: no
-/// input can exhaust the stack.
-fn walk_safe(line: &[u8]) -> bool {
-    let (mut depth, mut i) = (0usize, 0);
-    while i < line.len() {
-        match line[i] {
-            b'"' => {
-                // Jump from quote or backslash to the next: short strings
-                // eight bytes at a time, long ones (a 10 MB result) at
-                // memchr speed.
-                i += 1;
-                loop {
-                    match scan::quote_or_backslash(&line[i.min(line.len())..]) {
-                        None => return true,
-                        Some(at) if line[i + at] == b'"' => {
-                            i += at;
-                            break;
-                        }
-                        Some(at) => {
-                            let escape = i + at;
-                            if surrogate_escape_at(line, escape) {
-                                return false;
-                            }
-                            i = escape + 2;
-                        }
-                    }
-                }
-            }
-            b'[' | b'{' => {
-                depth += 1;
-                if depth >= DEPTH_LIMIT {
-                    return false;
-                }
-            }
-            b']' | b'}' => depth = depth.saturating_sub(1),
-            b'-' | b'0'..=b'9' => {
-                let start = i;
-                while matches!(
-                    line.get(i),
-                    Some(b'0'..=b'9' | b'.' | b'e' | b'E' | b'+' | b'-')
-                ) {
-                    i += 1;
-                }
-                if !number_in_range(&line[start..i]) {
-                    return false;
-                }
-                continue;
-            }
-            _ => {}
-        }
-        i += 1;
-    }
-    true
-}
-
-/// Whether a number token reads as a finite `f64`. Only an exponent or a
-/// very long run of digits can leave the range.
-fn number_in_range(token: &[u8]) -> bool {
-    if token.len() < 300 && !token.iter().any(|&c| c == b'e' || c == b'E') {
-        return true;
-    }
-    std::str::from_utf8(token)
-        .ok()
-        .and_then(|t| t.parse::<f64>().ok())
-        .is_some_and(f64::is_finite)
-}
-
-/// Whether the backslash at `at` starts a `\uD...` escape (the range that
-/// holds the surrogates; the rest of it is rare enough to check whole).
-fn surrogate_escape_at(line: &[u8], at: usize) -> bool {
-    matches!(line.get(at + 1..at + 3), Some([b'u', b'd' | b'D']))
 }

@@ -257,6 +257,30 @@ fn a_line_break_between_tokens_is_not_copied_into_the_line_we_write() {
 }
 
 #[test]
+fn serde_json_private_tokens_are_read_as_serde_json_reads_them() {
+    // As the first key of an object, `$serde_json::private::RawValue` makes
+    // serde_json read the member's value as JSON text for the whole object,
+    // or refuse the object. Taken raw, a layer reading the payload would
+    // have got `null`. The line is left to serde_json: the message is the
+    // one serde_json reads, or the line gets -32700 as serde_json refuses it.
+    let quirk = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"$serde_json::private::RawValue":"{\"name\":\"secret\"}"}}"#;
+    let value: Value = serde_json::from_str(quirk).expect("serde_json reads it");
+    let read = single(quirk.as_bytes());
+    assert_eq!(Message::from_value(value).as_ref(), Ok(&read));
+    assert_eq!(
+        read.params().and_then(|p| p.get("name")),
+        Some(&json!("secret"))
+    );
+    for refused in [
+        r#"{"$serde_json::private::RawValue":32}"#,
+        r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":{"\u0024serde_json::private::RawValue":1}}}"#,
+    ] {
+        assert!(serde_json::from_str::<Value>(refused).is_err(), "{refused}");
+        assert!(Incoming::parse(refused.as_bytes()).is_err(), "{refused}");
+    }
+}
+
+#[test]
 fn numbers_beyond_f64_are_refused_not_forwarded_unread() {
     // serde_json refuses them when it reads the value; a payload skipped
     // raw and read later by a layer would be unreadable there (a filter

@@ -1,0 +1,546 @@
+//! The one pass a line gets before its payloads may stay the sender's bytes.
+//!
+//! [`line`] checks the JSON grammar (RFC 8259, as strictly as serde_json
+//! reads it) and, in the same pass, what the raw path needs on top of it:
+//! nesting under serde_json's limit, no `\uD800`-range escape, no number
+//! beyond an `f64`, no line break between tokens. It also records where the
+//! top-level members (or batch elements) are, so the envelope is read from
+//! those pieces without another pass over a 200 KB result.
+//!
+//! Anything it refuses is parsed whole by serde_json instead, which gives
+//! the error (-32700) or the value; so this check may be stricter than
+//! serde_json, never looser. The message fuzz target holds it to that.
+
+use super::scan;
+use std::ops::Range;
+
+/// serde_json's nesting limit; a line that reaches it is parsed whole, so
+/// serde_json gives its own error.
+const DEPTH_LIMIT: usize = 128;
+
+/// How many levels of the line the outline records: the envelope's
+/// members, and in a result, its members, a list's items and their
+/// members.
+const OUTLINE_DEPTH: usize = 4;
+
+/// At most this many entries are recorded: 1,000 listed tools take about
+/// 4,000. Past it, only the envelope's members are (see [`Outline`]).
+const OUTLINE_CAP: usize = 1 << 17;
+
+/// What a line holds at its top.
+#[derive(Debug, PartialEq, Clone, Copy)]
+pub(super) enum Top {
+    /// An object: a message.
+    Object,
+    /// An array: a batch.
+    Array,
+}
+
+/// One member or element, recorded when its value ends.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Node {
+    /// 1 for an entry of the outermost container, 2 for an entry of one of
+    /// its values, and so on.
+    pub(super) depth: u8,
+    /// The key, quotes included; empty for an array's element.
+    pub(super) key: Range<u32>,
+    pub(super) value: Range<u32>,
+}
+
+impl Node {
+    pub(super) fn key(&self) -> Range<usize> {
+        self.key.start as usize..self.key.end as usize
+    }
+
+    pub(super) fn value(&self) -> Range<usize> {
+        self.value.start as usize..self.value.end as usize
+    }
+}
+
+/// Where the parts of a line are, found while it was checked: the entries
+/// of its containers down to [`OUTLINE_DEPTH`] levels in, innermost first
+/// (an entry comes after everything inside it). A value's entries are thus
+/// the run of deeper nodes just before its own.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub(super) struct Outline {
+    pub(super) nodes: Vec<Node>,
+    /// False when [`OUTLINE_CAP`] was reached: from there on only depth 1
+    /// was recorded, so deeper runs may be cut.
+    pub(super) complete: bool,
+}
+
+/// Checks a line (UTF-8, without its newline) whose top level is an object
+/// or an array, and outlines it. `None` when it is not valid JSON, or when
+/// it is but must be parsed whole (see the module docs).
+pub(super) fn line(b: &[u8]) -> Option<(Top, Outline)> {
+    let first = blanks(b, 0);
+    let top = match b.get(first)? {
+        b'{' => Top::Object,
+        b'[' => Top::Array,
+        _ => return None,
+    };
+    // u32 positions: lines are capped well below 4 GiB.
+    if u32::try_from(b.len()).is_err() {
+        return None;
+    }
+    let mut outline = Outline {
+        nodes: Vec::new(),
+        complete: true,
+    };
+    walk(b, first, &mut outline)?;
+    Some((top, outline))
+}
+
+/// Walks the value at `at` to the end of `b`, recording entries in
+/// `outline`. Iterative: no input can exhaust the stack.
+fn walk(b: &[u8], at: usize, outline: &mut Outline) -> Option<()> {
+    // Bit n says whether the container n + 1 levels in is an object.
+    let mut objects: u128 = 0;
+    let mut depth = 0;
+    let mut i = at;
+    // The entry being read at each outlined depth: its key and start.
+    let mut keys: [Range<u32>; OUTLINE_DEPTH] = Default::default();
+    let mut starts = [0u32; OUTLINE_DEPTH];
+    let mut outlined = OUTLINE_DEPTH;
+    // `i` fits: `line` checked the length.
+    let pos = |i: usize| i as u32;
+    loop {
+        // A value starts at `i`.
+        match *b.get(i)? {
+            open @ (b'{' | b'[') => {
+                depth += 1;
+                if depth >= DEPTH_LIMIT {
+                    return None;
+                }
+                let object = open == b'{';
+                objects = objects << 1 | u128::from(object);
+                i = blanks(b, i + 1);
+                if b.get(i) == Some(if object { &b'}' } else { &b']' }) {
+                    i += 1;
+                    depth -= 1;
+                    objects >>= 1;
+                } else {
+                    let (key, value) = if object {
+                        let (key_end, value) = member_key(b, i)?;
+                        (pos(i)..pos(key_end), value)
+                    } else {
+                        (0..0, i)
+                    };
+                    if depth <= outlined {
+                        keys[depth - 1] = key;
+                        starts[depth - 1] = pos(value);
+                    }
+                    i = value;
+                    continue;
+                }
+            }
+            b'"' => i = string(b, i)?,
+            b'-' | b'0'..=b'9' => i = number(b, i)?,
+            b't' => i = literal(b, i, b"true")?,
+            b'f' => i = literal(b, i, b"false")?,
+            b'n' => i = literal(b, i, b"null")?,
+            _ => return None,
+        }
+        // A value ended at `i`: go on to the next entry, or close.
+        loop {
+            if depth == 0 {
+                return (blanks(b, i) == b.len()).then_some(());
+            }
+            if depth <= outlined {
+                outline.nodes.push(Node {
+                    depth: depth as u8,
+                    key: keys[depth - 1].clone(),
+                    value: starts[depth - 1]..pos(i),
+                });
+                if outline.nodes.len() == OUTLINE_CAP {
+                    outlined = 1;
+                    outline.complete = false;
+                }
+            }
+            i = blanks(b, i);
+            let object = objects & 1 == 1;
+            match *b.get(i)? {
+                b',' => {
+                    i = blanks(b, i + 1);
+                    if object {
+                        let (key_end, value) = member_key(b, i)?;
+                        if depth <= outlined {
+                            keys[depth - 1] = pos(i)..pos(key_end);
+                        }
+                        i = value;
+                    }
+                    if depth <= outlined {
+                        starts[depth - 1] = pos(i);
+                    }
+                    break;
+                }
+                b'}' if object => {}
+                b']' if !object => {}
+                _ => return None,
+            }
+            i += 1;
+            depth -= 1;
+            objects >>= 1;
+        }
+    }
+}
+
+/// A member's key at `at`, its colon and the blanks after: where the key
+/// ends and where the value starts.
+#[inline]
+fn member_key(b: &[u8], at: usize) -> Option<(usize, usize)> {
+    if b.get(at) != Some(&b'"') {
+        return None;
+    }
+    let end = string(b, at)?;
+    // A key that decodes to `$...` may be one of serde_json's private
+    // tokens, which it reads as an instruction rather than a name.
+    if matches!(b.get(at + 1), Some(b'$' | b'\\')) && private_token(&b[at..end]) {
+        return None;
+    }
+    let colon = blanks(b, end);
+    if b.get(colon) != Some(&b':') {
+        return None;
+    }
+    Some((end, blanks(b, colon + 1)))
+}
+
+/// Whether a key (quotes included) is one of serde_json's private tokens
+/// (`$serde_json::private::RawValue`). As the first key of an object,
+/// serde_json reads the member's value as JSON text standing for the whole
+/// object, or refuses the object; a line holding one is left to serde_json.
+#[cold]
+fn private_token(key: &[u8]) -> bool {
+    std::str::from_utf8(key)
+        .ok()
+        .and_then(scan::unquote)
+        .is_some_and(|name| name.starts_with("$serde_json::private::"))
+}
+
+/// Blanks between tokens. A CR or LF is not among them here: copied raw, it
+/// would split the line mcp-chain writes, so a line holding one is parsed
+/// whole (such lines are rare: a framing that leaves a lone CR).
+#[inline]
+fn blanks(b: &[u8], mut i: usize) -> usize {
+    while matches!(b.get(i), Some(b' ' | b'\t')) {
+        i += 1;
+    }
+    i
+}
+
+/// Just past the string whose opening quote is at `at`. Refuses a control
+/// character, a bad escape, and any `\uD...` escape (the range that holds
+/// the surrogates: serde_json rejects a lone one only when it decodes it).
+#[inline]
+fn string(b: &[u8], at: usize) -> Option<usize> {
+    let mut i = at + 1;
+    loop {
+        i += special(b.get(i..)?)?;
+        match b[i] {
+            b'"' => return Some(i + 1),
+            b'\\' => match *b.get(i + 1)? {
+                b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => i += 2,
+                b'u' => {
+                    let hex = b.get(i + 2..i + 6)?;
+                    if !hex.iter().all(u8::is_ascii_hexdigit) || matches!(hex[0], b'd' | b'D') {
+                        return None;
+                    }
+                    i += 6;
+                }
+                _ => return None,
+            },
+            // A control character, which JSON wants escaped.
+            _ => return None,
+        }
+    }
+}
+
+/// Where the first `"`, `\` or control character in `b` is, eight bytes at
+/// a time (Mycroft's zero-byte test, as serde_json does it).
+#[inline]
+fn special(b: &[u8]) -> Option<usize> {
+    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
+    const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
+    const QUOTES: u64 = u64::from_ne_bytes([b'"'; 8]);
+    const BACKSLASHES: u64 = u64::from_ne_bytes([b'\\'; 8]);
+    const SPACES: u64 = u64::from_ne_bytes([0x20; 8]);
+    // The high bit of each byte of `w` that is zero (or below `0x20` for
+    // `below_space`), and perhaps of bytes above one that is: only the
+    // lowest flag is read.
+    let zero = |w: u64| w.wrapping_sub(ONES) & !w;
+    let below_space = |w: u64| w.wrapping_sub(SPACES) & !w;
+    let mut chunks = b.chunks_exact(8);
+    let mut i = 0;
+    for word in &mut chunks {
+        let w = u64::from_le_bytes(word.try_into().expect("chunks of eight"));
+        let hits = (zero(w ^ QUOTES) | zero(w ^ BACKSLASHES) | below_space(w)) & HIGHS;
+        if hits != 0 {
+            return Some(i + hits.trailing_zeros() as usize / 8);
+        }
+        i += 8;
+    }
+    let at = chunks
+        .remainder()
+        .iter()
+        .position(|&c| c == b'"' || c == b'\\' || c < 0x20)?;
+    Some(i + at)
+}
+
+/// Just past the number at `at`, checked against JSON's grammar: no
+/// leading zeros, no bare `.` or `e`. Refuses a number beyond an `f64`
+/// (`1e400`), which serde_json rejects only when it reads the value.
+#[inline]
+fn number(b: &[u8], at: usize) -> Option<usize> {
+    let digits = |mut i: usize| {
+        while matches!(b.get(i), Some(b'0'..=b'9')) {
+            i += 1;
+        }
+        i
+    };
+    let mut i = at + usize::from(b[at] == b'-');
+    match b.get(i)? {
+        b'0' => i += 1,
+        b'1'..=b'9' => i = digits(i + 1),
+        _ => return None,
+    }
+    if b.get(i) == Some(&b'.') {
+        let end = digits(i + 1);
+        if end == i + 1 {
+            return None;
+        }
+        i = end;
+    }
+    let mut exponent = false;
+    if matches!(b.get(i), Some(b'e' | b'E')) {
+        exponent = true;
+        i += 1;
+        if matches!(b.get(i), Some(b'+' | b'-')) {
+            i += 1;
+        }
+        let end = digits(i);
+        if end == i {
+            return None;
+        }
+        i = end;
+    }
+    // Only an exponent or a very long run of digits can leave the range.
+    if exponent || i - at >= 300 {
+        let token = std::str::from_utf8(&b[at..i]).ok()?;
+        if !token.parse::<f64>().is_ok_and(f64::is_finite) {
+            return None;
+        }
+    }
+    Some(i)
+}
+
+#[inline]
+fn literal(b: &[u8], at: usize, word: &[u8]) -> Option<usize> {
+    (b.get(at..at + word.len())? == word).then_some(at + word.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn passes(text: &str) -> bool {
+        line(text.as_bytes()).is_some()
+    }
+
+    /// The outline as (depth, key, value) pieces of `text`.
+    fn outline(text: &str) -> Vec<(u8, &str, &str)> {
+        let (_, outline) = line(text.as_bytes()).expect("valid");
+        assert!(outline.complete);
+        outline
+            .nodes
+            .iter()
+            .map(|n| (n.depth, &text[n.key()], &text[n.value()]))
+            .collect()
+    }
+
+    #[test]
+    fn the_line_is_outlined_as_it_is_checked() {
+        let text = r#" {"a" : 1 ,"b":{"c":[1,{"d":"}"}]},"e":[] , "f":"x\"y" , "g":{}} "#;
+        assert_eq!(line(text.as_bytes()).map(|(top, _)| top), Some(Top::Object));
+        let top: Vec<_> = outline(text)
+            .into_iter()
+            .filter(|(depth, ..)| *depth == 1)
+            .map(|(_, k, v)| (k, v))
+            .collect();
+        assert_eq!(
+            top,
+            [
+                (r#""a""#, "1"),
+                (r#""b""#, r#"{"c":[1,{"d":"}"}]}"#),
+                (r#""e""#, "[]"),
+                (r#""f""#, r#""x\"y""#),
+                (r#""g""#, "{}"),
+            ]
+        );
+        // Innermost first, down to four levels.
+        assert_eq!(
+            outline(r#"{"r":{"tools":[{"n":"a","s":{"deep":[5]}},2],"x":{}}}"#),
+            [
+                (4, r#""n""#, r#""a""#),
+                (4, r#""s""#, r#"{"deep":[5]}"#),
+                (3, "", r#"{"n":"a","s":{"deep":[5]}}"#),
+                (3, "", "2"),
+                (2, r#""tools""#, r#"[{"n":"a","s":{"deep":[5]}},2]"#),
+                (2, r#""x""#, "{}"),
+                (
+                    1,
+                    r#""r""#,
+                    r#"{"tools":[{"n":"a","s":{"deep":[5]}},2],"x":{}}"#
+                ),
+            ]
+        );
+        let text = r#"[ {"a":1}, 2,"s" ,[[]],{} ]"#;
+        assert_eq!(line(text.as_bytes()).map(|(top, _)| top), Some(Top::Array));
+        let elements: Vec<_> = outline(text)
+            .into_iter()
+            .filter(|(depth, ..)| *depth == 1)
+            .map(|(_, k, v)| (k, v))
+            .collect();
+        assert_eq!(
+            elements,
+            [
+                ("", r#"{"a":1}"#),
+                ("", "2"),
+                ("", r#""s""#),
+                ("", "[[]]"),
+                ("", "{}")
+            ]
+        );
+        assert_eq!(outline("{}"), []);
+        assert_eq!(outline(" [ ] "), []);
+    }
+
+    #[test]
+    fn a_long_outline_stops_at_the_cap_but_keeps_the_top() {
+        let zeros = vec!["0"; OUTLINE_CAP + 10].join(",");
+        let text = format!(r#"{{"a":1,"result":{{"list":[{zeros}]}},"z":2}}"#);
+        let (_, outline) = line(text.as_bytes()).expect("valid");
+        assert!(!outline.complete);
+        let top: Vec<_> = outline
+            .nodes
+            .iter()
+            .filter(|n| n.depth == 1)
+            .map(|n| &text[n.key()])
+            .collect();
+        assert_eq!(top, [r#""a""#, r#""result""#, r#""z""#]);
+        assert!(outline.nodes.len() <= OUTLINE_CAP + 2);
+    }
+
+    #[test]
+    fn valid_json_passes() {
+        for text in [
+            r#"{"a":[true,false,null,0,-0,1.5,-2e10,3E+2,4e-2,0.0,12345678901234567890]}"#,
+            r#"{"s":"\"\\\/\b\f\n\r\t\u00e9\uABCD é ☃ \u0000"}"#,
+            "{\"tab\"\t:\t1\t}",
+            r#"{"":""}"#,
+            r#"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]"#,
+        ] {
+            assert!(passes(text), "{text}");
+            serde_json::from_str::<serde_json::Value>(text).expect("serde_json agrees");
+        }
+    }
+
+    #[test]
+    fn invalid_json_is_refused() {
+        for text in [
+            "",
+            " ",
+            "{",
+            "[",
+            "}",
+            "{]",
+            "[}",
+            r#"{"a"}"#,
+            r#"{"a":}"#,
+            r#"{"a" 1}"#,
+            r#"{a:1}"#,
+            r#"{"a":1,}"#,
+            "[1,]",
+            "[,1]",
+            "[1 2]",
+            r#"{"a":1 "b":2}"#,
+            "{}x",
+            "{} {}",
+            "[]]",
+            "[01]",
+            "[1.]",
+            "[.5]",
+            "[-]",
+            "[1e]",
+            "[1e+]",
+            "[+1]",
+            "[0x1]",
+            "[1.e5]",
+            "[--1]",
+            "[tru]",
+            "[nul]",
+            "[True]",
+            "[NaN]",
+            "[Infinity]",
+            r#"["\x"]"#,
+            r#"["\u12"]"#,
+            r#"["\u12G4"]"#,
+            "[\"a",
+            "[\"a\\",
+            "[\"\u{1}\"]",
+            "[\"\u{1f}\"]",
+            "[\"a\tb\"]",
+            "{\"a\":1}\u{0}",
+            "[1]/",
+        ] {
+            assert!(!passes(text), "{text:?}");
+        }
+    }
+
+    #[test]
+    fn what_the_raw_path_cannot_keep_is_refused() {
+        let deep = format!("{}{}", "[".repeat(DEPTH_LIMIT), "]".repeat(DEPTH_LIMIT));
+        let shallow = format!(
+            "{}{}",
+            "[".repeat(DEPTH_LIMIT - 1),
+            "]".repeat(DEPTH_LIMIT - 1)
+        );
+        assert!(!passes(&deep));
+        assert!(passes(&shallow));
+        for text in [
+            r#"["\uD800"]"#,
+            r#"["\ud83d\ude00"]"#,
+            "[1e400]",
+            "[-1e400]",
+            &format!("[{}]", "9".repeat(400)),
+            // Line breaks between tokens.
+            "[1]\n",
+            "[\n1]",
+            "[1\r]",
+            // serde_json's private tokens, whatever their spelling.
+            r#"{"$serde_json::private::RawValue":"1"}"#,
+            r#"{"a":[{"$serde_json::private::RawValue":"1"}]}"#,
+            r#"{"\u0024serde_json::private::RawValue":1}"#,
+            r#"{"$serde_json::private::Number":"1"}"#,
+            // Not an object or a batch: parsed whole, to be answered -32600.
+            "1",
+            "\"s\"",
+            "null",
+        ] {
+            assert!(!passes(text), "{text}");
+        }
+        for text in ["[1e300]", "[1e-400]", &format!("[{}]", "9".repeat(300))] {
+            assert!(passes(text), "{text}");
+        }
+    }
+
+    #[test]
+    fn long_strings_are_checked_to_the_end() {
+        let long = "x".repeat(1000);
+        assert!(passes(&format!(r#"["{long}"]"#)));
+        assert!(!passes(&format!("[\"{long}\u{2}{long}\"]")));
+        assert!(passes(&format!(r#"["{long}\"{long}"]"#)));
+        for cut in 1..9 {
+            assert!(!passes(&format!(r#"["{}"#, &long[..cut])), "{cut}");
+        }
+    }
+}
