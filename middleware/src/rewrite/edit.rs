@@ -6,7 +6,6 @@ use super::names::{check_name, Names};
 use crate::message::{method, ErrorCode, ErrorObject, Item, Message, Payload, Request};
 use crate::target::REF_PROMPT;
 use serde_json::{json, Map, Value};
-use std::borrow::Cow;
 
 /// The name this layer gives in `data.layer`.
 const LAYER: &str = "rewrite";
@@ -181,24 +180,31 @@ impl Rules {
 /// Renames one item of a list and applies its settings. False (drop it)
 /// when a rename of another item has taken its name.
 fn rename_item(names: &Names, item: &mut Item<'_>, kind: &str) -> bool {
-    let Some(upstream) = item.str_member("name").map(Cow::into_owned) else {
-        return true;
-    };
-    let client = names.client_name(&upstream);
-    if names.shadowed(&upstream, &client) {
-        tracing::warn!(layer = LAYER, kind, name = %upstream,
-            "hidden: a renamed {kind} already has this name");
-        return false;
-    }
-    if client != upstream.as_str() {
-        if let Err(e) = check_name(&client) {
-            // Only a prefix on an upstream name can get here: renames were
-            // checked at load time.
-            tracing::warn!(layer = LAYER, kind, name = %upstream, "produced name: {e}");
+    // Read while the name is borrowed from the item; changed after.
+    let (client, settings) = {
+        let Some(upstream) = item.str_member("name") else {
+            return true;
+        };
+        let client = names.client_name(&upstream);
+        if names.shadowed(&upstream, &client) {
+            tracing::warn!(layer = LAYER, kind, name = %upstream,
+                "hidden: a renamed {kind} already has this name");
+            return false;
         }
-        item.insert("name", client.into_owned().into());
+        let renamed = (client != upstream).then(|| {
+            if let Err(e) = check_name(&client) {
+                // Only a prefix on an upstream name can get here: renames
+                // were checked at load time.
+                tracing::warn!(layer = LAYER, kind, name = %upstream, "produced name: {e}");
+            }
+            client.into_owned()
+        });
+        (renamed, names.item(&upstream))
+    };
+    if let Some(client) = client {
+        item.insert("name", client.into());
     }
-    if let Some(settings) = names.item(&upstream) {
+    if let Some(settings) = settings {
         if let Some(description) = &settings.description {
             item.insert("description", description.clone().into());
         }
