@@ -20,6 +20,7 @@
 pub mod cli;
 pub mod config;
 pub mod logging;
+pub mod memory;
 pub mod relay;
 
 mod chain;
