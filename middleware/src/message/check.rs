@@ -84,7 +84,8 @@ pub(super) fn line(b: &[u8]) -> Option<(Top, Outline)> {
         return None;
     }
     let mut outline = Outline {
-        nodes: Vec::new(),
+        // Enough for most messages without growing.
+        nodes: Vec::with_capacity(32),
         complete: true,
     };
     walk(b, first, &mut outline)?;

@@ -76,7 +76,9 @@ pub struct Response {
 #[derive(Debug, Clone, PartialEq)]
 pub struct ErrorResponse {
     pub id: Option<RequestId>,
-    pub error: ErrorObject,
+    /// Boxed: error answers are rare, and every message carries the size
+    /// of the largest kind.
+    pub error: Box<ErrorObject>,
     pub extra: Map<String, Value>,
 }
 
@@ -226,7 +228,10 @@ impl Fields {
             let name = scan::unquote(&text[member.key()])?;
             let value = &text[member.value()];
             let payload = || {
-                let outline = complete.then(|| rebase(run, member.value.start));
+                // Kept only for a payload holding an array of items (an
+                // element two levels down): what it is for.
+                let list = complete && run.iter().any(|n| n.depth == 3 && n.key.is_empty());
+                let outline = list.then(|| rebase(run, member.value.start));
                 Payload::raw(raw_value(value), outline)
             };
             match Key::known(&name) {
@@ -316,7 +321,11 @@ impl Fields {
                 None => Err(invalid("a response needs the id of its request")),
             },
             (None, Some(error)) => match ErrorObject::from_value(error) {
-                Some(error) => Ok(Message::Error(ErrorResponse { id, error, extra })),
+                Some(error) => Ok(Message::Error(ErrorResponse {
+                    id,
+                    error: Box::new(error),
+                    extra,
+                })),
                 None => Err(invalid(
                     "error must have an integer code and a string message",
                 )),
@@ -375,7 +384,7 @@ impl Message {
     pub fn error(id: Option<RequestId>, error: ErrorObject) -> Self {
         Self::Error(ErrorResponse {
             id,
-            error,
+            error: Box::new(error),
             extra: Map::new(),
         })
     }

@@ -23,45 +23,45 @@ use std::sync::OnceLock;
 pub struct Payload {
     /// The sender's bytes, until the value is changed.
     raw: Option<Box<RawValue>>,
-    /// The parsed value, once someone looked.
-    value: OnceLock<Value>,
+    /// The parsed value, once someone looked. Boxed: most payloads are never
+    /// parsed, and every message future carries this field.
+    value: OnceLock<Box<Value>>,
     /// Where the items of a list are in `raw`, when a layer edited them:
     /// the next layer to edit the same list need not find them again.
     index: Option<Box<ListIndex>>,
     /// Where the parts of `raw` are, as found when the line was checked
     /// (see `check::Outline`), when it holds a list: editing the list or
     /// reading a member starts from it instead of scanning.
-    outline: Option<Vec<Node>>,
+    outline: Option<Box<[Node]>>,
 }
 
 impl Payload {
     /// A payload as received. The bytes must parse: `Incoming::parse`
     /// checks the line (`check::line`) before making one.
-    /// `outline`, when given, must be the whole outline of `raw`; it is
-    /// kept only when the payload has an array of items to edit.
+    /// `outline`, when given, must be the whole outline of `raw`.
     pub(super) fn raw(raw: Box<RawValue>, outline: Option<Vec<Node>>) -> Self {
-        let holds_a_list =
-            |nodes: &Vec<Node>| nodes.iter().any(|n| n.depth == 2 && n.key.is_empty());
         Self {
             raw: Some(raw),
             value: OnceLock::new(),
             index: None,
-            outline: outline.filter(holds_a_list),
+            outline: outline.map(Vec::into_boxed_slice),
         }
     }
 
     /// Takes the value out.
     pub fn into_value(mut self) -> Value {
         self.force();
-        self.value.take().unwrap_or(Value::Null)
+        self.value.take().map_or(Value::Null, |value| *value)
     }
 
     fn force(&self) -> &Value {
-        self.value.get_or_init(|| match &self.raw {
-            // Checked at parse time (`check::line`), so this cannot
-            // fail; Null is a safe floor.
-            Some(raw) => serde_json::from_str(raw.get()).unwrap_or(Value::Null),
-            None => Value::Null,
+        self.value.get_or_init(|| {
+            Box::new(match &self.raw {
+                // Checked at parse time (`check::line`), so this cannot
+                // fail; Null is a safe floor.
+                Some(raw) => serde_json::from_str(raw.get()).unwrap_or(Value::Null),
+                None => Value::Null,
+            })
         })
     }
 
@@ -166,7 +166,7 @@ impl From<Value> for Payload {
     fn from(value: Value) -> Self {
         Self {
             raw: None,
-            value: OnceLock::from(value),
+            value: OnceLock::from(Box::new(value)),
             index: None,
             outline: None,
         }

@@ -525,3 +525,19 @@ fn a_second_edit_reads_what_the_first_wrote() {
         json!({"name": "B_T1", "description": "d \"q\" \\ é", "n": 1})
     );
 }
+#[test]
+fn messages_stay_small() {
+    // Every message crosses the relay inside futures that are moved (and
+    // copied) at each step: a byte here is paid many times per message. A
+    // payload keeps its parsed value boxed, and an error answer its error.
+    assert!(
+        std::mem::size_of::<Payload>() <= 56,
+        "{}",
+        std::mem::size_of::<Payload>()
+    );
+    assert!(
+        std::mem::size_of::<Message>() <= 184,
+        "{}",
+        std::mem::size_of::<Message>()
+    );
+}
