@@ -4,10 +4,11 @@
 //! it (filter drops items, rewrite renames them) read one or two members of
 //! each item. Parsing the whole result into a `Value` to do that cost ten
 //! times more than everything else mcp-chain does to the message. Here the
-//! result stays the sender's text: the array is split into items and each
-//! item into members ([`scan`](super::scan)), a member is parsed only when a
-//! layer reads or changes it, and the result is written back from those
-//! pieces. Unchanged items go out exactly as the server wrote them. Writing
+//! result stays the sender's text: where the items and their members are
+//! comes from the outline recorded when the line was checked (`check`), or
+//! from a scan ([`super::scan`]) when there is none; a member is parsed only
+//! when a layer reads or changes it, and the result is written back from
+//! those pieces. Unchanged items go out exactly as the server wrote them. Writing
 //! records where the pieces landed ([`ListIndex`]), so the next layer to
 //! edit the same list does not split it again.
 //!
@@ -267,22 +268,50 @@ pub(super) fn edit(
     // One buffer for the members of every item in turn.
     let mut members = Vec::new();
     let mut changed = false;
+    // Items kept as they were are copied a stretch at a time, separators
+    // included: where in `text` the stretch is, and where in `out` it goes.
+    let mut run: Option<(Range<usize>, usize)> = None;
     for element in &index.items {
         members.clear();
         let mut item = match &element.members {
             Some(split) => Item::split(text, element, split, &index.members, &mut members),
             None => Item::raw(&text[element.span.clone()], &mut members),
         };
-        if !edit(&mut item) {
-            changed = true;
+        let kept = edit(&mut item);
+        if kept && !item.changed() {
+            let to = match &mut run {
+                Some((stretch, to)) => {
+                    let to = *to + (element.span.start - stretch.start);
+                    stretch.end = element.span.end;
+                    to
+                }
+                None => {
+                    if !new.items.is_empty() {
+                        out.push(b',');
+                    }
+                    run = Some((element.span.clone(), out.len()));
+                    out.len()
+                }
+            };
+            let spans = element.moved(to, &index.members, &mut new.members);
+            new.items.push(Element {
+                span: to..to + element.span.len(),
+                members: spans,
+            });
             continue;
         }
-        changed |= item.changed();
+        changed = true;
+        if let Some((stretch, _)) = run.take() {
+            copy(text, &stretch, &mut out);
+        }
+        if !kept {
+            continue;
+        }
         if !new.items.is_empty() {
             out.push(b',');
         }
         let item_start = out.len();
-        let spans = item.write(text, element, &index.members, &mut out, &mut new.members);
+        let spans = item.write(&mut out, &mut new.members);
         new.items.push(Element {
             span: item_start..out.len(),
             members: spans,
@@ -290,6 +319,9 @@ pub(super) fn edit(
     }
     if !changed {
         return Edited::Unchanged;
+    }
+    if let Some((stretch, _)) = run.take() {
+        copy(text, &stretch, &mut out);
     }
     out.push(b']');
     new.top.push((key, start..out.len()));
@@ -324,8 +356,8 @@ enum Repr<'a> {
         members: &'a mut Vec<Member>,
         changed: bool,
     },
-    /// Something other than an object: nothing to read in it.
-    Other,
+    /// Something other than an object, as written: nothing to read in it.
+    Other(&'a str),
     /// Parsed, because it has a key twice.
     Parsed(Value),
     /// An item of a payload that was already parsed, edited in place.
@@ -366,7 +398,7 @@ impl<'a> Item<'a> {
         let mut spans = Vec::new();
         match scan::object(text.as_bytes(), 0, &mut spans) {
             Some(_) => Self::from_spans(text, &spans, text, members),
-            None => Self(Repr::Other),
+            None => Self(Repr::Other(text)),
         }
     }
 
@@ -455,7 +487,7 @@ impl<'a> Item<'a> {
                     Slot::Parsed(value) => value.as_str().map(Cow::Borrowed),
                 }
             }
-            Repr::Other => None,
+            Repr::Other(_) => None,
             Repr::Parsed(value) => value.get(name)?.as_str().map(Cow::Borrowed),
             Repr::InPlace(value) => value.get(name)?.as_str().map(Cow::Borrowed),
         }
@@ -480,7 +512,7 @@ impl<'a> Item<'a> {
                     Slot::Raw(_) => None,
                 }
             }
-            Repr::Other => None,
+            Repr::Other(_) => None,
             Repr::Parsed(value) => value.get_mut(name),
             Repr::InPlace(value) => value.get_mut(name),
         }
@@ -505,7 +537,7 @@ impl<'a> Item<'a> {
                     }),
                 }
             }
-            Repr::Other => {}
+            Repr::Other(_) => {}
             Repr::Parsed(item) => insert_into(item, name, value),
             Repr::InPlace(item) => insert_into(item, name, value),
         }
@@ -515,31 +547,18 @@ impl<'a> Item<'a> {
     fn changed(&self) -> bool {
         match &self.0 {
             Repr::Members { changed, .. } => *changed,
-            Repr::Other | Repr::InPlace(_) => false,
+            Repr::Other(_) | Repr::InPlace(_) => false,
             Repr::Parsed(_) => true,
         }
     }
 
-    /// Appends the item to `out` and where its members landed to `spans`;
-    /// returns which of `spans` are its own, when it recorded them.
-    /// `text` and `old` are the payload's text and index, `element` where
-    /// the item was in them.
-    fn write(
-        &self,
-        text: &str,
-        element: &Element,
-        old: &[Span],
-        out: &mut Vec<u8>,
-        spans: &mut Vec<Span>,
-    ) -> Option<Split> {
+    /// Appends a changed item to `out` and where its members landed to
+    /// `spans`; returns which of `spans` are its own, when it recorded them.
+    /// (An unchanged item is copied with its neighbours: see [`edit`].)
+    fn write(&self, out: &mut Vec<u8>, spans: &mut Vec<Span>) -> Option<Split> {
         let first = spans.len();
-        let start = out.len();
-        let plain = match &self.0 {
-            Repr::Members {
-                text: own,
-                members,
-                changed: true,
-            } => {
+        match &self.0 {
+            Repr::Members { text, members, .. } => {
                 out.push(b'{');
                 // No name is there twice (see `from_spans` and `insert`);
                 // a key written with an escape makes the item not plain.
@@ -548,47 +567,55 @@ impl<'a> Item<'a> {
                     if i > 0 {
                         out.push(b',');
                     }
-                    let written = member.key.get(own);
+                    let written = member.key.get(text);
                     plain &= !has_backslash(written.as_bytes());
                     let key = out.len()..out.len() + written.len();
                     out.extend_from_slice(written.as_bytes());
                     out.push(b':');
                     let value = out.len();
                     match &member.value {
-                        Slot::Raw(span) => out.extend_from_slice(&own.as_bytes()[span.clone()]),
+                        Slot::Raw(span) => out.extend_from_slice(&text.as_bytes()[span.clone()]),
                         Slot::Parsed(value) => write_value(value, out),
                     }
                     spans.push((key, value..out.len()));
                 }
                 out.push(b'}');
-                plain
+                Some(Split {
+                    at: first..spans.len(),
+                    plain,
+                })
             }
             Repr::Parsed(value) => {
                 write_value(value, out);
-                return None;
+                None
             }
             Repr::InPlace(value) => {
                 write_value(value, out);
-                return None;
+                None
             }
-            Repr::Members { .. } | Repr::Other => {
-                copy(text, &element.span, out);
-                // Copied as it was: its members moved with it.
-                let split = element.members.as_ref()?;
-                let shift = |r: &Range<usize>| {
-                    r.start - element.span.start + start..r.end - element.span.start + start
-                };
-                spans.extend(
-                    old[split.at.clone()]
-                        .iter()
-                        .map(|(k, v)| (shift(k), shift(v))),
-                );
-                split.plain
+            Repr::Other(text) => {
+                out.extend_from_slice(text.as_bytes());
+                None
             }
-        };
+        }
+    }
+}
+
+impl Element {
+    /// Records the members of this item, copied unchanged to `to`, in
+    /// `spans`; returns which of them are its own.
+    fn moved(&self, to: usize, old: &[Span], spans: &mut Vec<Span>) -> Option<Split> {
+        let split = self.members.as_ref()?;
+        let first = spans.len();
+        let shift = |r: &Range<usize>| r.start - self.span.start + to..r.end - self.span.start + to;
+        spans.extend(
+            old[split.at.clone()]
+                .iter()
+                .map(|(k, v)| (shift(k), shift(v))),
+        );
         Some(Split {
             at: first..spans.len(),
-            plain,
+            plain: split.plain,
         })
     }
 }

@@ -6,7 +6,7 @@
 //! everything it came with (`_meta`, `structuredContent`, fields from newer
 //! revisions).
 //!
-//! Parsing checks the line in one pass of our own ([`check`]), which also
+//! Parsing checks the line in one pass of our own (`check`), which also
 //! finds the envelope's members; they are read straight into the model, and
 //! `params` and `result` stay the sender's bytes until a layer reads them.
 //! A line that path cannot take (not UTF-8, nested too deep, a

@@ -424,14 +424,15 @@ fn list_items_are_edited_as_a_parsed_value_would_be() {
         serde_json::from_str::<Value>(&text).expect("valid JSON"),
         expected
     );
-    // Everything the layers did not touch is the sender's text.
+    // Everything the layers did not touch is the sender's text, down to the
+    // blanks between items kept side by side.
     assert!(
         text.starts_with(r#"{"_meta":{"a":[1,{"b":"]"}]},"tools":[{"name":"b_one","x":[1, 2]}"#),
         "{text}"
     );
     assert!(
         text.ends_with(
-            r#",42,"text",null,{"title":"nameless"},{"name":"b_télé"}],"nextCursor":"c"}"#
+            r#",42, "text", null, {"title":"nameless"},{"name":"b_télé"}],"nextCursor":"c"}"#
         ),
         "{text}"
     );
