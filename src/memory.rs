@@ -9,15 +9,19 @@
 //! through the full chain that was about 70 faults a message, and on the
 //! machines we measure on a fault costs microseconds.
 //!
-//! Fixed thresholds instead: buffers up to 4 MiB come from the heap, and up
-//! to 8 MiB of free heap is kept. Larger buffers (a 10 MB result) are still
-//! mapped and handed back as soon as they are freed, so what mcp-chain holds
-//! between messages stays bounded.
+//! Fixed thresholds instead: buffers up to 32 MiB (glibc's largest mmap
+//! threshold) come from the heap, and up to 64 MiB of free heap is kept, so
+//! a stream of large messages reuses the same memory. glibc's own moving
+//! thresholds keep about as much after a 10 MB result (twice the largest
+//! buffer freed); what they do not keep is the memory of a stream of 200 KB
+//! listings. A lower mmap threshold is worse: at 4 MiB every 10 MB result
+//! was mapped and faulted in anew, 2.4 times slower end to end.
+//! docs/benchmarks.md has the measurements.
 
 /// Buffers up to this size come from the heap.
-pub const MMAP_THRESHOLD: usize = 4 << 20;
+pub const MMAP_THRESHOLD: usize = 32 << 20;
 /// Free heap up to this size is kept for the next message.
-pub const TRIM_THRESHOLD: usize = 8 << 20;
+pub const TRIM_THRESHOLD: usize = 64 << 20;
 
 /// Sets the allocator's thresholds; call before any thread starts. Whether
 /// they were taken: always false where the allocator is not glibc's.
