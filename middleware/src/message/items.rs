@@ -385,6 +385,20 @@ impl Piece {
             Self::New(s) => s,
         }
     }
+
+    /// [`Self::get`] as bytes, without checking that the span falls on
+    /// character boundaries (it does: it came from the scan or the check).
+    fn get_bytes<'t>(&'t self, text: &'t [u8]) -> &'t [u8] {
+        match self {
+            Self::At(span) => &text[span.clone()],
+            Self::New(s) => s.as_bytes(),
+        }
+    }
+
+    /// Whether this is the name `name`.
+    fn is(&self, text: &str, name: &str) -> bool {
+        self.get_bytes(text.as_bytes()) == name.as_bytes()
+    }
 }
 
 enum Slot {
@@ -475,7 +489,7 @@ impl<'a> Item<'a> {
     pub fn str_member(&self, name: &str) -> Option<Cow<'_, str>> {
         match &self.0 {
             Repr::Members { text, members, .. } => {
-                match &members.iter().find(|m| m.name.get(text) == name)?.value {
+                match &members.iter().find(|m| m.name.is(text, name))?.value {
                     Slot::Raw(span) => {
                         let value = &text[span.clone()];
                         if value.starts_with('"') {
@@ -501,7 +515,7 @@ impl<'a> Item<'a> {
                 members,
                 changed,
             } => {
-                let member = members.iter_mut().find(|m| m.name.get(text) == name)?;
+                let member = members.iter_mut().find(|m| m.name.is(text, name))?;
                 if let Slot::Raw(span) = &member.value {
                     let value = serde_json::from_str(&text[span.clone()]).unwrap_or(Value::Null);
                     member.value = Slot::Parsed(value);
@@ -528,7 +542,7 @@ impl<'a> Item<'a> {
                 changed,
             } => {
                 *changed = true;
-                match members.iter_mut().find(|m| m.name.get(text) == name) {
+                match members.iter_mut().find(|m| m.name.is(text, name)) {
                     Some(member) => member.value = Slot::Parsed(value),
                     None => members.push(Member {
                         key: Piece::New(Value::from(name).to_string()),
@@ -559,25 +573,54 @@ impl<'a> Item<'a> {
         let first = spans.len();
         match &self.0 {
             Repr::Members { text, members, .. } => {
+                let text = text.as_bytes();
                 out.push(b'{');
                 // No name is there twice (see `from_spans` and `insert`);
                 // a key written with an escape makes the item not plain.
                 let mut plain = true;
+                // Members kept as written are copied a stretch at a time:
+                // they are in `members` in the order they were written, and
+                // only what follows the last of them was added.
+                let mut run: Option<(Range<usize>, usize)> = None;
                 for (i, member) in members.iter().enumerate() {
-                    if i > 0 {
+                    if i > 0 && run.is_none() {
                         out.push(b',');
                     }
-                    let written = member.key.get(text);
-                    plain &= !has_backslash(written.as_bytes());
+                    if let (Piece::At(key), Slot::Raw(value)) = (&member.key, &member.value) {
+                        plain &= !has_backslash(&text[key.clone()]);
+                        let to = match &mut run {
+                            Some((stretch, to)) => {
+                                stretch.end = value.end;
+                                *to
+                            }
+                            None => {
+                                run = Some((key.start..value.end, out.len()));
+                                out.len()
+                            }
+                        };
+                        let from = run.as_ref().map_or(key.start, |(stretch, _)| stretch.start);
+                        let shift = |r: &Range<usize>| r.start - from + to..r.end - from + to;
+                        spans.push((shift(key), shift(value)));
+                        continue;
+                    }
+                    if let Some((stretch, _)) = run.take() {
+                        out.extend_from_slice(&text[stretch]);
+                        out.push(b',');
+                    }
+                    let written = member.key.get_bytes(text);
+                    plain &= !has_backslash(written);
                     let key = out.len()..out.len() + written.len();
-                    out.extend_from_slice(written.as_bytes());
+                    out.extend_from_slice(written);
                     out.push(b':');
                     let value = out.len();
                     match &member.value {
-                        Slot::Raw(span) => out.extend_from_slice(&text.as_bytes()[span.clone()]),
+                        Slot::Raw(span) => out.extend_from_slice(&text[span.clone()]),
                         Slot::Parsed(value) => write_value(value, out),
                     }
                     spans.push((key, value..out.len()));
+                }
+                if let Some((stretch, _)) = run.take() {
+                    out.extend_from_slice(&text[stretch]);
                 }
                 out.push(b'}');
                 Some(Split {
@@ -643,6 +686,57 @@ mod tests {
             ListIndex::scan(text, key),
             ListIndex::from_outline(text, &outline.nodes, key),
         ]
+    }
+
+    #[test]
+    fn members_kept_around_a_changed_one_are_copied_and_found_again() {
+        let text =
+            r#"{"tools":[{"a" : "x" , "name":"n1", "b" :[1, {"c":2}] ,"d":"y"},{"name":"n2"}]}"#;
+        let (_, outline) = check::line(text.as_bytes()).expect("valid");
+        let index = ListIndex::from_outline(text, &outline.nodes, "tools")
+            .ok()
+            .expect("a list");
+        let rename = &mut |item: &mut Item<'_>| {
+            let name = item.str_member("name").map(|n| format!("p_{n}"));
+            item.insert("name", name.into());
+            item.insert("added", true.into());
+            true
+        };
+        let Edited::Changed(text, index) = edit(text, &index, rename) else {
+            panic!("renamed");
+        };
+        assert_eq!(
+            text,
+            r#"{"tools":[{"a" : "x","name":"p_n1","b" :[1, {"c":2}] ,"d":"y","added":true},{"name":"p_n2","added":true}]}"#
+        );
+        // The second edit reads every member through the positions the
+        // first recorded.
+        let mut seen = Vec::new();
+        let read = &mut |item: &mut Item<'_>| {
+            for name in ["a", "name", "d", "added"] {
+                seen.push(item.str_member(name).map(|v| v.into_owned()));
+            }
+            seen.push(item.get_mut("b").map(|b| b.to_string()));
+            true
+        };
+        // (`get_mut` counts as a change: what is written does not matter.)
+        let _ = edit(&text, &index, read);
+        let s = |v: &str| Some(v.to_owned());
+        assert_eq!(
+            seen,
+            [
+                s("x"),
+                s("p_n1"),
+                s("y"),
+                None,
+                s(r#"[1,{"c":2}]"#),
+                None,
+                s("p_n2"),
+                None,
+                None,
+                None,
+            ]
+        );
     }
 
     #[test]
