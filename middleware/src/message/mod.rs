@@ -228,9 +228,12 @@ impl Fields {
             let name = scan::unquote(&text[member.key()])?;
             let value = &text[member.value()];
             let payload = || {
-                // Kept only for a payload holding an array of items (an
-                // element two levels down): what it is for.
-                let list = complete && run.iter().any(|n| n.depth == 3 && n.key.is_empty());
+                // Kept only for a payload holding a list (elements two
+                // levels down), and a long one: a short list is cheaper to
+                // scan when a layer edits it than its outline is to keep
+                // for every answer (a tools/call result's `content`).
+                let elements = run.iter().filter(|n| n.depth == 3 && n.key.is_empty());
+                let list = complete && elements.count() >= OUTLINED_ITEMS;
                 let outline = list.then(|| rebase(run, member.value.start));
                 Payload::raw(raw_value(value), outline)
             };
@@ -509,6 +512,9 @@ impl Serialize for ErrorSer<'_> {
         map.end()
     }
 }
+
+/// How many items a payload's lists must hold for it to keep its outline.
+const OUTLINED_ITEMS: usize = 16;
 
 /// The entries of the outermost container in an outline, each with the
 /// run of deeper nodes inside it.

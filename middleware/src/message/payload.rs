@@ -156,6 +156,12 @@ impl Payload {
         }
     }
 
+    /// Whether the payload kept the outline found when its line was checked.
+    #[cfg(test)]
+    pub(super) fn is_outlined(&self) -> bool {
+        self.outline.is_some()
+    }
+
     /// Whether the payload is still the sender's bytes, unread.
     pub fn is_untouched(&self) -> bool {
         self.value.get().is_none()

@@ -439,6 +439,35 @@ fn list_items_are_edited_as_a_parsed_value_would_be() {
 }
 
 #[test]
+fn a_long_list_is_edited_from_its_outline_as_a_parsed_value_would_be() {
+    // The same hostile items as above, enough of them for the payload to
+    // keep the outline its line's check recorded.
+    let items = r#"[{"name":"inner"}], {"name":"one","x":[1, 2]} , {"na\u006de":"two",
+        "description":"old",
+        "inputSchema":{"type":"object","properties":{"hidden":{},"kept":{"d":"\"}"}}}},
+        {"name":"my_secret"}, 42, "text", null, {"title":"nameless"},
+        {"name":"dup","name":"twice_secret"}, {"name":"t\u00e9l\u00e9","x" : 1 ,"y":2}"#
+        .replace('\n', " ");
+    let line = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"result":{{ "_meta" : {{"a":[1,{{"b":"]"}}]}},
+        "tools" : [ {items}, {items}, {items} ], "nextCursor":"c"}}}}"#
+    )
+    .replace('\n', " ");
+    let (mut raw, mut parsed) = both_results(&line);
+    assert!(raw.is_outlined(), "a list of 30 items keeps its outline");
+    for payload in [&mut raw, &mut parsed] {
+        payload.edit_items("tools", rename);
+        payload.edit_items("tools", drop_secret);
+    }
+    let text = serde_json::to_string(&raw).expect("serializes");
+    assert_eq!(
+        serde_json::from_str::<Value>(&text).expect("valid JSON"),
+        *parsed
+    );
+    assert_eq!(parsed["tools"].as_array().map(Vec::len), Some(24));
+}
+
+#[test]
 fn a_list_nobody_changed_stays_the_senders_bytes() {
     let line = r#"{"jsonrpc":"2.0","id":1,"result":{"tools":[ {"name":"a" }, {"name":"b"}]}}"#;
     let (mut raw, _) = both_results(line);
