@@ -7,51 +7,35 @@ use crate::{BoxError, Direction, ErrorCode, Message, RequestId};
 use serde::{Serialize, Serializer};
 use serde_json::Value;
 use std::fmt;
-use std::io;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// The fields of one line, borrowed from the message they describe, so a
-/// large payload is serialized straight into the line, never copied first.
-/// Field order is the order written.
-#[derive(Debug, Default, Serialize)]
+/// large payload is written straight into the line, never copied first.
+/// Field order is the order written ([`Record::to_line`]); fields that are
+/// `None` are left out.
+#[derive(Debug, Default)]
 pub(super) struct Record<'a> {
     pub(super) time: Timestamp,
     pub(super) direction: &'static str,
     pub(super) kind: &'static str,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) id: Option<&'a RequestId>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) method: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) tool: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) resource: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) resource_template: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) prompt: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) outcome: Option<&'static str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) code: Option<i64>,
     /// The layer that answered, when mcp-chain did (`error.data.layer`).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) layer: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) reason: Option<&'a str>,
     /// A failure that is not a protocol answer (the upstream is gone).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) failure: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) duration_ms: Option<f64>,
     /// Bytes of the message as JSON, without the newline.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) size: Option<usize>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) params: Option<&'a Payload>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) result: Option<&'a Payload>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) error: Option<ErrorPayload<'a>>,
 }
 
@@ -97,7 +81,7 @@ impl<'a> Record<'a> {
                 self.failure = Some(e.to_string());
             }
             Ok(Some(msg)) => {
-                self.size = Some(json_size(msg));
+                self.size = Some(msg.json_len());
                 match msg {
                     Message::Response(r) => {
                         // `isError` belongs to tool results (also as a
@@ -140,14 +124,68 @@ impl<'a> Record<'a> {
         });
     }
 
-    /// The record as one line of JSON, with its newline.
+    /// The record as one line of JSON, with its newline. Written by hand:
+    /// the keys are fixed ASCII, and most values are short strings with
+    /// nothing to escape; through serde's derive the line cost three times
+    /// as much.
     pub(super) fn to_line(&self) -> Vec<u8> {
         let mut line = Vec::with_capacity(256);
-        // Every field serializes: strings, numbers and `Value`s into a Vec.
-        serde_json::to_writer(&mut line, self).expect("an audit record always serializes");
-        line.push(b'\n');
+        line.extend_from_slice(b"{\"time\":\"");
+        line.extend_from_slice(&self.time.text());
+        line.push(b'"');
+        let out = &mut line;
+        string_field(out, "direction", Some(self.direction));
+        string_field(out, "kind", Some(self.kind));
+        json_field(out, "id", self.id);
+        string_field(out, "method", self.method);
+        string_field(out, "tool", self.tool);
+        string_field(out, "resource", self.resource);
+        string_field(out, "resource_template", self.resource_template);
+        string_field(out, "prompt", self.prompt);
+        string_field(out, "outcome", self.outcome);
+        json_field(out, "code", self.code.as_ref());
+        string_field(out, "layer", self.layer);
+        string_field(out, "reason", self.reason);
+        string_field(out, "failure", self.failure.as_deref());
+        json_field(out, "duration_ms", self.duration_ms.as_ref());
+        json_field(out, "size", self.size.as_ref());
+        json_field(out, "params", self.params);
+        json_field(out, "result", self.result);
+        json_field(out, "error", self.error.as_ref());
+        line.extend_from_slice(b"}\n");
         line
     }
+}
+
+/// `,"name":` and the value as JSON, when there is one.
+fn json_field<T: Serialize + ?Sized>(out: &mut Vec<u8>, name: &str, value: Option<&T>) {
+    if let Some(value) = value {
+        key(out, name);
+        // Strings, numbers, ids and payloads, into a Vec: cannot fail.
+        serde_json::to_writer(&mut *out, value).expect("an audit field always serializes");
+    }
+}
+
+/// `,"name":"value"`, when there is a value; copied as it is unless it
+/// has something JSON escapes.
+fn string_field(out: &mut Vec<u8>, name: &str, value: Option<&str>) {
+    let Some(value) = value else {
+        return;
+    };
+    if value.bytes().any(|c| c < 0x20 || c == b'"' || c == b'\\') {
+        return json_field(out, name, Some(value));
+    }
+    key(out, name);
+    out.push(b'"');
+    out.extend_from_slice(value.as_bytes());
+    out.push(b'"');
+}
+
+/// `,"name":` (the names are fixed ASCII).
+fn key(out: &mut Vec<u8>, name: &str) {
+    out.extend_from_slice(b",\"");
+    out.extend_from_slice(name.as_bytes());
+    out.extend_from_slice(b"\":");
 }
 
 /// `error` with its `code`, `message` and `data`, written in place.
@@ -158,27 +196,6 @@ impl Serialize for ErrorPayload<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         // Small, and only with payloads on: a Value copy keeps this short.
         self.0.to_value().serialize(s)
-    }
-}
-
-/// How many bytes `msg` takes as JSON, counted without building the text.
-pub(super) fn json_size(msg: &Message) -> usize {
-    let mut counter = Counter(0);
-    // Counter's writes cannot fail, and a message always serializes.
-    let _ = serde_json::to_writer(&mut counter, msg);
-    counter.0
-}
-
-struct Counter(usize);
-
-impl io::Write for Counter {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.0 += buf.len();
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
     }
 }
 
@@ -318,8 +335,80 @@ mod tests {
     }
 
     #[test]
-    fn size_counts_the_json_bytes() {
-        let msg = Message::request(1, "ping", None);
-        assert_eq!(json_size(&msg), msg.to_value().to_string().len());
+    fn a_line_is_json_with_every_field_in_order() {
+        let id = RequestId::from(7u64);
+        let params = Payload::from(serde_json::json!({"name": "a\"b"}));
+        let error = ErrorObject {
+            code: ErrorCode::RATE_LIMITED,
+            message: "slow down".into(),
+            data: None,
+            extra: serde_json::Map::new(),
+        };
+        let record = Record {
+            time: Timestamp(UNIX_EPOCH + Duration::from_secs(1_700_000_000)),
+            direction: "client_to_server",
+            kind: "request",
+            id: Some(&id),
+            method: Some("tools/call"),
+            tool: Some("quote\"and\\back\nslash"),
+            resource: Some("file:///x"),
+            resource_template: Some("file:///{p}"),
+            prompt: Some("p"),
+            outcome: Some("ok"),
+            code: Some(-32_000),
+            layer: Some("filter"),
+            reason: Some("control \u{1} char"),
+            failure: Some("gone".into()),
+            duration_ms: Some(1.5),
+            size: Some(42),
+            params: Some(&params),
+            result: Some(&params),
+            error: Some(ErrorPayload(&error)),
+        };
+        let line = record.to_line();
+        assert_eq!(line.last(), Some(&b'\n'));
+        let value: serde_json::Map<String, Value> =
+            serde_json::from_slice(&line).expect("one JSON object");
+        let keys: Vec<_> = value.keys().map(String::as_str).collect();
+        assert_eq!(
+            keys,
+            [
+                "time",
+                "direction",
+                "kind",
+                "id",
+                "method",
+                "tool",
+                "resource",
+                "resource_template",
+                "prompt",
+                "outcome",
+                "code",
+                "layer",
+                "reason",
+                "failure",
+                "duration_ms",
+                "size",
+                "params",
+                "result",
+                "error"
+            ]
+        );
+        assert_eq!(value["time"], "2023-11-14T22:13:20.000000Z");
+        assert_eq!(value["id"], 7);
+        assert_eq!(value["tool"], "quote\"and\\back\nslash");
+        assert_eq!(value["reason"], "control \u{1} char");
+        assert_eq!(value["code"], -32_000);
+        assert_eq!(value["duration_ms"], 1.5);
+        assert_eq!(value["params"]["name"], "a\"b");
+        assert_eq!(value["error"]["message"], "slow down");
+        // Fields that are not there are left out.
+        let line = Record::new(Direction::ToServer, "notification").to_line();
+        let value: serde_json::Map<String, Value> =
+            serde_json::from_slice(&line).expect("one JSON object");
+        assert_eq!(
+            value.keys().collect::<Vec<_>>(),
+            ["time", "direction", "kind"]
+        );
     }
 }

@@ -2,7 +2,7 @@
 
 use super::config::OnWriteError;
 use super::layer::Shared;
-use super::record::{json_size, millis, Record};
+use super::record::{millis, Record};
 use super::sink::Queued;
 use crate::target::Target;
 use crate::ResponseFuture;
@@ -65,7 +65,7 @@ where
         record.id = msg.id();
         record.method = msg.method();
         record.target(target);
-        record.size = Some(json_size(msg));
+        record.size = Some(msg.json_len());
         record.params = msg.payload().filter(|_| shared.payloads);
         let Message::Request(req) = msg else {
             // A notification (or a stray answer) cannot be refused: no one

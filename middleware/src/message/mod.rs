@@ -448,6 +448,39 @@ impl Message {
         out.push(b'\n');
     }
 
+    /// How many bytes [`Self::write_line`] writes, without the newline:
+    /// counted, not written. For a message whose payload is still the
+    /// sender's bytes and that has no other members (most of them) this is
+    /// arithmetic on the parts, so a 10 MB result is not walked to be
+    /// measured.
+    pub fn json_len(&self) -> usize {
+        const HEAD: usize = r#"{"jsonrpc":"2.0""#.len();
+        let params = |params: &Option<Payload>| match params {
+            None => Some(0),
+            Some(p) => p.raw_len().map(|n| r#","params":"#.len() + n),
+        };
+        let parts =
+            match self {
+                Self::Request(r) if r.extra.is_empty() => params(&r.params).map(|params| {
+                    r#","id":"#.len()
+                        + counted(&r.id)
+                        + r#","method":"#.len()
+                        + counted(&r.method)
+                        + params
+                }),
+                Self::Notification(n) if n.extra.is_empty() => params(&n.params)
+                    .map(|params| r#","method":"#.len() + counted(&n.method) + params),
+                Self::Response(r) if r.extra.is_empty() => r.result.raw_len().map(|result| {
+                    r#","id":"#.len() + counted(&r.id) + r#","result":"#.len() + result
+                }),
+                _ => None,
+            };
+        match parts {
+            Some(parts) => HEAD + parts + "}".len(),
+            None => counted(self),
+        }
+    }
+
     pub fn to_value(&self) -> Value {
         serde_json::to_value(self).expect("a message always serializes")
     }
@@ -491,6 +524,25 @@ impl Serialize for Message {
         }
         map.end()
     }
+}
+
+/// How many bytes `value` takes as JSON, counted without keeping the text.
+fn counted<T: Serialize + ?Sized>(value: &T) -> usize {
+    struct Counter(usize);
+    impl std::io::Write for Counter {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut counter = Counter(0);
+    // The counter's writes cannot fail, and messages and their parts
+    // always serialize.
+    let _ = serde_json::to_writer(&mut counter, value);
+    counter.0
 }
 
 /// Serializes an [`ErrorObject`] without building an intermediate `Value`.

@@ -162,6 +162,14 @@ impl Payload {
         self.outline.is_some()
     }
 
+    /// The length of the sender's bytes, while the payload is still them.
+    pub(super) fn raw_len(&self) -> Option<usize> {
+        match (self.value.get(), &self.raw) {
+            (None, Some(raw)) => Some(raw.get().len()),
+            _ => None,
+        }
+    }
+
     /// Whether the payload is still the sender's bytes, unread.
     pub fn is_untouched(&self) -> bool {
         self.value.get().is_none()

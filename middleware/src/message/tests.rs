@@ -571,3 +571,37 @@ fn messages_stay_small() {
         std::mem::size_of::<Message>()
     );
 }
+
+#[test]
+fn json_len_is_what_write_line_writes() {
+    let lines = [
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a\"b","arguments":{}}}"#,
+        r#"{"jsonrpc":"2.0","id":"s\u00e9\"q","method":"m\u00e9"}"#,
+        r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":1}}"#,
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        r#"{"jsonrpc":"2.0","id":-0,"result":{"content":[{"type":"text","text":"é"}]}}"#,
+        r#"{"jsonrpc":"2.0","id":9007199254740993,"result":{}}"#,
+        r#"{"jsonrpc":"2.0","id":2,"error":{"code":-32601,"message":"no"}}"#,
+        r#"{"jsonrpc":"2.0","id":3,"result":[1,2],"_meta":{"x":1}}"#,
+        r#" { "jsonrpc" : "2.0" , "id" : 4 , "result" : { "a" : [ 1 , 2 ] } } "#,
+    ];
+    for line in lines {
+        let mut msg = single(line.as_bytes());
+        for _ in 0..2 {
+            let mut written = Vec::new();
+            msg.write_line(&mut written);
+            assert_eq!(msg.json_len(), written.len() - 1, "{line}");
+            // Read (parsed) payloads are counted as they will be written.
+            if let Message::Request(Request {
+                params: Some(p), ..
+            })
+            | Message::Notification(Notification {
+                params: Some(p), ..
+            })
+            | Message::Response(Response { result: p, .. }) = &mut msg
+            {
+                p.as_object_mut();
+            }
+        }
+    }
+}
