@@ -123,6 +123,8 @@ impl Incoming {
         let (top, outline) = check::line(text.as_bytes())?;
         let Outline { nodes, complete } = outline;
         if top == Top::Object {
+            // An uncut outline of a message reaches three levels into its
+            // payloads: what a list's items and their members need.
             return Some(Self::Single(
                 Fields::read(text, &nodes, complete)?.into_message(),
             ));
@@ -133,13 +135,16 @@ impl Incoming {
             messages.push(if text.as_bytes()[value.start] != b'{' {
                 Err(not_an_object())
             } else if complete {
+                // A batch's messages are one level deeper: the outline
+                // does not reach their payloads' items, which are scanned
+                // if a layer edits them.
                 let nodes = rebase(run, element.value.start);
-                Fields::read(&text[value], &nodes, true)?.into_message()
+                Fields::read(&text[value], &nodes, false)?.into_message()
             } else {
                 // Its members were not all recorded: outlined on its own.
                 let text = &text[value];
                 let (_, outline) = check::line(text.as_bytes())?;
-                Fields::read(text, &outline.nodes, outline.complete)?.into_message()
+                Fields::read(text, &outline.nodes, false)?.into_message()
             });
         }
         if messages.is_empty() {
@@ -219,10 +224,12 @@ impl Key {
 
 impl Fields {
     /// The members of the object `text`, from its outline (`nodes`, see
-    /// [`check::Outline`]); `params` and `result` stay the sender's bytes,
-    /// with their part of the outline when it is whole. `None` if a member
-    /// does not read as JSON after all (the line is then parsed whole).
-    fn read(text: &str, nodes: &[Node], complete: bool) -> Option<Self> {
+    /// [`check::Outline`]); `params` and `result` stay the sender's bytes.
+    /// With `deep` (the outline holds three levels of each payload: its
+    /// members, a list's items and theirs), a payload holding a long list
+    /// keeps its part of it. `None` if a member does not read as JSON after
+    /// all (the line is then parsed whole).
+    fn read(text: &str, nodes: &[Node], deep: bool) -> Option<Self> {
         let mut fields = Self::default();
         for (member, run) in entries(nodes) {
             let name = scan::unquote(&text[member.key()])?;
@@ -233,7 +240,7 @@ impl Fields {
                 // scan when a layer edits it than its outline is to keep
                 // for every answer (a tools/call result's `content`).
                 let elements = run.iter().filter(|n| n.depth == 3 && n.key.is_empty());
-                let list = complete && elements.count() >= OUTLINED_ITEMS;
+                let list = deep && elements.count() >= OUTLINED_ITEMS;
                 let outline = list.then(|| rebase(run, member.value.start));
                 Payload::raw(raw_value(value), outline)
             };

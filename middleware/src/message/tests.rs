@@ -468,6 +468,35 @@ fn a_long_list_is_edited_from_its_outline_as_a_parsed_value_would_be() {
 }
 
 #[test]
+fn a_long_list_in_a_batch_is_edited_as_a_parsed_value_would_be() {
+    // In a batch a result is one level deeper than the outline goes for
+    // a single message: its items' members must still be found.
+    let tools: Vec<String> = (0..20)
+        .map(|i| format!(r#"{{"name":"t{i}","d":1}},{{"name":"my_secret_{i}"}}"#))
+        .collect();
+    let line = format!(
+        r#"[{{"jsonrpc":"2.0","id":1,"result":{{"tools":[{}]}}}},{{"jsonrpc":"2.0","id":2,"result":{{}}}}]"#,
+        tools.join(",")
+    );
+    let Ok(Incoming::Batch(messages)) = Incoming::parse(line.as_bytes()) else {
+        panic!("a batch");
+    };
+    let Some(Ok(Message::Response(resp))) = messages.into_iter().next() else {
+        panic!("a response");
+    };
+    let mut raw = resp.result;
+    let mut parsed = Payload::from(raw.clone().into_value());
+    for payload in [&mut raw, &mut parsed] {
+        payload.edit_items("tools", rename);
+        payload.edit_items("tools", drop_secret);
+    }
+    let text = serde_json::to_string(&raw).expect("serializes");
+    assert_eq!(serde_json::from_str::<Value>(&text).expect("JSON"), *parsed);
+    assert_eq!(parsed["tools"].as_array().map(Vec::len), Some(20));
+    assert_eq!(parsed["tools"][0]["name"], "b_t0");
+}
+
+#[test]
 fn a_list_nobody_changed_stays_the_senders_bytes() {
     let line = r#"{"jsonrpc":"2.0","id":1,"result":{"tools":[ {"name":"a" }, {"name":"b"}]}}"#;
     let (mut raw, _) = both_results(line);
