@@ -358,17 +358,18 @@ mod tests {
             .collect()
     }
 
+    /// The outermost container's entries, as (key, value) pieces.
+    fn top_level(text: &str) -> Vec<(&str, &str)> {
+        let entries = outline(text).into_iter().filter(|(depth, ..)| *depth == 1);
+        entries.map(|(_, k, v)| (k, v)).collect()
+    }
+
     #[test]
     fn the_line_is_outlined_as_it_is_checked() {
         let text = r#" {"a" : 1 ,"b":{"c":[1,{"d":"}"}]},"e":[] , "f":"x\"y" , "g":{}} "#;
         assert_eq!(line(text.as_bytes()).map(|(top, _)| top), Some(Top::Object));
-        let top: Vec<_> = outline(text)
-            .into_iter()
-            .filter(|(depth, ..)| *depth == 1)
-            .map(|(_, k, v)| (k, v))
-            .collect();
         assert_eq!(
-            top,
+            top_level(text),
             [
                 (r#""a""#, "1"),
                 (r#""b""#, r#"{"c":[1,{"d":"}"}]}"#),
@@ -396,13 +397,8 @@ mod tests {
         );
         let text = r#"[ {"a":1}, 2,"s" ,[[]],{} ]"#;
         assert_eq!(line(text.as_bytes()).map(|(top, _)| top), Some(Top::Array));
-        let elements: Vec<_> = outline(text)
-            .into_iter()
-            .filter(|(depth, ..)| *depth == 1)
-            .map(|(_, k, v)| (k, v))
-            .collect();
         assert_eq!(
-            elements,
+            top_level(text),
             [
                 ("", r#"{"a":1}"#),
                 ("", "2"),
