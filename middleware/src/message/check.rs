@@ -259,23 +259,13 @@ fn string(b: &[u8], at: usize) -> Option<usize> {
 }
 
 /// Where the first `"`, `\` or control character in `b` is, eight bytes at
-/// a time (Mycroft's zero-byte test, as serde_json does it).
+/// a time ([`scan::stops`], as serde_json does it), to the end: a control
+/// character has no memchr to hand over to.
 #[inline(always)]
 fn special(b: &[u8]) -> Option<usize> {
-    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
-    const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
-    const QUOTES: u64 = u64::from_ne_bytes([b'"'; 8]);
-    const BACKSLASHES: u64 = u64::from_ne_bytes([b'\\'; 8]);
-    const SPACES: u64 = u64::from_ne_bytes([0x20; 8]);
-    // The high bit of each byte of `w` that is zero (or below `0x20` for
-    // `below_space`), and perhaps of bytes above one that is: only the
-    // lowest flag is read.
-    let zero = |w: u64| w.wrapping_sub(ONES) & !w;
-    let below_space = |w: u64| w.wrapping_sub(SPACES) & !w;
     let mut i = 0;
     while let Some(word) = b.get(i..i + 8) {
-        let w = u64::from_le_bytes(word.try_into().expect("eight bytes"));
-        let hits = (zero(w ^ QUOTES) | zero(w ^ BACKSLASHES) | below_space(w)) & HIGHS;
+        let hits = scan::stops::<true>(u64::from_le_bytes(word.try_into().expect("eight bytes")));
         if hits != 0 {
             return Some(i + hits.trailing_zeros() as usize / 8);
         }

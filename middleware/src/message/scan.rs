@@ -158,24 +158,39 @@ fn string_end(b: &[u8], at: usize) -> Option<usize> {
 /// strings in a listing are names and keys, too short for memchr's vector
 /// start-up to pay; long ones move on to it.
 #[inline]
-pub(super) fn quote_or_backslash(b: &[u8]) -> Option<usize> {
-    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
-    const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
-    const QUOTES: u64 = u64::from_ne_bytes([b'"'; 8]);
-    const BACKSLASHES: u64 = u64::from_ne_bytes([b'\\'; 8]);
-    // The high bit of each byte of `w` that is zero (and perhaps of bytes
-    // above one that is: only the lowest flag is read).
-    let zero = |w: u64| w.wrapping_sub(ONES) & !w & HIGHS;
+fn quote_or_backslash(b: &[u8]) -> Option<usize> {
     let mut i = 0;
     for word in b.chunks_exact(8).take(8) {
-        let w = u64::from_le_bytes(word.try_into().expect("chunks of eight"));
-        let hits = zero(w ^ QUOTES) | zero(w ^ BACKSLASHES);
+        let hits = stops::<false>(u64::from_le_bytes(
+            word.try_into().expect("chunks of eight"),
+        ));
         if hits != 0 {
             return Some(i + hits.trailing_zeros() as usize / 8);
         }
         i += 8;
     }
     memchr::memchr2(b'"', b'\\', &b[i..]).map(|k| i + k)
+}
+
+/// The bytes of `w` (eight bytes, little-endian) where a string scan must
+/// stop: a `"` or a `\`, and with `CONTROLS` a control character too. The
+/// high bit of each such byte is set, and perhaps of bytes above one
+/// (Mycroft's zero-byte test): only the lowest flag may be read, as
+/// `trailing_zeros() / 8`.
+#[inline(always)]
+pub(super) fn stops<const CONTROLS: bool>(w: u64) -> u64 {
+    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
+    const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
+    const QUOTES: u64 = u64::from_ne_bytes([b'"'; 8]);
+    const BACKSLASHES: u64 = u64::from_ne_bytes([b'\\'; 8]);
+    const SPACES: u64 = u64::from_ne_bytes([0x20; 8]);
+    let zero = |x: u64| x.wrapping_sub(ONES) & !x;
+    let mut hits = zero(w ^ QUOTES) | zero(w ^ BACKSLASHES);
+    if CONTROLS {
+        // Below 0x20: the subtraction borrows from a byte under it.
+        hits |= w.wrapping_sub(SPACES) & !w;
+    }
+    hits & HIGHS
 }
 
 #[cfg(test)]
