@@ -205,9 +205,13 @@ impl Shape {
 /// around them.
 fn parts_match(prefix: &str, middle: &[Finder<'_>], suffix: &str, text: &str) -> bool {
     let text = text.as_bytes();
+    // Empty ends are skipped, not compared: an empty `String` points
+    // nowhere, and glibc's AVX-512 `memcmp` takes ~40 ns on such a pointer
+    // even for zero bytes (a masked load of an unmapped page), four times
+    // per listed tool with `allow = ["*"]`.
     if text.len() < prefix.len() + suffix.len()
-        || !text.starts_with(prefix.as_bytes())
-        || !text.ends_with(suffix.as_bytes())
+        || !(prefix.is_empty() || text.starts_with(prefix.as_bytes()))
+        || !(suffix.is_empty() || text.ends_with(suffix.as_bytes()))
     {
         return false;
     }

@@ -159,7 +159,13 @@ impl Names {
         if let Some(upstream) = self.back.get(client) {
             return Some(upstream);
         }
-        let rest = client.strip_prefix(self.prefix.as_str())?;
+        // Not `strip_prefix("")`: an empty `String`'s pointer is dangling,
+        // which glibc's `memcmp` handles slowly (see `pattern::glob`).
+        let rest = if self.prefix.is_empty() {
+            client
+        } else {
+            client.strip_prefix(self.prefix.as_str())?
+        };
         match self.items.get(rest) {
             Some(item) if item.name.is_some() => None,
             _ => Some(rest),
