@@ -14,10 +14,21 @@ use std::collections::{BTreeMap, HashMap};
 /// so 64 is the limit that keeps a renamed tool usable everywhere.
 pub(super) const MAX_NAME_CHARS: usize = 64;
 
-/// Whether `c` may appear in a name: ASCII letters, digits, `_`, `-` and `.`,
-/// the only characters the 2025-11-25 specification allows in tool names.
-fn name_char(c: char) -> bool {
-    c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.')
+/// Whether byte `c` may appear in a name: ASCII letters, digits, `_`, `-`
+/// and `.`, the only characters the 2025-11-25 specification allows in tool
+/// names. A table: every produced name of a listing is checked.
+fn name_byte(c: u8) -> bool {
+    const ALLOWED: [bool; 256] = {
+        let mut table = [false; 256];
+        let mut c = 0;
+        while c < 256 {
+            let b = c as u8;
+            table[c] = b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.');
+            c += 1;
+        }
+        table
+    };
+    ALLOWED[usize::from(c)]
 }
 
 /// Checks a name mcp-chain would produce.
@@ -28,7 +39,7 @@ pub(super) fn check_name(name: &str) -> Result<(), String> {
     // Every allowed character is ASCII, so names are checked byte by byte:
     // the first byte that is not allowed starts the first character that
     // is not, and in a name that passes, bytes are characters.
-    if let Some(at) = name.bytes().position(|b| !name_char(char::from(b))) {
+    if let Some(at) = name.bytes().position(|b| !name_byte(b)) {
         let c = name[at..]
             .chars()
             .next()
@@ -91,7 +102,10 @@ impl Names {
         prefix: &str,
         config: &BTreeMap<String, ItemConfig>,
     ) -> Result<Self, String> {
-        if let Some(c) = prefix.chars().find(|c| !name_char(*c)) {
+        if let Some(c) = prefix
+            .chars()
+            .find(|&c| !u8::try_from(c).is_ok_and(name_byte))
+        {
             return Err(format!(
                 "{prefix_key}: {prefix:?} contains {c:?}; names may use only A-Z a-z 0-9 _ - ."
             ));
@@ -147,8 +161,14 @@ impl Names {
         match self.items.get(upstream).and_then(|i| i.name.as_deref()) {
             Some(name) => Cow::Borrowed(name),
             None if self.prefix.is_empty() => Cow::Borrowed(upstream),
-            // Not format!: this runs for each of 1,000 listed tools.
-            None => Cow::Owned([self.prefix.as_str(), upstream].concat()),
+            // Not format! or concat: this runs for each of 1,000 listed
+            // tools, and both go through generic machinery.
+            None => {
+                let mut name = String::with_capacity(self.prefix.len() + upstream.len());
+                name.push_str(&self.prefix);
+                name.push_str(upstream);
+                Cow::Owned(name)
+            }
         }
     }
 
