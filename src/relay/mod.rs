@@ -8,12 +8,14 @@
 //! Each reader reads one message at a time. A request or notification goes
 //! down the chain toward the other peer; `call` does the request-side work
 //! and queues the write before the next message is read (invariant 1). The
-//! answer's future runs on a task of its own, so a slow tool call holds up
+//! answer's future is awaited by the peer's answering task (`owed`), along
+//! with every other answer owed to that peer, so a slow tool call holds up
 //! nothing else (invariant 2). An answer from a peer is handed to the task
 //! waiting for it, and the reader waits until that task has written it
 //! before reading on, so an answer is never overtaken by what its sender
 //! sent after it.
 
+mod owed;
 mod side;
 mod supervisor;
 
@@ -26,6 +28,7 @@ use crate::front::stdio::{Reader, Writer};
 use crate::front::writer;
 use crate::upstream::{Upstream, UpstreamError};
 use mcp_chain_middleware::Direction;
+use owed::Owed;
 use side::{Side, Unwritten};
 use std::future::Future;
 use std::time::Duration;
@@ -102,7 +105,7 @@ pub async fn run(
         own: downstream_conn.clone(),
         reply: client_queue.clone(),
         direction: Direction::ToServer,
-        owed: owed.clone(),
+        owed: Owed::new(owed.clone()),
         unwritten: Unwritten::default(),
     };
 

@@ -6,6 +6,7 @@ use crate::connector::Connector;
 use crate::front::codec::{Frame, FrameReader};
 use crate::front::queue::Queue;
 use crate::front::writer::Outgoing;
+use crate::relay::owed::Owed;
 use mcp_chain_middleware::envelope::delivery;
 use mcp_chain_middleware::message::{response_id, Incoming, Invalid};
 use mcp_chain_middleware::{
@@ -14,7 +15,6 @@ use mcp_chain_middleware::{
 };
 use std::task::{Context, Poll, Waker};
 use tokio::io::AsyncRead;
-use tokio_util::task::TaskTracker;
 use tower::{Service, ServiceExt};
 /// One peer's reading side: its messages go down `chain`, answers to its
 /// requests go back on `reply`, and its answers settle `own`'s requests.
@@ -26,8 +26,8 @@ pub(super) struct Side<R> {
     pub(super) reply: Queue,
     /// Which way this peer's messages travel.
     pub(super) direction: Direction,
-    /// The tasks writing answers owed to this peer.
-    pub(super) owed: TaskTracker,
+    /// The answers owed to this peer that were not ready at once.
+    pub(super) owed: Owed,
     /// Answers this peer sent that are on their way back through the
     /// layers. Answers may pass each other (they are matched by id, and
     /// waiting for each in turn would cost a write per answer), but no
@@ -154,7 +154,7 @@ impl<R: AsyncRead + Unpin> Side<R> {
     }
 
     /// Writes an answer when it is ready: at once if it already is (a
-    /// notification, a refusal), else from a task of its own.
+    /// notification, a refusal), else from this peer's answering task.
     async fn deliver(&mut self, mut answer: Answer, ticket: Option<DeliveryTicket>) {
         let now = answer
             .future
@@ -164,12 +164,9 @@ impl<R: AsyncRead + Unpin> Side<R> {
             write_answer(&self.reply, out, answer.id, self.peer(), ticket).await;
             return;
         }
-        let reply = self.reply.clone();
         let peer = self.peer();
-        self.owed.spawn(async move {
-            let out = answer.future.await;
-            write_answer(&reply, out, answer.id, peer, ticket).await;
-        });
+        self.owed
+            .push(answer.future, answer.id, ticket, &self.reply, peer);
     }
 
     /// A batch: each element goes its way; the answers go back as one array.
@@ -185,7 +182,7 @@ impl<R: AsyncRead + Unpin> Side<R> {
         }
         let reply = self.reply.clone();
         let peer = self.peer();
-        self.owed.spawn(async move {
+        self.owed.tracker().spawn(async move {
             for (answer, ticket) in answers {
                 ready.extend(settle(answer.future.await, answer.id, peer));
                 // Released as soon as the answer is in hand, not when the
@@ -233,7 +230,7 @@ impl<R: AsyncRead + Unpin> Side<R> {
 
 /// Writes what the chain returned (if anything), then lets the peer's
 /// reader go on (the ticket).
-async fn write_answer(
+pub(super) async fn write_answer(
     reply: &Queue,
     out: Result<Option<Message>, BoxError>,
     id: Option<RequestId>,

@@ -16,6 +16,7 @@
 //! declares, so it refetches what may have changed. The client keeps its
 //! session throughout.
 
+use super::owed::Owed;
 use super::side::{Side, Unwritten};
 use crate::chain::ChainService;
 use crate::config::UpstreamConfig;
@@ -160,7 +161,7 @@ impl Supervisor {
             own: self.conn.clone(),
             reply: self.queue.clone(),
             direction: Direction::ToClient,
-            owed: TaskTracker::new(),
+            owed: Owed::new(TaskTracker::new()),
             unwritten: Unwritten::default(),
         }
     }
