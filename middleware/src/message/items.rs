@@ -699,18 +699,11 @@ fn insert_into(item: &mut Value, name: &str, value: Value) {
 }
 
 fn write_value(value: &Value, out: &mut Vec<u8>) {
-    // A string with nothing to escape (a renamed tool's name) is written
-    // as it stands: what serde_json would write, without its machinery.
-    if let Value::String(s) = value {
-        if s.bytes().all(|c| c >= 0x20 && c != b'"' && c != b'\\') {
-            out.reserve(s.len() + 2);
-            out.push(b'"');
-            out.extend_from_slice(s.as_bytes());
-            out.push(b'"');
-            return;
-        }
+    // A string (a renamed tool's name) without serde_json's machinery.
+    match value {
+        Value::String(s) => super::write_str(s, out),
+        _ => serde_json::to_writer(out, value).expect("a Value always serializes into a Vec"),
     }
-    serde_json::to_writer(out, value).expect("a Value always serializes into a Vec");
 }
 
 #[cfg(test)]

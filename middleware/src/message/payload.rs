@@ -164,8 +164,13 @@ impl Payload {
 
     /// The length of the sender's bytes, while the payload is still them.
     pub(super) fn raw_len(&self) -> Option<usize> {
+        self.raw_text().map(str::len)
+    }
+
+    /// The sender's text, while no one has read the payload.
+    pub(super) fn raw_text(&self) -> Option<&str> {
         match (self.value.get(), &self.raw) {
-            (None, Some(raw)) => Some(raw.get().len()),
+            (None, Some(raw)) => Some(raw.get()),
             _ => None,
         }
     }

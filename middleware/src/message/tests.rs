@@ -634,3 +634,33 @@ fn json_len_is_what_write_line_writes() {
         }
     }
 }
+
+#[test]
+fn the_usual_shapes_are_written_by_hand_as_serde_json_writes_them() {
+    let lines = [
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a\"b","arguments":{}}}"#,
+        r#"{"jsonrpc":"2.0","id":"s\u00e9\"q\t","method":"m\u00e9\n"}"#,
+        r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":1}}"#,
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        r#"{"jsonrpc":"2.0","id":0,"result":{"content":[{"type":"text","text":"é"}]}}"#,
+        r#"{"jsonrpc":"2.0","id":18446744073709551615,"result":{}}"#,
+        r#"{"jsonrpc":"2.0","id":-7,"result":{}}"#,
+        r#"{"jsonrpc":"2.0","id":1.5,"method":"m","params":[1]}"#,
+        r#"{"jsonrpc":"2.0","id":1e2,"result":{}}"#,
+        r#"{"jsonrpc":"2.0","id":2,"error":{"code":-32601,"message":"no"}}"#,
+        r#"{"jsonrpc":"2.0","id":3,"result":[1,2],"_meta":{"x":1}}"#,
+        r#" { "jsonrpc" : "2.0" , "id" : 4 , "method" : "m" , "params" : { "a" : [ 1 , 2 ] } } "#,
+    ];
+    for line in lines {
+        let msg = single(line.as_bytes());
+        let mut written = Vec::new();
+        msg.write_line(&mut written);
+        let mut expected = serde_json::to_vec(&msg).expect("a message");
+        expected.push(b'\n');
+        assert_eq!(
+            String::from_utf8_lossy(&written),
+            String::from_utf8_lossy(&expected),
+            "{line}"
+        );
+    }
+}
