@@ -51,6 +51,10 @@ fuzz_target!(|data: &[u8]| {
         // to_value and the writer agree.
         let mut line = Vec::new();
         message.write_line(&mut line);
+        // The hand-written shapes are byte for byte what serde_json writes.
+        let mut serde_line = serde_json::to_vec(&message).expect("a message serializes");
+        serde_line.push(b'\n');
+        assert_eq!(line, serde_line, "{message:?}");
         let value: Value = serde_json::from_slice(&line).expect("we wrote JSON");
         assert!(
             values_match(&value, &message.to_value()),
