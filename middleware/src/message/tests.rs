@@ -601,19 +601,30 @@ fn messages_stay_small() {
     );
 }
 
+/// Messages of every shape `write_line` meets: ids of each kind, escaped
+/// methods and ids, with and without payloads, extra members, errors, and
+/// input with blanks.
+const SHAPES: [&str; 15] = [
+    r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a\"b","arguments":{}}}"#,
+    r#"{"jsonrpc":"2.0","id":"s\u00e9\"q","method":"m\u00e9"}"#,
+    r#"{"jsonrpc":"2.0","id":"s\t","method":"m\n"}"#,
+    r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":1}}"#,
+    r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+    r#"{"jsonrpc":"2.0","id":-0,"result":{"content":[{"type":"text","text":"é"}]}}"#,
+    r#"{"jsonrpc":"2.0","id":0,"result":{}}"#,
+    r#"{"jsonrpc":"2.0","id":9007199254740993,"result":{}}"#,
+    r#"{"jsonrpc":"2.0","id":18446744073709551615,"result":{}}"#,
+    r#"{"jsonrpc":"2.0","id":-7,"result":{}}"#,
+    r#"{"jsonrpc":"2.0","id":1.5,"method":"m","params":[1]}"#,
+    r#"{"jsonrpc":"2.0","id":1e2,"result":{}}"#,
+    r#"{"jsonrpc":"2.0","id":2,"error":{"code":-32601,"message":"no"}}"#,
+    r#"{"jsonrpc":"2.0","id":3,"result":[1,2],"_meta":{"x":1}}"#,
+    r#" { "jsonrpc" : "2.0" , "id" : 4 , "method" : "m" , "params" : { "a" : [ 1 , 2 ] } } "#,
+];
+
 #[test]
 fn json_len_is_what_write_line_writes() {
-    let lines = [
-        r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a\"b","arguments":{}}}"#,
-        r#"{"jsonrpc":"2.0","id":"s\u00e9\"q","method":"m\u00e9"}"#,
-        r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":1}}"#,
-        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
-        r#"{"jsonrpc":"2.0","id":-0,"result":{"content":[{"type":"text","text":"é"}]}}"#,
-        r#"{"jsonrpc":"2.0","id":9007199254740993,"result":{}}"#,
-        r#"{"jsonrpc":"2.0","id":2,"error":{"code":-32601,"message":"no"}}"#,
-        r#"{"jsonrpc":"2.0","id":3,"result":[1,2],"_meta":{"x":1}}"#,
-        r#" { "jsonrpc" : "2.0" , "id" : 4 , "result" : { "a" : [ 1 , 2 ] } } "#,
-    ];
+    let lines = SHAPES;
     for line in lines {
         let mut msg = single(line.as_bytes());
         for _ in 0..2 {
@@ -637,20 +648,7 @@ fn json_len_is_what_write_line_writes() {
 
 #[test]
 fn the_usual_shapes_are_written_by_hand_as_serde_json_writes_them() {
-    let lines = [
-        r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a\"b","arguments":{}}}"#,
-        r#"{"jsonrpc":"2.0","id":"s\u00e9\"q\t","method":"m\u00e9\n"}"#,
-        r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":1}}"#,
-        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
-        r#"{"jsonrpc":"2.0","id":0,"result":{"content":[{"type":"text","text":"é"}]}}"#,
-        r#"{"jsonrpc":"2.0","id":18446744073709551615,"result":{}}"#,
-        r#"{"jsonrpc":"2.0","id":-7,"result":{}}"#,
-        r#"{"jsonrpc":"2.0","id":1.5,"method":"m","params":[1]}"#,
-        r#"{"jsonrpc":"2.0","id":1e2,"result":{}}"#,
-        r#"{"jsonrpc":"2.0","id":2,"error":{"code":-32601,"message":"no"}}"#,
-        r#"{"jsonrpc":"2.0","id":3,"result":[1,2],"_meta":{"x":1}}"#,
-        r#" { "jsonrpc" : "2.0" , "id" : 4 , "method" : "m" , "params" : { "a" : [ 1 , 2 ] } } "#,
-    ];
+    let lines = SHAPES;
     for line in lines {
         let msg = single(line.as_bytes());
         let mut written = Vec::new();
