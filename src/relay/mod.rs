@@ -10,10 +10,10 @@
 //! and queues the write before the next message is read (invariant 1). The
 //! answer's future is awaited by the peer's answering task (`owed`), along
 //! with every other answer owed to that peer, so a slow tool call holds up
-//! nothing else (invariant 2). An answer from a peer is handed to the task
-//! waiting for it, and the reader waits until that task has written it
-//! before reading on, so an answer is never overtaken by what its sender
-//! sent after it.
+//! nothing else (invariant 2). An answer from a peer is handed to the future
+//! waiting for it, and before the reader passes on that peer's next request
+//! or notification it waits until the answer is written, so an answer is
+//! never overtaken by what its sender sent after it.
 
 mod owed;
 mod side;

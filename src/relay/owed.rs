@@ -62,23 +62,18 @@ impl Owed {
                 _token: self.tracker.token(),
             }),
         };
-        let task = self.task.get_or_insert_with(|| {
+        // The task ends only once its sender is gone and all it was handed
+        // is written, or if the runtime drops it at exit; one found gone is
+        // started anew rather than leave this answer unwritten.
+        if self.task.as_ref().is_none_or(|task| task.is_closed()) {
             let (tx, rx) = mpsc::unbounded_channel();
             tokio::spawn(answer(rx, reply.clone(), peer));
-            tx
-        });
-        // The task ends only once this sender is gone and all it was
-        // handed is written, so it is there to take this.
-        if let Err(mpsc::error::SendError(owing)) = task.send(owing) {
-            tracing::error!(
-                peer,
-                "the answering task is gone; answering from a task of its own"
-            );
-            let reply = reply.clone();
-            tokio::spawn(async move {
-                let (out, done) = owing.await;
-                write_answer(&reply, out, done.id, peer, done.ticket).await;
-            });
+            self.task = Some(tx);
+        }
+        if let Some(task) = &self.task {
+            // Fails only when the runtime is shutting down: nothing is
+            // written then anyway.
+            let _ = task.send(owing);
         }
     }
 }
