@@ -46,6 +46,9 @@ pub(super) struct Node {
     pub(super) depth: u8,
     /// The key, quotes included; empty for an array's element.
     pub(super) key: Range<u32>,
+    /// Whether the key holds an escape (a backslash), so that it may not
+    /// read as it is written.
+    pub(super) escaped: bool,
     pub(super) value: Range<u32>,
 }
 
@@ -102,7 +105,7 @@ fn walk(b: &[u8], at: usize, outline: &mut Outline) -> Option<()> {
     let mut depth = 0;
     let mut i = at;
     // The entry being read at each outlined depth: its key and start.
-    let mut keys: [Range<u32>; OUTLINE_DEPTH] = Default::default();
+    let mut keys: [(Range<u32>, bool); OUTLINE_DEPTH] = Default::default();
     let mut starts = [0u32; OUTLINE_DEPTH];
     let mut outlined = OUTLINE_DEPTH;
     // `i` fits: `line` checked the length.
@@ -124,10 +127,10 @@ fn walk(b: &[u8], at: usize, outline: &mut Outline) -> Option<()> {
                     objects >>= 1;
                 } else {
                     let (key, value) = if object {
-                        let (key_end, value) = member_key(b, i)?;
-                        (pos(i)..pos(key_end), value)
+                        let (key_end, escaped, value) = member_key(b, i)?;
+                        ((pos(i)..pos(key_end), escaped), value)
                     } else {
-                        (0..0, i)
+                        ((0..0, false), i)
                     };
                     if depth <= outlined {
                         keys[depth - 1] = key;
@@ -137,7 +140,7 @@ fn walk(b: &[u8], at: usize, outline: &mut Outline) -> Option<()> {
                     continue;
                 }
             }
-            b'"' => i = string(b, i)?,
+            b'"' => i = string(b, i, &mut false)?,
             b'-' | b'0'..=b'9' => i = number(b, i)?,
             b't' => i = literal(b, i, b"true")?,
             b'f' => i = literal(b, i, b"false")?,
@@ -150,9 +153,11 @@ fn walk(b: &[u8], at: usize, outline: &mut Outline) -> Option<()> {
                 return (blanks(b, i) == b.len()).then_some(());
             }
             if depth <= outlined {
+                let (key, escaped) = keys[depth - 1].clone();
                 outline.nodes.push(Node {
                     depth: depth as u8,
-                    key: keys[depth - 1].clone(),
+                    key,
+                    escaped,
                     value: starts[depth - 1]..pos(i),
                 });
                 if outline.nodes.len() == OUTLINE_CAP {
@@ -166,9 +171,9 @@ fn walk(b: &[u8], at: usize, outline: &mut Outline) -> Option<()> {
                 b',' => {
                     i = blanks(b, i + 1);
                     if object {
-                        let (key_end, value) = member_key(b, i)?;
+                        let (key_end, escaped, value) = member_key(b, i)?;
                         if depth <= outlined {
-                            keys[depth - 1] = pos(i)..pos(key_end);
+                            keys[depth - 1] = (pos(i)..pos(key_end), escaped);
                         }
                         i = value;
                     }
@@ -189,13 +194,14 @@ fn walk(b: &[u8], at: usize, outline: &mut Outline) -> Option<()> {
 }
 
 /// A member's key at `at`, its colon and the blanks after: where the key
-/// ends and where the value starts.
+/// ends, whether it holds an escape, and where the value starts.
 #[inline]
-fn member_key(b: &[u8], at: usize) -> Option<(usize, usize)> {
+fn member_key(b: &[u8], at: usize) -> Option<(usize, bool, usize)> {
     if b.get(at) != Some(&b'"') {
         return None;
     }
-    let end = string(b, at)?;
+    let mut escaped = false;
+    let end = string(b, at, &mut escaped)?;
     // A key that decodes to `$...` may be one of serde_json's private
     // tokens, which it reads as an instruction rather than a name.
     if matches!(b.get(at + 1), Some(b'$' | b'\\')) && private_token(&b[at..end]) {
@@ -205,7 +211,7 @@ fn member_key(b: &[u8], at: usize) -> Option<(usize, usize)> {
     if b.get(colon) != Some(&b':') {
         return None;
     }
-    Some((end, blanks(b, colon + 1)))
+    Some((end, escaped, blanks(b, colon + 1)))
 }
 
 /// Whether a key (quotes included) is one of serde_json's private tokens
@@ -234,24 +240,28 @@ fn blanks(b: &[u8], mut i: usize) -> usize {
 /// Just past the string whose opening quote is at `at`. Refuses a control
 /// character, a bad escape, and any `\uD...` escape (the range that holds
 /// the surrogates: serde_json rejects a lone one only when it decodes it).
+/// Sets `escaped` when the string holds an escape.
 #[inline(always)]
-fn string(b: &[u8], at: usize) -> Option<usize> {
+fn string(b: &[u8], at: usize, escaped: &mut bool) -> Option<usize> {
     let mut i = at + 1;
     loop {
         i += special(b.get(i..)?)?;
         match b[i] {
             b'"' => return Some(i + 1),
-            b'\\' => match *b.get(i + 1)? {
-                b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => i += 2,
-                b'u' => {
-                    let hex = b.get(i + 2..i + 6)?;
-                    if !hex.iter().all(u8::is_ascii_hexdigit) || matches!(hex[0], b'd' | b'D') {
-                        return None;
+            b'\\' => {
+                *escaped = true;
+                match *b.get(i + 1)? {
+                    b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => i += 2,
+                    b'u' => {
+                        let hex = b.get(i + 2..i + 6)?;
+                        if !hex.iter().all(u8::is_ascii_hexdigit) || matches!(hex[0], b'd' | b'D') {
+                            return None;
+                        }
+                        i += 6;
                     }
-                    i += 6;
+                    _ => return None,
                 }
-                _ => return None,
-            },
+            }
             // A control character, which JSON wants escaped.
             _ => return None,
         }

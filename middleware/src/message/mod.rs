@@ -683,6 +683,7 @@ fn rebase(run: &[Node], base: u32) -> Vec<Node> {
             } else {
                 shift(&node.key)
             },
+            escaped: node.escaped,
             value: shift(&node.value),
         })
         .collect()
