@@ -195,7 +195,7 @@ fn walk(b: &[u8], at: usize, outline: &mut Outline) -> Option<()> {
 
 /// A member's key at `at`, its colon and the blanks after: where the key
 /// ends, whether it holds an escape, and where the value starts.
-#[inline]
+#[inline(always)]
 fn member_key(b: &[u8], at: usize) -> Option<(usize, bool, usize)> {
     if b.get(at) != Some(&b'"') {
         return None;
