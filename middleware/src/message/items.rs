@@ -813,6 +813,46 @@ mod tests {
     }
 
     #[test]
+    fn items_kept_before_the_first_change_are_found_again() {
+        let text =
+            r#"{"tools":[{"name":"a","x":1}, {"name":"b"} ,{"name":"c","y":[2]},{"name":"d"}]}"#;
+        let (_, outline) = check::line(text.as_bytes()).expect("valid");
+        let index = ListIndex::from_outline(text, &outline.nodes, "tools")
+            .ok()
+            .expect("a list");
+        // A pass that changes nothing leaves the text as it is.
+        let keep = &mut |_: &mut Item<'_>| true;
+        assert!(matches!(edit(text, &index, keep), Edited::Unchanged));
+        // The first change comes third: the two items before it were
+        // copied as they were, and the index must still find them.
+        let rename_c = &mut |item: &mut Item<'_>| {
+            if item.str_member("name").as_deref() == Some("c") {
+                item.insert("name", "C".into());
+            }
+            true
+        };
+        let Edited::Changed(text, index) = edit(text, &index, rename_c) else {
+            panic!("renamed");
+        };
+        assert_eq!(
+            text,
+            r#"{"tools":[{"name":"a","x":1}, {"name":"b"},{"name":"C","y":[2]},{"name":"d"}]}"#
+        );
+        let mut seen = Vec::new();
+        let read = &mut |item: &mut Item<'_>| {
+            seen.push(item.str_member("name").map(|n| n.into_owned()));
+            seen.push(item.get_mut("x").map(|x| x.to_string()));
+            true
+        };
+        let _ = edit(&text, &index, read);
+        let s = |v: &str| Some(v.to_owned());
+        assert_eq!(
+            seen,
+            [s("a"), s("1"), s("b"), None, s("C"), None, s("d"), None]
+        );
+    }
+
+    #[test]
     fn a_value_is_written_as_serde_json_writes_it() {
         for s in [
             "b_tool",
