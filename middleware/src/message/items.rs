@@ -761,14 +761,40 @@ mod tests {
         ]
     }
 
+    /// The index of the list `tools` in `text`, from its outline.
+    fn tools(text: &str) -> ListIndex {
+        let (_, outline) = check::line(text.as_bytes()).expect("valid");
+        ListIndex::from_outline(text, &outline.nodes, "tools")
+            .ok()
+            .expect("a list")
+    }
+
+    /// Reads, through `index`, the string members `strings` and the member
+    /// `parsed` (as JSON text) of every item, item after item.
+    fn read_back(
+        text: &str,
+        index: &ListIndex,
+        strings: &[&str],
+        parsed: &str,
+    ) -> Vec<Option<String>> {
+        let mut seen = Vec::new();
+        let read = &mut |item: &mut Item<'_>| {
+            for name in strings {
+                seen.push(item.str_member(name).map(|v| v.into_owned()));
+            }
+            seen.push(item.get_mut(parsed).map(|v| v.to_string()));
+            true
+        };
+        // (`get_mut` counts as a change: what is written does not matter.)
+        let _ = edit(text, index, read);
+        seen
+    }
+
     #[test]
     fn members_kept_around_a_changed_one_are_copied_and_found_again() {
         let text =
             r#"{"tools":[{"a" : "x" , "name":"n1", "b" :[1, {"c":2}] ,"d":"y"},{"name":"n2"}]}"#;
-        let (_, outline) = check::line(text.as_bytes()).expect("valid");
-        let index = ListIndex::from_outline(text, &outline.nodes, "tools")
-            .ok()
-            .expect("a list");
+        let index = tools(text);
         let rename = &mut |item: &mut Item<'_>| {
             let name = item.str_member("name").map(|n| format!("p_{n}"));
             item.insert("name", name.into());
@@ -784,16 +810,7 @@ mod tests {
         );
         // The second edit reads every member through the positions the
         // first recorded.
-        let mut seen = Vec::new();
-        let read = &mut |item: &mut Item<'_>| {
-            for name in ["a", "name", "d", "added"] {
-                seen.push(item.str_member(name).map(|v| v.into_owned()));
-            }
-            seen.push(item.get_mut("b").map(|b| b.to_string()));
-            true
-        };
-        // (`get_mut` counts as a change: what is written does not matter.)
-        let _ = edit(&text, &index, read);
+        let seen = read_back(&text, &index, &["a", "name", "d", "added"], "b");
         let s = |v: &str| Some(v.to_owned());
         assert_eq!(
             seen,
@@ -816,10 +833,7 @@ mod tests {
     fn items_kept_before_the_first_change_are_found_again() {
         let text =
             r#"{"tools":[{"name":"a","x":1}, {"name":"b"} ,{"name":"c","y":[2]},{"name":"d"}]}"#;
-        let (_, outline) = check::line(text.as_bytes()).expect("valid");
-        let index = ListIndex::from_outline(text, &outline.nodes, "tools")
-            .ok()
-            .expect("a list");
+        let index = tools(text);
         // A pass that changes nothing leaves the text as it is.
         let keep = &mut |_: &mut Item<'_>| true;
         assert!(matches!(edit(text, &index, keep), Edited::Unchanged));
@@ -838,13 +852,7 @@ mod tests {
             text,
             r#"{"tools":[{"name":"a","x":1}, {"name":"b"},{"name":"C","y":[2]},{"name":"d"}]}"#
         );
-        let mut seen = Vec::new();
-        let read = &mut |item: &mut Item<'_>| {
-            seen.push(item.str_member("name").map(|n| n.into_owned()));
-            seen.push(item.get_mut("x").map(|x| x.to_string()));
-            true
-        };
-        let _ = edit(&text, &index, read);
+        let seen = read_back(&text, &index, &["name"], "x");
         let s = |v: &str| Some(v.to_owned());
         assert_eq!(
             seen,
