@@ -388,8 +388,9 @@ pub(super) fn edit(
     #[allow(unsafe_code)]
     // SAFETY: `out` is pieces of `text` cut where the check or the scan
     // found a token to start or end (never inside a character), ASCII
-    // punctuation, and what `write_value` wrote: serde_json's output or
-    // whole strings. (`from_utf8` here cost a tenth of the edit's time.)
+    // punctuation, keys serde_json wrote, and what `write_value` wrote:
+    // serde_json's output or whole strings. (`from_utf8` here was 87k
+    // instructions for a 1,000-tool list, 3 % of the two edits.)
     let text = unsafe { String::from_utf8_unchecked(out) };
     Edited::Changed(text, new)
 }
