@@ -166,14 +166,12 @@ impl ListIndex {
         items: Vec<Element>,
         members: Vec<Span>,
     ) -> Result<Self, NoList> {
-        let names: Vec<_> = top
+        let names: Option<Vec<_>> = top
             .iter()
             .map(|(k, _)| scan::unquote(&text[k.clone()]))
             .collect();
-        for (n, name) in names.iter().enumerate() {
-            if name.is_none() || names[..n].contains(name) {
-                return Err(NoList::Ambiguous);
-            }
+        if !names.is_some_and(|mut names| distinct(&mut names)) {
+            return Err(NoList::Ambiguous);
         }
         Ok(Self {
             key: key.to_owned(),
@@ -243,12 +241,34 @@ fn plain_keys(b: &[u8], spans: &[Span]) -> bool {
 /// Whether no key of an item is written twice (as written: keys without
 /// escapes are the same when their bytes are).
 fn distinct_keys(b: &[u8], spans: &[Span]) -> bool {
-    spans.iter().enumerate().all(|(n, (key, _))| {
-        let key = &b[key.clone()];
-        spans[..n]
+    if spans.len() <= FEW {
+        return spans.iter().enumerate().all(|(n, (key, _))| {
+            let key = &b[key.clone()];
+            spans[..n]
+                .iter()
+                .all(|(other, _)| !same(&b[other.clone()], key))
+        });
+    }
+    let mut keys: Vec<&[u8]> = spans.iter().map(|(key, _)| &b[key.clone()]).collect();
+    distinct(&mut keys)
+}
+
+/// Up to this many keys are compared pair by pair; more are sorted first.
+const FEW: usize = 16;
+
+/// Whether no two of `keys` are equal (their order is not kept). Pair by
+/// pair for the handful of keys an object usually has; sorted beyond
+/// [`FEW`], so that an object of 100,000 members, which a server may
+/// send, costs n log n rather than n² (it took seconds).
+fn distinct<T: Ord>(keys: &mut [T]) -> bool {
+    if keys.len() <= FEW {
+        return keys
             .iter()
-            .all(|(other, _)| !same(&b[other.clone()], key))
-    })
+            .enumerate()
+            .all(|(n, key)| !keys[..n].contains(key));
+    }
+    keys.sort_unstable();
+    keys.windows(2).all(|pair| pair[0] != pair[1])
 }
 
 /// `a == b` for the short keys and names of list items, without a call to
@@ -518,15 +538,15 @@ impl<'a> Item<'a> {
             } else {
                 Piece::At(key.start + 1..key.end - 1)
             };
-            let new = name.get(text);
-            if members.iter().any(|m| m.name.get(text) == new) {
-                return Self::parsed(whole);
-            }
             members.push(Member {
                 key: Piece::At(key.clone()),
                 name,
                 value: Slot::Raw(value.clone()),
             });
+        }
+        let mut names: Vec<&str> = members.iter().map(|m| m.name.get(text)).collect();
+        if !distinct(&mut names) {
+            return Self::parsed(whole);
         }
         Self(Repr::Members {
             text,
@@ -878,6 +898,35 @@ mod tests {
             write_value(&value, &mut out);
             assert_eq!(out, serde_json::to_vec(&value).expect("a string"), "{s:?}");
         }
+    }
+
+    #[test]
+    fn objects_of_many_members_are_told_apart_by_sorting() {
+        // More members than are compared pair by pair (`FEW`).
+        let many = |last: &str| {
+            let keys: Vec<String> = (0..3 * FEW).map(|n| format!(r#""k{n}":{n}"#)).collect();
+            format!("{},{last}", keys.join(","))
+        };
+        let item = |members: &str| format!(r#"{{"tools":[{{{members}}}]}}"#);
+        for (members, name) in [
+            (many(r#""name":"plain""#), "plain"),
+            (many(r#""name":"first","name":"last""#), "last"),
+            (many(r#""name":"escaped""#), "escaped"),
+            (many(r#""name":"first","name":"last""#), "last"),
+        ] {
+            let text = item(&members);
+            let seen = read_back(&text, &tools(&text), &["name", "k0"], "k1");
+            let s = |v: &str| Some(v.to_owned());
+            assert_eq!(seen, [s(name), None, s("1")], "{text}");
+        }
+        let text = format!(r#"{{{},"tools":[1],"tools":[2]}}"#, many(r#""x":0"#));
+        let [scan, outline] = both(&text, "tools");
+        assert!(matches!(scan, Err(NoList::Ambiguous)));
+        assert!(matches!(outline, Err(NoList::Ambiguous)));
+        let mut keys: Vec<u32> = (0..1000).rev().collect();
+        assert!(distinct(&mut keys));
+        keys.push(500);
+        assert!(!distinct(&mut keys));
     }
 
     #[test]
