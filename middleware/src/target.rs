@@ -3,7 +3,7 @@
 //! the answer lives in one place and every layer reads the same field (the
 //! one the proxy forwards: the last of duplicate keys, see `message`).
 
-use crate::message::{method, Message};
+use crate::message::{method, Message, Payload};
 use serde_json::Value;
 use std::fmt;
 
@@ -33,9 +33,13 @@ impl<'a> Target<'a> {
     /// The target of a request or notification with this method and params.
     /// `None` when the method names no item, or the field is missing or not
     /// a string (the server will answer that with its own error).
-    pub fn of(method: &str, params: Option<&'a Value>) -> Option<Self> {
+    ///
+    /// The field is read from the sender's bytes when they hold it plainly
+    /// ([`Payload::str_member`]): a `tools/call` judged by its name keeps
+    /// its arguments unparsed.
+    pub fn of(method: &str, params: Option<&'a Payload>) -> Option<Self> {
         let params = params?;
-        let field = |key: &str| params.get(key).and_then(Value::as_str);
+        let field = |key: &str| params.str_member(key);
         match method {
             method::TOOLS_CALL => field("name").map(Self::Tool),
             method::RESOURCES_READ
@@ -50,7 +54,7 @@ impl<'a> Target<'a> {
 
     /// The target of a message (requests and notifications only).
     pub fn of_message(msg: &'a Message) -> Option<Self> {
-        Self::of(msg.method()?, msg.params())
+        Self::of(msg.method()?, msg.payload())
     }
 
     /// The tool name, URI or prompt name.
@@ -90,43 +94,23 @@ fn completion_ref(params: &Value) -> Option<Target<'_>> {
     }
 }
 
-/// The tool a `tools/call` names.
-pub fn tool_name<'a>(method: &str, params: Option<&'a Value>) -> Option<&'a str> {
-    match Target::of(method, params)? {
-        Target::Tool(name) => Some(name),
-        _ => None,
-    }
-}
-
-/// The resource URI a `resources/read`, `resources/subscribe` or
-/// `resources/unsubscribe` names.
-pub fn resource_uri<'a>(method: &str, params: Option<&'a Value>) -> Option<&'a str> {
-    match Target::of(method, params)? {
-        Target::Resource(uri) => Some(uri),
-        _ => None,
-    }
-}
-
-/// The prompt a `prompts/get` (or a prompt completion) names.
-pub fn prompt_name<'a>(method: &str, params: Option<&'a Value>) -> Option<&'a str> {
-    match Target::of(method, params)? {
-        Target::Prompt(name) => Some(name),
-        _ => None,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::message::Incoming;
     use serde_json::json;
 
-    /// Asserts what a request with these params is about.
+    /// Asserts what a request with these params is about, read both from
+    /// the line as received and from params built as a value.
     fn check(method: &str, params: Value, expected: Option<Target<'_>>) {
-        assert_eq!(
-            Target::of(method, Some(&params)),
-            expected,
-            "{method} {params}"
-        );
+        let line = json!({"jsonrpc":"2.0","id":1,"method":method,"params":params}).to_string();
+        let Ok(Incoming::Single(Ok(received))) = Incoming::parse(line.as_bytes()) else {
+            panic!("{line} parses");
+        };
+        let built = Message::request(1, method, Some(params));
+        for msg in [&received, &built] {
+            assert_eq!(Target::of_message(msg), expected, "{line}");
+        }
     }
 
     #[test]
@@ -170,12 +154,7 @@ mod tests {
     }
 
     #[test]
-    fn helpers_and_kind() {
-        let p = json!({"name":"x"});
-        assert_eq!(tool_name("tools/call", Some(&p)), Some("x"));
-        assert_eq!(prompt_name("tools/call", Some(&p)), None);
-        let u = json!({"uri":"u"});
-        assert_eq!(resource_uri("resources/read", Some(&u)), Some("u"));
+    fn kind_and_display() {
         assert_eq!(Target::Tool("x").to_string(), "tool x");
         let msg = Message::request(1, "prompts/get", Some(json!({"name":"g"})));
         assert_eq!(Target::of_message(&msg).map(|t| t.kind()), Some("prompt"));

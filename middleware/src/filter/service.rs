@@ -61,7 +61,7 @@ impl<S> Filter<S> {
                     // the method list applies to them.
                     return Verdict::Pass;
                 }
-                if let Some(target) = Target::of(&req.method, req.params.as_deref()) {
+                if let Some(target) = Target::of(&req.method, req.params.as_ref()) {
                     if !policy.allows(target) {
                         return Verdict::Answer(Box::new(denial(
                             req.id.clone(),
@@ -81,7 +81,7 @@ impl<S> Filter<S> {
                 }
                 // `notifications/resources/updated` for a hidden resource
                 // would reveal that it exists.
-                match Target::of(&note.method, note.params.as_deref()) {
+                match Target::of(&note.method, note.params.as_ref()) {
                     Some(target) if !policy.allows(target) => Verdict::Drop,
                     _ => Verdict::Pass,
                 }

@@ -18,7 +18,7 @@
 //! `Value` (the last of the duplicates counts, as everywhere else).
 
 use super::check::Node;
-use super::scan::{self, Span};
+use super::scan::{self, has_backslash, same, Span};
 use serde_json::Value;
 use std::borrow::Cow;
 use std::ops::Range;
@@ -269,22 +269,6 @@ fn distinct<T: Ord>(keys: &mut [T]) -> bool {
     }
     keys.sort_unstable();
     keys.windows(2).all(|pair| pair[0] != pair[1])
-}
-
-/// `a == b` for the short keys and names of list items, without a call to
-/// `memcmp`: a byte loop is quicker for a handful of bytes, and this runs
-/// a few times for each of 1,000 listed tools.
-#[inline]
-fn same(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x == y)
-}
-
-/// Whether a key holds an escape. Keys are short: a plain loop beats the
-/// memchr that `contains` calls (measured: 13M instructions for a thousand
-/// lists of 1,000 tools).
-#[allow(clippy::manual_contains)]
-fn has_backslash(key: &[u8]) -> bool {
-    key.iter().any(|&c| c == b'\\')
 }
 
 /// What [`edit`] did.

@@ -10,13 +10,14 @@
 
 use super::check::Node;
 use super::items::{self, Edited, Item, ListIndex, NoList};
-use super::scan;
+use super::scan::{self, has_backslash, same};
 use serde::ser::{Serialize, Serializer};
 use serde_json::value::RawValue;
 use serde_json::Value;
 use std::borrow::Cow;
 use std::fmt;
-use std::ops::{Deref, DerefMut};
+use std::ops::{Deref, DerefMut, Range};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 
 /// A JSON value that may still be unparsed.
@@ -26,13 +27,26 @@ pub struct Payload {
     /// The parsed value, once someone looked. Boxed: most payloads are never
     /// parsed, and every message future carries this field.
     value: OnceLock<Box<Value>>,
-    /// Where the items of a list are in `raw`, when a layer edited them:
-    /// the next layer to edit the same list need not find them again.
-    index: Option<Box<ListIndex>>,
-    /// Where the parts of `raw` are, as found when the line was checked
-    /// (see `check::Outline`), when it holds a list: editing the list or
-    /// reading a member starts from it instead of scanning.
-    outline: Option<Box<[Node]>>,
+    /// What is known of where the parts of `raw` are, when it holds a
+    /// list; dropped when `raw` changes.
+    found: Option<Box<Found>>,
+    /// Where the string member last read plainly from `raw` is (see
+    /// [`Self::str_member`]): its key's start and its value's end, as two
+    /// `u32`s, or 0. Each layer that names a `tools/call`'s tool reads its
+    /// `name`; the first one finds it, the others look here. Atomic only
+    /// to be shared as `&self`: it is written before it is read, by
+    /// whoever holds the message.
+    member_at: AtomicU64,
+}
+
+/// Where the parts of a payload's text are, kept so that the next layer to
+/// edit its list need not find them again.
+enum Found {
+    /// As found when the line was checked (see `check::Outline`): the
+    /// whole outline of the text.
+    Outline(Vec<Node>),
+    /// Where the items of a list are, as a layer's edit wrote them.
+    Index(ListIndex),
 }
 
 impl Payload {
@@ -43,8 +57,8 @@ impl Payload {
         Self {
             raw: Some(raw),
             value: OnceLock::new(),
-            index: None,
-            outline: outline.map(Vec::into_boxed_slice),
+            found: outline.map(|nodes| Box::new(Found::Outline(nodes))),
+            member_at: AtomicU64::new(0),
         }
     }
 
@@ -84,7 +98,7 @@ impl Payload {
             (None, Some(raw)) => {
                 let text = raw.get();
                 let mut members = Vec::new();
-                match &self.outline {
+                match self.outline() {
                     Some(nodes) => {
                         let top = nodes.iter().filter(|n| n.depth == 1);
                         members.extend(top.map(|n| (n.key(), n.value())));
@@ -105,6 +119,72 @@ impl Payload {
         }
     }
 
+    /// The string member `key` of an object, read from the sender's bytes
+    /// when they say it plainly, so a layer that needs only a tool's name
+    /// leaves the call's arguments unparsed. `None` when this is not an
+    /// object, has no such member, or it is not a string.
+    ///
+    /// The bytes say it plainly when no key is written twice or with an
+    /// escape, and the string holds no escape: then every reader of the
+    /// text, the peer included, finds this same value. Otherwise the
+    /// payload is parsed, and from then on written from what was read.
+    pub fn str_member(&self, key: &str) -> Option<&str> {
+        match self.plainly(key) {
+            Some((text, Plain::String(at))) => return Some(&text[at.value]),
+            Some((_, Plain::Other)) => return None,
+            Some((_, Plain::Unclear)) | None => {}
+        }
+        self.force().get(key)?.as_str()
+    }
+
+    /// The sender's text, while the payload is still that, and how plainly
+    /// it holds the member `key`.
+    fn plainly(&self, key: &str) -> Option<(&str, Plain)> {
+        let (None, Some(raw)) = (self.value.get(), &self.raw) else {
+            return None;
+        };
+        let text = raw.get();
+        if let Some(at) = recall(&self.member_at, text, key) {
+            return Some((text, Plain::String(at)));
+        }
+        let plain = plain_member(text, key);
+        if let Plain::String(at) = &plain {
+            remember(&self.member_at, at.key, at.value.end + 1);
+        }
+        Some((text, plain))
+    }
+
+    /// Sets the member `key` of an object to the string `value`. When the
+    /// sender's bytes hold it plainly (see [`Self::str_member`]) only its
+    /// text is replaced and the rest stays as it was sent; otherwise the
+    /// payload is parsed and the member set there. Nothing happens when
+    /// this is not an object.
+    pub fn set_str_member(&mut self, key: &str, value: &str) {
+        if let Some((text, Plain::String(at))) = self.plainly(key) {
+            let mut out = Vec::with_capacity(text.len() + value.len() + 2);
+            out.extend_from_slice(&text.as_bytes()[..at.value.start - 1]);
+            let start = out.len();
+            super::write_str(value, &mut out);
+            let end = out.len();
+            out.extend_from_slice(&text.as_bytes()[at.value.end + 1..]);
+            #[allow(unsafe_code)]
+            // SAFETY: one string of valid JSON text, quotes included,
+            // replaced by another (`write_str`): still valid JSON, and
+            // still UTF-8, being cut only at the quotes.
+            let raw = unsafe { RawValue::from_string_unchecked(String::from_utf8_unchecked(out)) };
+            self.replace_raw(raw, None);
+            // Where the new value is, when it was written as it reads: the
+            // next layer to read it need not scan again.
+            if end - start == value.len() + 2 {
+                remember(&self.member_at, at.key, end);
+            }
+            return;
+        }
+        if let Value::Object(map) = &mut **self {
+            map.insert(key.to_owned(), Value::String(value.to_owned()));
+        }
+    }
+
     /// Edits the items of the array member `key` (`tools`, `prompts`, …) of
     /// an object payload, one by one; an item is kept when `edit` returns
     /// true. Items are read member by member and the rest of the payload
@@ -114,8 +194,8 @@ impl Payload {
     pub fn edit_items(&mut self, key: &str, mut edit: impl FnMut(&mut Item<'_>) -> bool) {
         if let (None, Some(raw)) = (self.value.get(), &self.raw) {
             let scanned;
-            let index = match &self.index {
-                Some(index) if index.is_for(key) => index,
+            let index = match self.found.as_deref() {
+                Some(Found::Index(index)) if index.is_for(key) => index,
                 _ => match self.find_list(raw, key) {
                     Ok(index) => {
                         scanned = index;
@@ -132,9 +212,7 @@ impl Payload {
                 // read (`check::line`), and serde_json's own output, joined
                 // by the punctuation between them.
                 let raw = unsafe { RawValue::from_string_unchecked(text) };
-                self.raw = Some(raw);
-                self.index = Some(Box::new(index));
-                self.outline = None;
+                self.replace_raw(raw, Some(Found::Index(index)));
             }
             return;
         }
@@ -144,7 +222,7 @@ impl Payload {
     /// Where the items of the list `key` are: from the outline when there
     /// is one, else by scanning the text.
     fn find_list(&self, raw: &RawValue, key: &str) -> Result<ListIndex, NoList> {
-        match &self.outline {
+        match self.outline() {
             Some(nodes) => ListIndex::from_outline(raw.get(), nodes, key),
             None => ListIndex::scan(raw.get(), key),
         }
@@ -159,7 +237,23 @@ impl Payload {
     /// Whether the payload kept the outline found when its line was checked.
     #[cfg(test)]
     pub(super) fn is_outlined(&self) -> bool {
-        self.outline.is_some()
+        self.outline().is_some()
+    }
+
+    /// The outline found when the line was checked, while the text is the
+    /// sender's.
+    fn outline(&self) -> Option<&[Node]> {
+        match self.found.as_deref() {
+            Some(Found::Outline(nodes)) => Some(nodes),
+            _ => None,
+        }
+    }
+
+    /// New text for the payload, and what is known of it.
+    fn replace_raw(&mut self, raw: Box<RawValue>, found: Option<Found>) {
+        self.raw = Some(raw);
+        self.found = found.map(Box::new);
+        *self.member_at.get_mut() = 0;
     }
 
     /// The length of the sender's bytes, while the payload is still them.
@@ -181,13 +275,110 @@ impl Payload {
     }
 }
 
+/// How plainly an object's text holds one member (see
+/// [`Payload::str_member`]).
+enum Plain {
+    /// A string without escapes, under a key written once.
+    String(PlainAt),
+    /// No such member, or not a string, or not an object.
+    Other,
+    /// A key written twice or with an escape, an escaped string, or more
+    /// members than are compared: the text must be parsed to tell.
+    Unclear,
+}
+
+/// Where a string member held plainly is.
+struct PlainAt {
+    /// Its key's opening quote.
+    key: usize,
+    /// Its value's text, between the quotes.
+    value: Range<usize>,
+}
+
+/// Keeps in `plain` (see [`Payload::member_at`]) where the string member whose
+/// key starts at `key` and whose value ends just before `end` is.
+fn remember(plain: &AtomicU64, key: usize, end: usize) {
+    // Lines are capped well below 4 GiB; a position that does not fit is
+    // simply not kept. A key starts after the object's brace: never 0.
+    if let (Ok(key), Ok(end)) = (u32::try_from(key), u32::try_from(end)) {
+        plain.store(u64::from(key) << 32 | u64::from(end), Ordering::Relaxed);
+    }
+}
+
+/// Where the string member `key` of `text` is, when it is the one `plain`
+/// keeps: the key found there must be `key`, written plainly.
+fn recall(plain: &AtomicU64, text: &str, key: &str) -> Option<PlainAt> {
+    let kept = plain.load(Ordering::Relaxed);
+    if kept == 0 {
+        return None;
+    }
+    let (at, end) = ((kept >> 32) as usize, (kept & u64::from(u32::MAX)) as usize);
+    let b = text.as_bytes();
+    let name_end = at + 1 + key.len();
+    if !same(b.get(at + 1..name_end)?, key.as_bytes()) || b.get(name_end) != Some(&b'"') {
+        return None;
+    }
+    // The colon, perhaps between blanks, then the value's opening quote.
+    let mut i = name_end + 1;
+    while matches!(b.get(i), Some(b' ' | b'\t' | b'\n' | b'\r' | b':')) {
+        i += 1;
+    }
+    Some(PlainAt {
+        key: at,
+        value: i + 1..end - 1,
+    })
+}
+
+/// Up to this many members are read from the text by [`plain_member`]; a
+/// `tools/call` has two or three.
+const PLAIN_MEMBERS: usize = 16;
+
+/// Where the member `key` of the object `text` (valid JSON) stands. Keys
+/// are compared byte by byte rather than with `memcmp`: they are short, and
+/// this runs for every `tools/call` in each layer that names its tool.
+fn plain_member(text: &str, key: &str) -> Plain {
+    let b = text.as_bytes();
+    let mut keys: [&[u8]; PLAIN_MEMBERS] = [&[]; PLAIN_MEMBERS];
+    let (mut seen, mut found, mut unclear) = (0, None, false);
+    let object = scan::members(b, 0, |at, value| {
+        // The key without its quotes.
+        let written = &b[at.start + 1..at.end - 1];
+        if seen == PLAIN_MEMBERS
+            || has_backslash(written)
+            || keys[..seen].iter().any(|other| same(other, written))
+        {
+            unclear = true;
+            return None;
+        }
+        keys[seen] = written;
+        seen += 1;
+        let end = scan::value_end(b, value)?;
+        if same(written, key.as_bytes()) {
+            found = Some((at.start, value..end));
+        }
+        Some(end)
+    });
+    match found {
+        _ if unclear => Plain::Unclear,
+        Some((key, value)) if object.is_some() && b[value.start] == b'"' => {
+            let value = value.start + 1..value.end - 1;
+            if has_backslash(&b[value.clone()]) {
+                Plain::Unclear
+            } else {
+                Plain::String(PlainAt { key, value })
+            }
+        }
+        _ => Plain::Other,
+    }
+}
+
 impl From<Value> for Payload {
     fn from(value: Value) -> Self {
         Self {
             raw: None,
             value: OnceLock::from(Box::new(value)),
-            index: None,
-            outline: None,
+            found: None,
+            member_at: AtomicU64::new(0),
         }
     }
 }
@@ -205,8 +396,8 @@ impl DerefMut for Payload {
         self.force();
         // Changed (or about to be): the bytes no longer say what it holds.
         self.raw = None;
-        self.index = None;
-        self.outline = None;
+        self.found = None;
+        *self.member_at.get_mut() = 0;
         self.value.get_mut().expect("forced just above")
     }
 }
@@ -217,8 +408,8 @@ impl Clone for Payload {
             raw: self.raw.clone(),
             value: self.value.clone(),
             // Caches: the copy finds the list again if it is edited.
-            index: None,
-            outline: None,
+            found: None,
+            member_at: AtomicU64::new(0),
         }
     }
 }

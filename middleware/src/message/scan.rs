@@ -31,16 +31,29 @@ pub(super) fn object_with(
     out: &mut Vec<Span>,
     mut value_end: impl FnMut(Range<usize>, usize) -> Option<usize>,
 ) -> Option<usize> {
+    members(b, at, |key, value| {
+        let end = value_end(key.clone(), value)?;
+        out.push((key, value..end));
+        Some(end)
+    })
+}
+
+/// The members of the object that starts at `at` (after any blanks), each
+/// passed to `member` with where its key (quotes included) and its value
+/// start; `member` returns where the value ends. Returns where the object
+/// ends; `None` when it is not an object, or `member` says so.
+pub(super) fn members(
+    b: &[u8],
+    at: usize,
+    mut member: impl FnMut(Range<usize>, usize) -> Option<usize>,
+) -> Option<usize> {
     sequence(b, at, (b'{', b'}'), |key| {
         let key_end = string_end(b, key)?;
         let colon = skip_ws(b, key_end);
         if b.get(colon) != Some(&b':') {
             return None;
         }
-        let value = skip_ws(b, colon + 1);
-        let end = value_end(key..key_end, value)?;
-        out.push((key..key_end, value..end));
-        Some(end)
+        member(key..key_end, skip_ws(b, colon + 1))
     })
 }
 
@@ -90,6 +103,22 @@ pub(super) fn unquote(literal: &str) -> Option<Cow<'_, str>> {
     } else {
         Some(inner.into())
     }
+}
+
+/// `a == b` for the short keys and names of list items, without a call to
+/// `memcmp`: a byte loop is quicker for a handful of bytes, and this runs
+/// a few times for each of 1,000 listed tools.
+#[inline]
+pub(super) fn same(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x == y)
+}
+
+/// Whether a key holds an escape. Keys are short: a plain loop beats the
+/// memchr that `contains` calls (measured: 13M instructions for a thousand
+/// lists of 1,000 tools).
+#[allow(clippy::manual_contains)]
+pub(super) fn has_backslash(key: &[u8]) -> bool {
+    key.iter().any(|&c| c == b'\\')
 }
 
 fn skip_ws(b: &[u8], mut i: usize) -> usize {

@@ -359,6 +359,103 @@ fn one_member_is_read_without_parsing_the_rest() {
     assert_eq!(parsed.member("isError").as_deref(), Some(&json!(true)));
 }
 
+/// The params of the request on `line`.
+fn params_of(line: &str) -> Payload {
+    match single(line.as_bytes()) {
+        Message::Request(r) => r.params.expect("params"),
+        other => panic!("a request, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_string_member_is_read_from_the_bytes_when_they_say_it_plainly() {
+    let call = |params: &str| {
+        params_of(&format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{params}}}"#
+        ))
+    };
+    let many: String = (0..20).map(|n| format!(r#""k{n}":{n},"#)).collect();
+    // (params, the name, whether reading it left the bytes unread)
+    for (params, name, unread) in [
+        (
+            r#"{"name":"read", "arguments": {"path":"/a"}}"#.to_owned(),
+            Some("read"),
+            true,
+        ),
+        (
+            r#"{"arguments":{"name":"inner"},"name":"outer"}"#.to_owned(),
+            Some("outer"),
+            true,
+        ),
+        (r#"{"name":5}"#.to_owned(), None, true),
+        (r#"{"arguments":{}}"#.to_owned(), None, true),
+        (r#"[{"name":"x"}]"#.to_owned(), None, true),
+        // What only a parse can settle, and what the peer then receives.
+        (
+            r#"{"name":"safe","name":"evil"}"#.to_owned(),
+            Some("evil"),
+            false,
+        ),
+        (
+            r#"{"name":"safe","name":"evil"}"#.to_owned(),
+            Some("evil"),
+            false,
+        ),
+        (
+            r#"{"name":"tab\there"}"#.to_owned(),
+            Some("tab\there"),
+            false,
+        ),
+        (format!(r#"{{{many}"name":"last"}}"#), Some("last"), false),
+    ] {
+        let payload = call(&params);
+        assert_eq!(payload.str_member("name"), name, "{params}");
+        assert_eq!(payload.is_untouched(), unread, "{params}");
+        // Again, from where the first read found it.
+        assert_eq!(payload.str_member("name"), name, "{params}");
+    }
+    // Another member than the one last found is looked for again.
+    let payload = call(r#"{"uri" : "u", "name":"n", "nam":"e"}"#);
+    for (key, value) in [("name", "n"), ("uri", "u"), ("nam", "e"), ("name", "n")] {
+        assert_eq!(payload.str_member(key), Some(value));
+    }
+    assert_eq!(payload.str_member("na"), None);
+    assert!(payload.is_untouched());
+    let parsed = Payload::from(json!({"name": "x"}));
+    assert_eq!(parsed.str_member("name"), Some("x"));
+}
+
+#[test]
+fn a_string_member_set_in_the_bytes_leaves_the_rest_as_sent() {
+    let line = |params: &str| {
+        format!(r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{params}}}"#)
+    };
+    for (params, value, expected) in [
+        (
+            r#"{"name" : "b_read" , "arguments": {"path": "/a"}}"#,
+            "read",
+            r#"{"name" : "read" , "arguments": {"path": "/a"}}"#,
+        ),
+        (r#"{"name":"x"}"#, r#"q"u\o"#, r#"{"name":"q\"u\\o"}"#),
+        // Parsed first: one name, the last, as the layers read it.
+        (r#"{"name":"a","name":"b"}"#, "c", r#"{"name":"c"}"#),
+    ] {
+        let mut payload = params_of(&line(params));
+        // Set twice: the second finds the member where the first wrote it.
+        payload.set_str_member("name", "between");
+        assert_eq!(payload.str_member("name"), Some("between"), "{params}");
+        payload.set_str_member("name", value);
+        assert_eq!(payload.str_member("name"), Some(value), "{params}");
+        let mut msg = single(line(params).as_bytes());
+        if let Message::Request(r) = &mut msg {
+            r.params = Some(payload);
+        }
+        assert_eq!(written(&msg), format!("{}\n", line(expected)), "{params}");
+        // What is written is what a parse of it gives.
+        assert_eq!(single(line(expected).as_bytes()).params(), msg.params());
+    }
+}
+
 /// The result of `line`, as received (raw) and as already parsed.
 fn both_results(line: &str) -> (Payload, Payload) {
     let Message::Response(resp) = single(line.as_bytes()) else {
@@ -590,7 +687,7 @@ fn messages_stay_small() {
     // copied) at each step: a byte here is paid many times per message. A
     // payload keeps its parsed value boxed, and an error answer its error.
     assert!(
-        std::mem::size_of::<Payload>() <= 56,
+        std::mem::size_of::<Payload>() <= 48,
         "{}",
         std::mem::size_of::<Payload>()
     );

@@ -102,7 +102,7 @@ impl Rule {
         direction_ok
             && match &self.matcher {
                 Matcher::Tool(p) => matches!(
-                    Target::of(&req.method, req.params.as_deref()),
+                    Target::of(&req.method, req.params.as_ref()),
                     Some(Target::Tool(name)) if p.is_match(name)
                 ),
                 Matcher::Method(p) => p.is_match(&req.method),

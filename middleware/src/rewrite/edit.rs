@@ -75,38 +75,45 @@ impl Rules {
     /// `tools/call` or `prompts/get`: the name back to the upstream one, then
     /// overrides, defaults and (when configured) redaction of the arguments.
     fn call(&self, req: &mut Request, names: &Names, kind: &str) -> Result<(), Box<Message>> {
-        let Some(Value::Object(params)) = req.params.as_deref_mut() else {
+        let Some(params) = req.params.as_mut() else {
             return Ok(());
         };
-        let Some(Value::String(name)) = params.get_mut("name") else {
+        // Read, and when only the name changes, replaced, in the sender's
+        // bytes: the arguments stay as they were sent.
+        let Some(name) = params.str_member("name") else {
             return Ok(());
         };
-        let Some(upstream) = names.upstream_name(name).map(str::to_owned) else {
+        let Some(upstream) = names.upstream_name(name) else {
             return Err(unknown(req.id.clone(), kind, name));
         };
-        if *name != upstream {
-            *name = upstream.clone();
+        let item = names.item(upstream);
+        let renamed = (upstream != name).then(|| upstream.to_owned());
+        if let Some(upstream) = renamed {
+            params.set_str_member("name", &upstream);
         }
-        let item = names.item(&upstream);
         let has_args = item.is_some_and(|i| !i.arguments.is_empty() || !i.defaults.is_empty());
-        if has_args || self.redact_arguments {
-            let args = params
-                .entry("arguments")
-                .or_insert_with(|| Value::Object(Map::new()));
-            if args.is_null() && has_args {
-                *args = Value::Object(Map::new());
+        if !(has_args || self.redact_arguments) {
+            return Ok(());
+        }
+        let Value::Object(params) = &mut **params else {
+            return Ok(());
+        };
+        let args = params
+            .entry("arguments")
+            .or_insert_with(|| Value::Object(Map::new()));
+        if args.is_null() && has_args {
+            *args = Value::Object(Map::new());
+        }
+        if let (Some(item), Value::Object(args)) = (item, &mut *args) {
+            for (k, v) in &item.arguments {
+                args.insert(k.clone(), v.clone());
             }
-            if let (Some(item), Value::Object(args)) = (item, &mut *args) {
-                for (k, v) in &item.arguments {
-                    args.insert(k.clone(), v.clone());
-                }
-                for (k, v) in &item.defaults {
-                    args.entry(k.clone()).or_insert_with(|| v.clone());
-                }
+            for (k, v) in &item.defaults {
+                args.entry(k.clone()).or_insert_with(|| v.clone());
             }
-            if self.redact_arguments {
-                self.redactor.all_strings(args);
-            }
+        }
+        if self.redact_arguments {
+            self.redactor.all_strings(args);
         }
         Ok(())
     }
