@@ -37,6 +37,11 @@ replacement = "$1-***"
 pattern = "(?<word>pass\\w*)"
 replacement = "${word}:[REDACTED]"
 "#,
+    // Prefixes alone: list names are spliced into the server's text.
+    r#"
+tool_prefix = "b_"
+prompt_prefix = "q_"
+"#,
     "",
 ];
 

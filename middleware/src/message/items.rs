@@ -399,6 +399,119 @@ pub(super) fn edit(
     Edited::Changed(text, new)
 }
 
+/// Sets the string member `member` of each item of the list `index` found
+/// in `text` to what `rename(old, new)` writes into `new`, when it returns
+/// true. Nothing is split or parsed: the text is copied as it stands, the
+/// new strings spliced in, and the index shifted to match, so a rename of
+/// 1,000 listed tools costs little more than a copy of the list.
+///
+/// `None` when an item does not hold its member plainly (an object whose
+/// keys are escaped or written twice, or a name with an escape): the
+/// caller then edits the list item by item ([`edit`]), which reads those.
+pub(super) fn rename(
+    text: &str,
+    index: &ListIndex,
+    member: &str,
+    rename: &mut dyn FnMut(&str, &mut String) -> bool,
+) -> Option<Edited> {
+    let b = text.as_bytes();
+    let mut out: Vec<u8> = Vec::new();
+    let mut new = ListIndex {
+        key: index.key.clone(),
+        top: Vec::with_capacity(index.top.len()),
+        at: index.at,
+        items: Vec::with_capacity(index.items.len()),
+        members: Vec::with_capacity(index.members.len()),
+    };
+    // `text` is copied to `out` up to `copied`; from there on, a position
+    // in `text` is `shift` further on in `out`.
+    let (mut copied, mut shift) = (0, 0isize);
+    let moved = |r: &Range<usize>, by: isize| {
+        r.start.wrapping_add_signed(by)..r.end.wrapping_add_signed(by)
+    };
+    let mut name = String::new();
+    for element in &index.items {
+        let Some(split) = &element.members else {
+            if b[element.span.start] == b'{' {
+                return None;
+            }
+            new.items.push(Element {
+                span: moved(&element.span, shift),
+                members: None,
+            });
+            continue;
+        };
+        if !split.plain {
+            return None;
+        }
+        let before = shift;
+        let spans = &index.members[split.at.clone()];
+        let found = spans
+            .iter()
+            .position(|(key, _)| same(&b[key.start + 1..key.end - 1], member.as_bytes()));
+        if let Some((_, value)) = found.map(|i| &spans[i]) {
+            if b[value.start] == b'"' {
+                let old = &text[value.start + 1..value.end - 1];
+                if has_backslash(old.as_bytes()) {
+                    return None;
+                }
+                name.clear();
+                if rename(old, &mut name) {
+                    if out.capacity() == 0 {
+                        out.reserve(text.len() + text.len() / 8);
+                    }
+                    out.extend_from_slice(&b[copied..value.start]);
+                    super::write_str(&name, &mut out);
+                    copied = value.end;
+                    shift = out.len() as isize - value.end as isize;
+                }
+            }
+        }
+        let first = new.members.len();
+        for (i, (key, value)) in spans.iter().enumerate() {
+            let span = match found {
+                Some(at) if i < at => (moved(key, before), moved(value, before)),
+                // The renamed value: it starts where it did, ends where
+                // the new one does.
+                Some(at) if i == at => (
+                    moved(key, before),
+                    value.start.wrapping_add_signed(before)..value.end.wrapping_add_signed(shift),
+                ),
+                _ => (moved(key, shift), moved(value, shift)),
+            };
+            new.members.push(span);
+        }
+        new.items.push(Element {
+            span: element.span.start.wrapping_add_signed(before)
+                ..element.span.end.wrapping_add_signed(shift),
+            members: Some(Split {
+                at: first..new.members.len(),
+                plain: true,
+            }),
+        });
+    }
+    if copied == 0 {
+        return Some(Edited::Unchanged);
+    }
+    out.extend_from_slice(&b[copied..]);
+    for (n, (key, value)) in index.top.iter().enumerate() {
+        new.top.push(match n.cmp(&index.at) {
+            std::cmp::Ordering::Less => (key.clone(), value.clone()),
+            std::cmp::Ordering::Equal => (
+                key.clone(),
+                value.start..value.end.wrapping_add_signed(shift),
+            ),
+            std::cmp::Ordering::Greater => (moved(key, shift), moved(value, shift)),
+        });
+    }
+    #[allow(unsafe_code)]
+    // SAFETY: `out` is `text` with whole strings (quotes included)
+    // replaced by strings `write_str` wrote: cut only at quotes, so still
+    // UTF-8, and still valid JSON.
+    let text = unsafe { String::from_utf8_unchecked(out) };
+    Some(Edited::Changed(text, new))
+}
+
 /// Appends `text[span]` to `out`; returns where it landed.
 fn copy(text: &str, span: &Range<usize>, out: &mut Vec<u8>) -> Range<usize> {
     let start = out.len();
@@ -881,6 +994,101 @@ mod tests {
             let mut out = Vec::new();
             write_value(&value, &mut out);
             assert_eq!(out, serde_json::to_vec(&value).expect("a string"), "{s:?}");
+        }
+    }
+
+    /// `p_` before every name, as a rename by splicing does it.
+    fn prefix(old: &str, new: &mut String) -> bool {
+        new.push_str("p_");
+        new.push_str(old);
+        true
+    }
+
+    #[test]
+    fn a_rename_spliced_in_writes_and_indexes_what_an_edit_does() {
+        let compact = r#"{"a":1,"tools":[{"name":"one","x":[1,{"y":2}]},{"x":{"name":"inner"},"name":"two","z":3},{"z":1},{"name":5},7,[{"name":"no"}],{"name":"three"}],"next":"c"}"#;
+        let index = tools(compact);
+        let Some(Edited::Changed(spliced, spliced_index)) = rename(
+            compact,
+            &index,
+            "name",
+            &mut |old: &str, new: &mut String| prefix(old, new),
+        ) else {
+            panic!("renamed");
+        };
+        let Edited::Changed(edited, edited_index) = edit(compact, &index, &mut |item| {
+            if let Some(name) = item.str_member("name").map(|n| format!("p_{n}")) {
+                item.insert("name", name.into());
+            }
+            true
+        }) else {
+            panic!("renamed");
+        };
+        assert_eq!(spliced, edited);
+        assert_eq!(spliced_index, edited_index);
+        // Blanks stay where the sender put them, and the index finds every
+        // member where it landed.
+        let spaced = r#"{ "tools" : [ { "name" : "one" , "x" : [ 1 ] } , 7 , { "y" : 2 , "name":"two"} ] , "next" : "c" }"#;
+        let Some(Edited::Changed(text, index)) = rename(
+            spaced,
+            &tools(spaced),
+            "name",
+            &mut |o: &str, n: &mut String| prefix(o, n),
+        ) else {
+            panic!("renamed");
+        };
+        assert_eq!(
+            text,
+            r#"{ "tools" : [ { "name" : "p_one" , "x" : [ 1 ] } , 7 , { "y" : 2 , "name":"p_two"} ] , "next" : "c" }"#
+        );
+        let seen = read_back(&text, &index, &["name", "y"], "x");
+        let s = |v: &str| Some(v.to_owned());
+        assert_eq!(
+            seen,
+            [
+                s("p_one"),
+                None,
+                s("[1]"),
+                None,
+                None,
+                None,
+                s("p_two"),
+                None,
+                None
+            ]
+        );
+        assert_eq!(
+            index.top[1].1,
+            text.find(r#""c""#).map(|at| at..at + 3).expect("next")
+        );
+        // Left alone: nothing to rename, or a rename that changes nothing.
+        let keep = &mut |_: &str, _: &mut String| false;
+        assert!(matches!(
+            rename(compact, &tools(compact), "name", keep),
+            Some(Edited::Unchanged)
+        ));
+        assert!(matches!(
+            rename(
+                compact,
+                &tools(compact),
+                "missing",
+                &mut |o: &str, n: &mut String| prefix(o, n)
+            ),
+            Some(Edited::Unchanged)
+        ));
+        // Not plain: a name with an escape, keys written twice or escaped.
+        for text in [
+            r#"{"tools":[{"name":"a"},{"name":"tab\t"}]}"#,
+            r#"{"tools":[{"name":"a","name":"b"}]}"#,
+            r#"{"tools":[{"na\u006de":"a"}]}"#,
+        ] {
+            let renamed = rename(
+                text,
+                &tools(text),
+                "name",
+                &mut |o: &str, n: &mut String| prefix(o, n),
+            );
+            assert!(renamed.is_none(), "{text}");
         }
     }
 

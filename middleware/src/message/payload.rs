@@ -193,19 +193,12 @@ impl Payload {
     /// such array.
     pub fn edit_items(&mut self, key: &str, mut edit: impl FnMut(&mut Item<'_>) -> bool) {
         if let (None, Some(raw)) = (self.value.get(), &self.raw) {
-            let scanned;
-            let index = match self.found.as_deref() {
-                Some(Found::Index(index)) if index.is_for(key) => index,
-                _ => match self.find_list(raw, key) {
-                    Ok(index) => {
-                        scanned = index;
-                        &scanned
-                    }
-                    Err(NoList::Absent) => return,
-                    Err(NoList::Ambiguous) => return self.edit_parsed(key, edit),
-                },
+            let index = match self.list_index(raw, key) {
+                Ok(index) => index,
+                Err(NoList::Absent) => return,
+                Err(NoList::Ambiguous) => return self.edit_parsed(key, edit),
             };
-            if let Edited::Changed(text, index) = items::edit(raw.get(), index, &mut edit) {
+            if let Edited::Changed(text, index) = items::edit(raw.get(), &index, &mut edit) {
                 #[allow(unsafe_code)]
                 // SAFETY: `items::edit` writes valid JSON without blanks
                 // around it: the sender's pieces, checked when the line was
@@ -217,6 +210,49 @@ impl Payload {
             return;
         }
         self.edit_parsed(key, edit);
+    }
+
+    /// Sets the string member `member` of every item of the array member
+    /// `key` that has one to what `rename(old, new)` writes into `new`, when
+    /// it returns true; the rest of the text is copied as it stands, items
+    /// neither split nor parsed. False, with nothing done, when the list
+    /// does not hold its members plainly (see `items::rename`) or the
+    /// payload was parsed: [`Self::edit_items`] then does it item by item.
+    pub fn rename_items(
+        &mut self,
+        key: &str,
+        member: &str,
+        mut rename: impl FnMut(&str, &mut String) -> bool,
+    ) -> bool {
+        let (None, Some(raw)) = (self.value.get(), &self.raw) else {
+            return false;
+        };
+        let index = match self.list_index(raw, key) {
+            Ok(index) => index,
+            Err(NoList::Absent) => return true,
+            Err(NoList::Ambiguous) => return false,
+        };
+        match items::rename(raw.get(), &index, member, &mut rename) {
+            None => false,
+            Some(Edited::Unchanged) => true,
+            Some(Edited::Changed(text, index)) => {
+                #[allow(unsafe_code)]
+                // SAFETY: as in `edit_items`: the sender's checked text with
+                // whole strings replaced by `write_str`'s.
+                let raw = unsafe { RawValue::from_string_unchecked(text) };
+                self.replace_raw(raw, Some(Found::Index(index)));
+                true
+            }
+        }
+    }
+
+    /// Where the items of the list `key` are in `raw` (the payload's text):
+    /// as the last edit left them, or found anew.
+    fn list_index(&self, raw: &RawValue, key: &str) -> Result<Cow<'_, ListIndex>, NoList> {
+        match self.found.as_deref() {
+            Some(Found::Index(index)) if index.is_for(key) => Ok(Cow::Borrowed(index)),
+            _ => self.find_list(raw, key).map(Cow::Owned),
+        }
     }
 
     /// Where the items of the list `key` are: from the outline when there

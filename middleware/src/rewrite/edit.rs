@@ -159,12 +159,10 @@ impl Rules {
 
     fn listing(&self, listing: Listing, result: &mut Payload) {
         if matches!(listing, Listing::Tools | Listing::Discover) {
-            result.edit_items("tools", |tool| rename_item(&self.tools, tool, "tool"));
+            rename_items(result, "tools", &self.tools, "tool");
         }
         if matches!(listing, Listing::Prompts | Listing::Discover) {
-            result.edit_items("prompts", |prompt| {
-                rename_item(&self.prompts, prompt, "prompt")
-            });
+            rename_items(result, "prompts", &self.prompts, "prompt");
         }
     }
 
@@ -182,6 +180,27 @@ impl Rules {
             }
         }
     }
+}
+
+/// Renames the items of the list `key` (`tools`, `prompts`). With only a
+/// prefix configured, the names are spliced into the text as it stands;
+/// otherwise (or when the list is not plain enough for that) each item is
+/// read, renamed and given its settings in turn.
+fn rename_items(result: &mut Payload, key: &str, names: &Names, kind: &str) {
+    if let Some(prefix) = names.only_prefix() {
+        let prefixed = result.rename_items(key, "name", |upstream, client| {
+            client.push_str(prefix);
+            client.push_str(upstream);
+            if let Err(e) = check_name(client) {
+                tracing::warn!(layer = LAYER, kind, name = %upstream, "produced name: {e}");
+            }
+            true
+        });
+        if prefixed {
+            return;
+        }
+    }
+    result.edit_items(key, |item| rename_item(names, item, kind));
 }
 
 /// Renames one item of a list and applies its settings. False (drop it)

@@ -152,6 +152,12 @@ impl Names {
         self.prefix.is_empty() && self.items.is_empty()
     }
 
+    /// The prefix, when it is all there is: every item is renamed the same
+    /// way and none has settings of its own (nor can shadow another).
+    pub(super) fn only_prefix(&self) -> Option<&str> {
+        (!self.prefix.is_empty() && self.items.is_empty()).then_some(self.prefix.as_str())
+    }
+
     pub(super) fn item(&self, upstream: &str) -> Option<&Item> {
         self.items.get(upstream)
     }
