@@ -41,12 +41,14 @@ pub struct Payload {
 
 /// Where the parts of a payload's text are, kept so that the next layer to
 /// edit its list need not find them again.
-enum Found {
+struct Found {
     /// As found when the line was checked (see `check::Outline`): the
-    /// whole outline of the text.
-    Outline(Vec<Node>),
-    /// Where the items of a list are, as a layer's edit wrote them.
-    Index(ListIndex),
+    /// whole outline of the text, while it is the sender's.
+    outline: Option<Vec<Node>>,
+    /// Where the items of a list are: as the last edit wrote them, or as
+    /// found by a pass that changed nothing (a filter that drops no tool
+    /// leaves the rewrite after it the list already indexed).
+    index: Option<ListIndex>,
 }
 
 impl Payload {
@@ -57,7 +59,12 @@ impl Payload {
         Self {
             raw: Some(raw),
             value: OnceLock::new(),
-            found: outline.map(|nodes| Box::new(Found::Outline(nodes))),
+            found: outline.map(|nodes| {
+                Box::new(Found {
+                    outline: Some(nodes),
+                    index: None,
+                })
+            }),
             member_at: AtomicU64::new(0),
         }
     }
@@ -198,14 +205,21 @@ impl Payload {
                 Err(NoList::Absent) => return,
                 Err(NoList::Ambiguous) => return self.edit_parsed(key, edit),
             };
-            if let Edited::Changed(text, index) = items::edit(raw.get(), &index, &mut edit) {
-                #[allow(unsafe_code)]
-                // SAFETY: `items::edit` writes valid JSON without blanks
-                // around it: the sender's pieces, checked when the line was
-                // read (`check::line`), and serde_json's own output, joined
-                // by the punctuation between them.
-                let raw = unsafe { RawValue::from_string_unchecked(text) };
-                self.replace_raw(raw, Some(Found::Index(index)));
+            match items::edit(raw.get(), &index, &mut edit) {
+                Edited::Changed(text, index) => {
+                    #[allow(unsafe_code)]
+                    // SAFETY: `items::edit` writes valid JSON without blanks
+                    // around it: the sender's pieces, checked when the line
+                    // was read (`check::line`), and serde_json's own output,
+                    // joined by the punctuation between them.
+                    let raw = unsafe { RawValue::from_string_unchecked(text) };
+                    self.replace_raw(raw, Some(index));
+                }
+                Edited::Unchanged => {
+                    if let Cow::Owned(index) = index {
+                        self.keep_index(index);
+                    }
+                }
             }
             return;
         }
@@ -234,13 +248,18 @@ impl Payload {
         };
         match items::rename(raw.get(), &index, member, &mut rename) {
             None => false,
-            Some(Edited::Unchanged) => true,
+            Some(Edited::Unchanged) => {
+                if let Cow::Owned(index) = index {
+                    self.keep_index(index);
+                }
+                true
+            }
             Some(Edited::Changed(text, index)) => {
                 #[allow(unsafe_code)]
                 // SAFETY: as in `edit_items`: the sender's checked text with
                 // whole strings replaced by `write_str`'s.
                 let raw = unsafe { RawValue::from_string_unchecked(text) };
-                self.replace_raw(raw, Some(Found::Index(index)));
+                self.replace_raw(raw, Some(index));
                 true
             }
         }
@@ -249,8 +268,8 @@ impl Payload {
     /// Where the items of the list `key` are in `raw` (the payload's text):
     /// as the last edit left them, or found anew.
     fn list_index(&self, raw: &RawValue, key: &str) -> Result<Cow<'_, ListIndex>, NoList> {
-        match self.found.as_deref() {
-            Some(Found::Index(index)) if index.is_for(key) => Ok(Cow::Borrowed(index)),
+        match self.found.as_ref().and_then(|found| found.index.as_ref()) {
+            Some(index) if index.is_for(key) => Ok(Cow::Borrowed(index)),
             _ => self.find_list(raw, key).map(Cow::Owned),
         }
     }
@@ -279,17 +298,30 @@ impl Payload {
     /// The outline found when the line was checked, while the text is the
     /// sender's.
     fn outline(&self) -> Option<&[Node]> {
-        match self.found.as_deref() {
-            Some(Found::Outline(nodes)) => Some(nodes),
-            _ => None,
-        }
+        self.found.as_ref()?.outline.as_deref()
     }
 
-    /// New text for the payload, and what is known of it.
-    fn replace_raw(&mut self, raw: Box<RawValue>, found: Option<Found>) {
+    /// New text for the payload, and where its list's items are.
+    fn replace_raw(&mut self, raw: Box<RawValue>, index: Option<ListIndex>) {
         self.raw = Some(raw);
-        self.found = found.map(Box::new);
+        self.found = index.map(|index| {
+            Box::new(Found {
+                outline: None,
+                index: Some(index),
+            })
+        });
         *self.member_at.get_mut() = 0;
+    }
+
+    /// Keeps the index found for a pass that changed nothing, for the next.
+    fn keep_index(&mut self, index: ListIndex) {
+        let found = self.found.get_or_insert_with(|| {
+            Box::new(Found {
+                outline: None,
+                index: None,
+            })
+        });
+        found.index = Some(index);
     }
 
     /// The length of the sender's bytes, while the payload is still them.

@@ -682,6 +682,59 @@ fn a_second_edit_reads_what_the_first_wrote() {
     );
 }
 #[test]
+fn names_spliced_in_and_passes_that_change_nothing_leave_the_list_indexed() {
+    // Each pass reads the list through what the one before it left: the
+    // index a keep-everything pass found, the index a splice shifted.
+    let tools: Vec<Value> = (0..40)
+        .map(|i| json!({"description": "d \"q\" é", "name": format!("t{i}"), "n": [i]}))
+        .collect();
+    let line =
+        serde_json::to_string(&json!({"jsonrpc":"2.0","id":1,"result":{"x":1,"tools":tools}}))
+            .expect("serializes");
+    let (mut raw, mut parsed) = both_results(&line);
+    let prefix = |p: &'static str| {
+        move |old: &str, new: &mut String| {
+            new.push_str(p);
+            new.push_str(old);
+            true
+        }
+    };
+    let mut seen = [Vec::new(), Vec::new()];
+    for (payload, seen) in [&mut raw, &mut parsed].into_iter().zip(&mut seen) {
+        let spliced = payload.rename_items("tools", "name", prefix("b_"));
+        if !spliced {
+            payload.edit_items("tools", rename);
+        }
+        payload.edit_items("tools", |item| {
+            seen.extend(item.str_member("name").map(|n| n.into_owned()));
+            true
+        });
+        payload.edit_items("tools", |item| {
+            item.str_member("name").is_some_and(|n| !n.ends_with('7'))
+        });
+        if !payload.rename_items("tools", "name", prefix("c_")) {
+            payload.edit_items("tools", |item| {
+                let name = item.str_member("name").map(|n| format!("c_{n}"));
+                item.insert("name", name.into());
+                true
+            });
+        }
+        payload.edit_items("tools", |item| {
+            seen.extend(item.str_member("name").map(|n| n.into_owned()));
+            true
+        });
+    }
+    assert!(raw.is_untouched(), "the raw path stayed raw");
+    assert_eq!(seen[0], seen[1]);
+    assert_eq!(seen[0].len(), 40 + 36);
+    assert_eq!(*raw, *parsed);
+    assert_eq!(
+        raw["tools"][7],
+        json!({"description": "d \"q\" é", "name": "c_b_t8", "n": [8]})
+    );
+}
+
+#[test]
 fn messages_stay_small() {
     // Every message crosses the relay inside futures that are moved (and
     // copied) at each step: a byte here is paid many times per message. A
