@@ -182,6 +182,18 @@ impl ListIndex {
         })
     }
 
+    /// An index of the same list with nothing in it yet, with room for as
+    /// much as this one holds: what an edit of the list fills in.
+    fn emptied(&self) -> Self {
+        Self {
+            key: self.key.clone(),
+            top: Vec::with_capacity(self.top.len()),
+            at: self.at,
+            items: Vec::with_capacity(self.items.len()),
+            members: Vec::with_capacity(self.members.len()),
+        }
+    }
+
     /// Whether this indexes the array `key`.
     pub(super) fn is_for(&self, key: &str) -> bool {
         self.key == key
@@ -288,13 +300,7 @@ pub(super) fn edit(
     edit: &mut dyn FnMut(&mut Item<'_>) -> bool,
 ) -> Edited {
     let mut out = Vec::with_capacity(text.len() + text.len() / 8);
-    let mut new = ListIndex {
-        key: index.key.clone(),
-        top: Vec::with_capacity(index.top.len()),
-        at: index.at,
-        items: Vec::with_capacity(index.items.len()),
-        members: Vec::with_capacity(index.members.len()),
-    };
+    let mut new = index.emptied();
     out.push(b'{');
     let mut top = index.top.iter();
     for (key, value) in top.by_ref().take(index.at) {
@@ -416,13 +422,7 @@ pub(super) fn rename(
 ) -> Option<Edited> {
     let b = text.as_bytes();
     let mut out: Vec<u8> = Vec::new();
-    let mut new = ListIndex {
-        key: index.key.clone(),
-        top: Vec::with_capacity(index.top.len()),
-        at: index.at,
-        items: Vec::with_capacity(index.items.len()),
-        members: Vec::with_capacity(index.members.len()),
-    };
+    let mut new = index.emptied();
     // `text` is copied to `out` up to `copied`; from there on, a position
     // in `text` is `shift` further on in `out`.
     let (mut copied, mut shift) = (0, 0isize);
