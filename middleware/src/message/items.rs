@@ -426,8 +426,11 @@ pub(super) fn rename(
     // `text` is copied to `out` up to `copied`; from there on, a position
     // in `text` is `shift` further on in `out`.
     let (mut copied, mut shift) = (0, 0isize);
-    let moved = |r: &Range<usize>, by: isize| {
-        r.start.wrapping_add_signed(by)..r.end.wrapping_add_signed(by)
+    // A span whose start moves by one shift and whose end by another: the
+    // renamed value, the item and the list holding it end later (or
+    // earlier) than they start.
+    let moved = |r: &Range<usize>, start: isize, end: isize| {
+        r.start.wrapping_add_signed(start)..r.end.wrapping_add_signed(end)
     };
     let mut name = String::new();
     for element in &index.items {
@@ -436,7 +439,7 @@ pub(super) fn rename(
                 return None;
             }
             new.items.push(Element {
-                span: moved(&element.span, shift),
+                span: moved(&element.span, shift, shift),
                 members: None,
             });
             continue;
@@ -469,21 +472,19 @@ pub(super) fn rename(
         }
         let first = new.members.len();
         for (i, (key, value)) in spans.iter().enumerate() {
-            let span = match found {
-                Some(at) if i < at => (moved(key, before), moved(value, before)),
-                // The renamed value: it starts where it did, ends where
-                // the new one does.
-                Some(at) if i == at => (
-                    moved(key, before),
-                    value.start.wrapping_add_signed(before)..value.end.wrapping_add_signed(shift),
-                ),
-                _ => (moved(key, shift), moved(value, shift)),
+            // Members before the renamed one move as the item does; it
+            // starts there and ends where the new value does; the rest
+            // move on with it.
+            let (start, end) = match found {
+                Some(at) if i < at => (before, before),
+                Some(at) if i == at => (before, shift),
+                _ => (shift, shift),
             };
-            new.members.push(span);
+            new.members
+                .push((moved(key, start, start), moved(value, start, end)));
         }
         new.items.push(Element {
-            span: element.span.start.wrapping_add_signed(before)
-                ..element.span.end.wrapping_add_signed(shift),
+            span: moved(&element.span, before, shift),
             members: Some(Split {
                 at: first..new.members.len(),
                 plain: true,
@@ -495,14 +496,14 @@ pub(super) fn rename(
     }
     out.extend_from_slice(&b[copied..]);
     for (n, (key, value)) in index.top.iter().enumerate() {
-        new.top.push(match n.cmp(&index.at) {
-            std::cmp::Ordering::Less => (key.clone(), value.clone()),
-            std::cmp::Ordering::Equal => (
-                key.clone(),
-                value.start..value.end.wrapping_add_signed(shift),
-            ),
-            std::cmp::Ordering::Greater => (moved(key, shift), moved(value, shift)),
-        });
+        // Members before the list stay; the list ends later; the rest move.
+        let (start, end) = match n.cmp(&index.at) {
+            std::cmp::Ordering::Less => (0, 0),
+            std::cmp::Ordering::Equal => (0, shift),
+            std::cmp::Ordering::Greater => (shift, shift),
+        };
+        new.top
+            .push((moved(key, start, start), moved(value, start, end)));
     }
     #[allow(unsafe_code)]
     // SAFETY: `out` is `text` with whole strings (quotes included)

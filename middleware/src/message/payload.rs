@@ -205,23 +205,9 @@ impl Payload {
                 Err(NoList::Absent) => return,
                 Err(NoList::Ambiguous) => return self.edit_parsed(key, edit),
             };
-            match items::edit(raw.get(), &index, &mut edit) {
-                Edited::Changed(text, index) => {
-                    #[allow(unsafe_code)]
-                    // SAFETY: `items::edit` writes valid JSON without blanks
-                    // around it: the sender's pieces, checked when the line
-                    // was read (`check::line`), and serde_json's own output,
-                    // joined by the punctuation between them.
-                    let raw = unsafe { RawValue::from_string_unchecked(text) };
-                    self.replace_raw(raw, Some(index));
-                }
-                Edited::Unchanged => {
-                    if let Cow::Owned(index) = index {
-                        self.keep_index(index);
-                    }
-                }
-            }
-            return;
+            let edited = items::edit(raw.get(), &index, &mut edit);
+            let found = fresh(index);
+            return self.settle(edited, found);
         }
         self.edit_parsed(key, edit);
     }
@@ -246,23 +232,12 @@ impl Payload {
             Err(NoList::Absent) => return true,
             Err(NoList::Ambiguous) => return false,
         };
-        match items::rename(raw.get(), &index, member, &mut rename) {
-            None => false,
-            Some(Edited::Unchanged) => {
-                if let Cow::Owned(index) = index {
-                    self.keep_index(index);
-                }
-                true
-            }
-            Some(Edited::Changed(text, index)) => {
-                #[allow(unsafe_code)]
-                // SAFETY: as in `edit_items`: the sender's checked text with
-                // whole strings replaced by `write_str`'s.
-                let raw = unsafe { RawValue::from_string_unchecked(text) };
-                self.replace_raw(raw, Some(index));
-                true
-            }
-        }
+        let Some(edited) = items::rename(raw.get(), &index, member, &mut rename) else {
+            return false;
+        };
+        let found = fresh(index);
+        self.settle(edited, found);
+        true
     }
 
     /// Where the items of the list `key` are in `raw` (the payload's text):
@@ -313,15 +288,33 @@ impl Payload {
         *self.member_at.get_mut() = 0;
     }
 
-    /// Keeps the index found for a pass that changed nothing, for the next.
-    fn keep_index(&mut self, index: ListIndex) {
-        let found = self.found.get_or_insert_with(|| {
-            Box::new(Found {
-                outline: None,
-                index: None,
-            })
-        });
-        found.index = Some(index);
+    /// Takes what a pass over the list made of it: the new text and where
+    /// its items are, or, when nothing changed, the index the pass found
+    /// (`found`, when it had to find one), kept for the next.
+    fn settle(&mut self, edited: Edited, found: Option<ListIndex>) {
+        match edited {
+            Edited::Changed(text, index) => {
+                #[allow(unsafe_code)]
+                // SAFETY: `items::edit` and `items::rename` write valid JSON
+                // without blanks around it: pieces of the sender's text,
+                // checked when the line was read (`check::line`) and cut
+                // where a token starts or ends, joined by punctuation, with
+                // `write_str`'s strings and serde_json's output between.
+                let raw = unsafe { RawValue::from_string_unchecked(text) };
+                self.replace_raw(raw, Some(index));
+            }
+            Edited::Unchanged => {
+                if let Some(index) = found {
+                    let kept = self.found.get_or_insert_with(|| {
+                        Box::new(Found {
+                            outline: None,
+                            index: None,
+                        })
+                    });
+                    kept.index = Some(index);
+                }
+            }
+        }
     }
 
     /// The length of the sender's bytes, while the payload is still them.
@@ -340,6 +333,15 @@ impl Payload {
     /// Whether the payload is still the sender's bytes, unread.
     pub fn is_untouched(&self) -> bool {
         self.value.get().is_none()
+    }
+}
+
+/// The index in `index` when it was found anew rather than borrowed from
+/// the payload: the one to keep after a pass that changed nothing.
+fn fresh(index: Cow<'_, ListIndex>) -> Option<ListIndex> {
+    match index {
+        Cow::Owned(index) => Some(index),
+        Cow::Borrowed(_) => None,
     }
 }
 
