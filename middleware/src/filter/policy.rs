@@ -117,9 +117,11 @@ impl Policy {
     ) {
         // An item without the field is judged by the empty string: kept by a
         // deny list, dropped by an allow list that does not match "".
-        result.edit_items(key, |item| {
-            keep(&item.str_member(field).unwrap_or_default())
-        });
+        if !result.retain_items(key, field, |value| keep(value.unwrap_or_default())) {
+            result.edit_items(key, |item| {
+                keep(&item.str_member(field).unwrap_or_default())
+            });
+        }
     }
 }
 

@@ -194,6 +194,24 @@ impl ListIndex {
         }
     }
 
+    /// The result's members once the list's text is `shift` bytes longer
+    /// (or shorter): those before it stay, it ends later, the rest move.
+    fn top_moved(&self, shift: isize) -> Vec<Span> {
+        let moves = |n: usize| match n.cmp(&self.at) {
+            std::cmp::Ordering::Less => (0, 0),
+            std::cmp::Ordering::Equal => (0, shift),
+            std::cmp::Ordering::Greater => (shift, shift),
+        };
+        self.top
+            .iter()
+            .enumerate()
+            .map(|(n, (key, value))| {
+                let (start, end) = moves(n);
+                (moved(key, start, start), moved(value, start, end))
+            })
+            .collect()
+    }
+
     /// Whether this indexes the array `key`.
     pub(super) fn is_for(&self, key: &str) -> bool {
         self.key == key
@@ -405,6 +423,76 @@ pub(super) fn edit(
     Edited::Changed(text, new)
 }
 
+/// Keeps the items of the list `index` found in `text` for which `keep`
+/// returns true, given the item's string member `member` (`None` when it
+/// has none, or is not an object). Items are not split: the member is read
+/// where the index says it is, and kept items are copied as written, a run
+/// at a time. Most passes keep every item, and then nothing is written.
+///
+/// `None` when an item does not hold its keys plainly (escaped or written
+/// twice): the caller then edits the list item by item ([`edit`]).
+pub(super) fn retain(
+    text: &str,
+    index: &ListIndex,
+    member: &str,
+    keep: &mut dyn FnMut(Option<&str>) -> bool,
+) -> Option<Edited> {
+    let b = text.as_bytes();
+    let mut dropped = Vec::new();
+    for (n, element) in index.items.iter().enumerate() {
+        let value = match &element.members {
+            Some(split) if split.plain => {
+                let spans = &index.members[split.at.clone()];
+                find(b, spans, member)
+                    .map(|at| &spans[at].1)
+                    .filter(|value| b[value.start] == b'"')
+                    .and_then(|value| scan::unquote(&text[value.clone()]))
+            }
+            Some(_) => return None,
+            None if b[element.span.start] == b'{' => return None,
+            None => None,
+        };
+        if !keep(value.as_deref()) {
+            dropped.push(n);
+        }
+    }
+    if dropped.is_empty() {
+        return Some(Edited::Unchanged);
+    }
+    let list = &index.top[index.at].1;
+    let mut out = Vec::with_capacity(text.len());
+    let mut new = index.emptied();
+    out.extend_from_slice(&b[..=list.start]);
+    // The kept items between two dropped ones, separators and all.
+    let mut from = 0;
+    for stop in dropped.into_iter().chain([index.items.len()]) {
+        let run = &index.items[from..stop];
+        from = stop + 1;
+        let (Some(first), Some(last)) = (run.first(), run.last()) else {
+            continue;
+        };
+        if !new.items.is_empty() {
+            out.push(b',');
+        }
+        let to = out.len();
+        out.extend_from_slice(&b[first.span.start..last.span.end]);
+        for element in run {
+            let at = to + (element.span.start - first.span.start);
+            new.keep(element, at, &index.members);
+        }
+    }
+    out.push(b']');
+    let shift = out.len() as isize - list.end as isize;
+    out.extend_from_slice(&b[list.end..]);
+    new.top = index.top_moved(shift);
+    #[allow(unsafe_code)]
+    // SAFETY: `out` is `text` with items (whole values, cut where the
+    // check or the scan found them) and the blanks and commas between them
+    // taken out: still UTF-8, and still valid JSON.
+    let text = unsafe { String::from_utf8_unchecked(out) };
+    Some(Edited::Changed(text, new))
+}
+
 /// Sets the string member `member` of each item of the list `index` found
 /// in `text` to what `rename(old, new)` writes into `new`, when it returns
 /// true. Nothing is split or parsed: the text is copied as it stands, the
@@ -426,12 +514,6 @@ pub(super) fn rename(
     // `text` is copied to `out` up to `copied`; from there on, a position
     // in `text` is `shift` further on in `out`.
     let (mut copied, mut shift) = (0, 0isize);
-    // A span whose start moves by one shift and whose end by another: the
-    // renamed value, the item and the list holding it end later (or
-    // earlier) than they start.
-    let moved = |r: &Range<usize>, start: isize, end: isize| {
-        r.start.wrapping_add_signed(start)..r.end.wrapping_add_signed(end)
-    };
     let mut name = String::new();
     for element in &index.items {
         let Some(split) = &element.members else {
@@ -449,9 +531,7 @@ pub(super) fn rename(
         }
         let before = shift;
         let spans = &index.members[split.at.clone()];
-        let found = spans
-            .iter()
-            .position(|(key, _)| same(&b[key.start + 1..key.end - 1], member.as_bytes()));
+        let found = find(b, spans, member);
         if let Some((_, value)) = found.map(|i| &spans[i]) {
             if b[value.start] == b'"' {
                 let old = &text[value.start + 1..value.end - 1];
@@ -495,22 +575,27 @@ pub(super) fn rename(
         return Some(Edited::Unchanged);
     }
     out.extend_from_slice(&b[copied..]);
-    for (n, (key, value)) in index.top.iter().enumerate() {
-        // Members before the list stay; the list ends later; the rest move.
-        let (start, end) = match n.cmp(&index.at) {
-            std::cmp::Ordering::Less => (0, 0),
-            std::cmp::Ordering::Equal => (0, shift),
-            std::cmp::Ordering::Greater => (shift, shift),
-        };
-        new.top
-            .push((moved(key, start, start), moved(value, start, end)));
-    }
+    new.top = index.top_moved(shift);
     #[allow(unsafe_code)]
     // SAFETY: `out` is `text` with whole strings (quotes included)
     // replaced by strings `write_str` wrote: cut only at quotes, so still
     // UTF-8, and still valid JSON.
     let text = unsafe { String::from_utf8_unchecked(out) };
     Some(Edited::Changed(text, new))
+}
+
+/// Which of an item's plain members (`spans`, keys as written) is `member`.
+fn find(b: &[u8], spans: &[Span], member: &str) -> Option<usize> {
+    spans
+        .iter()
+        .position(|(key, _)| same(&b[key.start + 1..key.end - 1], member.as_bytes()))
+}
+
+/// A span whose start moves by one shift and whose end by another: a
+/// renamed value, the item and the list holding it end later (or earlier)
+/// than they start.
+fn moved(r: &Range<usize>, start: isize, end: isize) -> Range<usize> {
+    r.start.wrapping_add_signed(start)..r.end.wrapping_add_signed(end)
 }
 
 /// Appends `text[span]` to `out`; returns where it landed.
@@ -1090,6 +1175,96 @@ mod tests {
                 &mut |o: &str, n: &mut String| prefix(o, n),
             );
             assert!(renamed.is_none(), "{text}");
+        }
+    }
+
+    #[test]
+    fn items_retained_unsplit_write_and_index_what_an_edit_does() {
+        let compact = r#"{"a":1,"tools":[{"name":"one","x":[1,{"y":2}]},{"x":{"name":"drop"},"name":"two"},{"z":1},{"name":"drop","z":3},7,{"name":5},{"name":"dr\u006fp"},{"name":"three"},{"name":"drop"}],"next":"c"}"#;
+        let index = tools(compact);
+        // What each item is judged by, in order.
+        let mut seen = Vec::new();
+        let judge = &mut |name: Option<&str>| {
+            seen.push(name.map(str::to_owned));
+            name != Some("drop")
+        };
+        let Some(Edited::Changed(kept, kept_index)) = retain(compact, &index, "name", judge) else {
+            panic!("items dropped");
+        };
+        let s = |v: &str| Some(v.to_owned());
+        assert_eq!(
+            seen,
+            [
+                s("one"),
+                s("two"),
+                None,
+                s("drop"),
+                None,
+                None,
+                s("drop"),
+                s("three"),
+                s("drop")
+            ]
+        );
+        let Edited::Changed(edited, edited_index) = edit(compact, &index, &mut |item| {
+            item.str_member("name").as_deref() != Some("drop")
+        }) else {
+            panic!("items dropped");
+        };
+        assert_eq!(kept, edited);
+        assert_eq!(kept_index, edited_index);
+        assert_eq!(
+            kept,
+            r#"{"a":1,"tools":[{"name":"one","x":[1,{"y":2}]},{"x":{"name":"drop"},"name":"two"},{"z":1},7,{"name":5},{"name":"three"}],"next":"c"}"#
+        );
+        // Blanks inside a run of kept items stay; the index finds every
+        // member where it landed.
+        let spaced = r#"{ "tools" : [ {"name":"drop"} , { "name" : "one" , "x" : [ 1 ] } , 7 , {"name":"drop"}, { "y" : 2 , "name":"two"} , {"name":"drop"} ] , "next" : "c" }"#;
+        let Some(Edited::Changed(text, index)) =
+            retain(spaced, &tools(spaced), "name", &mut |n| n != Some("drop"))
+        else {
+            panic!("items dropped");
+        };
+        assert_eq!(
+            text,
+            r#"{ "tools" : [{ "name" : "one" , "x" : [ 1 ] } , 7,{ "y" : 2 , "name":"two"}] , "next" : "c" }"#
+        );
+        let seen = read_back(&text, &index, &["name", "y"], "x");
+        assert_eq!(
+            seen,
+            [
+                s("one"),
+                None,
+                s("[1]"),
+                None,
+                None,
+                None,
+                s("two"),
+                None,
+                None
+            ]
+        );
+        assert_eq!(
+            index.top[1].1,
+            text.find(r#""c""#).map(|at| at..at + 3).expect("next")
+        );
+        // Every item dropped, or none.
+        let Some(Edited::Changed(text, _)) = retain(spaced, &tools(spaced), "name", &mut |_| false)
+        else {
+            panic!("items dropped");
+        };
+        assert_eq!(text, r#"{ "tools" : [] , "next" : "c" }"#);
+        assert!(matches!(
+            retain(compact, &tools(compact), "name", &mut |_| true),
+            Some(Edited::Unchanged)
+        ));
+        // Not plain: keys written twice or escaped.
+        for text in [
+            r#"{"tools":[{"name":"a"},{"name":"a","name":"b"}]}"#,
+            r#"{"tools":[{"na\u006de":"a"}]}"#,
+        ] {
+            let kept = retain(text, &tools(text), "name", &mut |_| true);
+            assert!(kept.is_none(), "{text}");
         }
     }
 

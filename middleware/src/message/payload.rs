@@ -212,6 +212,23 @@ impl Payload {
         self.edit_parsed(key, edit);
     }
 
+    /// Keeps the items of the array member `key` for which `keep` returns
+    /// true, given the item's string member `member` (`None` when it has
+    /// none); the items are neither split nor parsed, and those kept are
+    /// copied as they stand. False, with nothing done, when the list does
+    /// not hold its keys plainly (see `items::retain`) or the payload was
+    /// parsed: [`Self::edit_items`] then does it item by item.
+    pub fn retain_items(
+        &mut self,
+        key: &str,
+        member: &str,
+        mut keep: impl FnMut(Option<&str>) -> bool,
+    ) -> bool {
+        self.pass_plainly(key, |text, index| {
+            items::retain(text, index, member, &mut keep)
+        })
+    }
+
     /// Sets the string member `member` of every item of the array member
     /// `key` that has one to what `rename(old, new)` writes into `new`, when
     /// it returns true; the rest of the text is copied as it stands, items
@@ -224,6 +241,19 @@ impl Payload {
         member: &str,
         mut rename: impl FnMut(&str, &mut String) -> bool,
     ) -> bool {
+        self.pass_plainly(key, |text, index| {
+            items::rename(text, index, member, &mut rename)
+        })
+    }
+
+    /// Runs `pass` over the list `key` of the sender's text, which says
+    /// what it made of it, or `None` when the list is not plain enough for
+    /// it (false is returned then, and when the payload was parsed).
+    fn pass_plainly(
+        &mut self,
+        key: &str,
+        pass: impl FnOnce(&str, &ListIndex) -> Option<Edited>,
+    ) -> bool {
         let (None, Some(raw)) = (self.value.get(), &self.raw) else {
             return false;
         };
@@ -232,7 +262,7 @@ impl Payload {
             Err(NoList::Absent) => return true,
             Err(NoList::Ambiguous) => return false,
         };
-        let Some(edited) = items::rename(raw.get(), &index, member, &mut rename) else {
+        let Some(edited) = pass(raw.get(), &index) else {
             return false;
         };
         let found = fresh(index);
