@@ -493,28 +493,33 @@ pub(super) fn retain(
     Some(Edited::Changed(text, new))
 }
 
-/// Sets the string member `member` of each item of the list `index` found
-/// in `text` to what `rename(old, new)` writes into `new`, when it returns
-/// true. Nothing is split or parsed: the text is copied as it stands, the
-/// new strings spliced in, and the index shifted to match, so a rename of
-/// 1,000 listed tools costs little more than a copy of the list.
+/// Puts `prefix` before the string member `member` of each item of the
+/// list `index` found in `text`, calling `seen` with each name so
+/// prefixed. Nothing is split or parsed: the text is copied as it stands,
+/// the prefix written just inside each name's opening quote, and the index
+/// shifted to match, so prefixing 1,000 listed tools costs little more
+/// than a copy of the list.
 ///
 /// `None` when an item does not hold its member plainly (an object whose
-/// keys are escaped or written twice, or a name with an escape): the
-/// caller then edits the list item by item ([`edit`]), which reads those.
-pub(super) fn rename(
+/// keys are escaped or written twice, or a name with an escape), or when
+/// the prefix would need escaping: the caller then edits the list item by
+/// item ([`edit`]), which reads those.
+pub(super) fn prefix(
     text: &str,
     index: &ListIndex,
     member: &str,
-    rename: &mut dyn FnMut(&str, &mut String) -> bool,
+    prefix: &str,
+    seen: &mut dyn FnMut(&str),
 ) -> Option<Edited> {
+    if prefix.is_empty() || !prefix.bytes().all(|c| c >= 0x20 && c != b'"' && c != b'\\') {
+        return None;
+    }
     let b = text.as_bytes();
     let mut out: Vec<u8> = Vec::new();
     let mut new = index.emptied();
     // `text` is copied to `out` up to `copied`; from there on, a position
     // in `text` is `shift` further on in `out`.
     let (mut copied, mut shift) = (0, 0isize);
-    let mut name = String::new();
     for element in &index.items {
         let Some(split) = &element.members else {
             if b[element.span.start] == b'{' {
@@ -531,28 +536,25 @@ pub(super) fn rename(
         }
         let before = shift;
         let spans = &index.members[split.at.clone()];
-        let found = find(b, spans, member);
-        if let Some((_, value)) = found.map(|i| &spans[i]) {
-            if b[value.start] == b'"' {
-                let old = &text[value.start + 1..value.end - 1];
-                if has_backslash(old.as_bytes()) {
-                    return None;
-                }
-                name.clear();
-                if rename(old, &mut name) {
-                    if out.capacity() == 0 {
-                        out.reserve(text.len() + text.len() / 8);
-                    }
-                    out.extend_from_slice(&b[copied..value.start]);
-                    super::write_str(&name, &mut out);
-                    copied = value.end;
-                    shift = out.len() as isize - value.end as isize;
-                }
+        let found = find(b, spans, member).filter(|&at| b[spans[at].1.start] == b'"');
+        if let Some(at) = found {
+            let value = &spans[at].1;
+            let old = &text[value.start + 1..value.end - 1];
+            if has_backslash(old.as_bytes()) {
+                return None;
             }
+            seen(old);
+            if out.capacity() == 0 {
+                out.reserve(text.len() + index.items.len() * prefix.len());
+            }
+            out.extend_from_slice(&b[copied..=value.start]);
+            out.extend_from_slice(prefix.as_bytes());
+            copied = value.start + 1;
+            shift += prefix.len() as isize;
         }
         let first = new.members.len();
         for (i, (key, value)) in spans.iter().enumerate() {
-            // Members before the renamed one move as the item does; it
+            // Members before the prefixed one move as the item does; it
             // starts there and ends where the new value does; the rest
             // move on with it.
             let (start, end) = match found {
@@ -577,8 +579,8 @@ pub(super) fn rename(
     out.extend_from_slice(&b[copied..]);
     new.top = index.top_moved(shift);
     #[allow(unsafe_code)]
-    // SAFETY: `out` is `text` with whole strings (quotes included)
-    // replaced by strings `write_str` wrote: cut only at quotes, so still
+    // SAFETY: `out` is `text` with `prefix` (UTF-8, and nothing in it that
+    // a JSON string must escape) written just after opening quotes: still
     // UTF-8, and still valid JSON.
     let text = unsafe { String::from_utf8_unchecked(out) };
     Some(Edited::Changed(text, new))
@@ -1083,25 +1085,19 @@ mod tests {
         }
     }
 
-    /// `p_` before every name, as a rename by splicing does it.
-    fn prefix(old: &str, new: &mut String) -> bool {
-        new.push_str("p_");
-        new.push_str(old);
-        true
-    }
-
     #[test]
-    fn a_rename_spliced_in_writes_and_indexes_what_an_edit_does() {
+    fn a_prefix_spliced_in_writes_and_indexes_what_an_edit_does() {
         let compact = r#"{"a":1,"tools":[{"name":"one","x":[1,{"y":2}]},{"x":{"name":"inner"},"name":"two","z":3},{"z":1},{"name":5},7,[{"name":"no"}],{"name":"three"}],"next":"c"}"#;
         let index = tools(compact);
-        let Some(Edited::Changed(spliced, spliced_index)) = rename(
-            compact,
-            &index,
-            "name",
-            &mut |old: &str, new: &mut String| prefix(old, new),
-        ) else {
+        let mut seen = Vec::new();
+        let Some(Edited::Changed(spliced, spliced_index)) =
+            prefix(compact, &index, "name", "p_", &mut |old| {
+                seen.push(old.to_owned())
+            })
+        else {
             panic!("renamed");
         };
+        assert_eq!(seen, ["one", "two", "three"]);
         let Edited::Changed(edited, edited_index) = edit(compact, &index, &mut |item| {
             if let Some(name) = item.str_member("name").map(|n| format!("p_{n}")) {
                 item.insert("name", name.into());
@@ -1115,12 +1111,9 @@ mod tests {
         // Blanks stay where the sender put them, and the index finds every
         // member where it landed.
         let spaced = r#"{ "tools" : [ { "name" : "one" , "x" : [ 1 ] } , 7 , { "y" : 2 , "name":"two"} ] , "next" : "c" }"#;
-        let Some(Edited::Changed(text, index)) = rename(
-            spaced,
-            &tools(spaced),
-            "name",
-            &mut |o: &str, n: &mut String| prefix(o, n),
-        ) else {
+        let Some(Edited::Changed(text, index)) =
+            prefix(spaced, &tools(spaced), "name", "p_", &mut |_| {})
+        else {
             panic!("renamed");
         };
         assert_eq!(
@@ -1147,34 +1140,23 @@ mod tests {
             index.top[1].1,
             text.find(r#""c""#).map(|at| at..at + 3).expect("next")
         );
-        // Left alone: nothing to rename, or a rename that changes nothing.
-        let keep = &mut |_: &str, _: &mut String| false;
+        // Left alone: nothing to prefix.
         assert!(matches!(
-            rename(compact, &tools(compact), "name", keep),
+            prefix(compact, &tools(compact), "missing", "p_", &mut |_| {}),
             Some(Edited::Unchanged)
         ));
-        assert!(matches!(
-            rename(
-                compact,
-                &tools(compact),
-                "missing",
-                &mut |o: &str, n: &mut String| prefix(o, n)
-            ),
-            Some(Edited::Unchanged)
-        ));
-        // Not plain: a name with an escape, keys written twice or escaped.
-        for text in [
-            r#"{"tools":[{"name":"a"},{"name":"tab\t"}]}"#,
-            r#"{"tools":[{"name":"a","name":"b"}]}"#,
-            r#"{"tools":[{"na\u006de":"a"}]}"#,
+        // Not plain: a name with an escape, keys written twice or escaped,
+        // a prefix that would need escaping.
+        for (text, with) in [
+            (r#"{"tools":[{"name":"a"},{"name":"tab\t"}]}"#, "p_"),
+            (r#"{"tools":[{"name":"a","name":"b"}]}"#, "p_"),
+            (r#"{"tools":[{"na\u006de":"a"}]}"#, "p_"),
+            (r#"{"tools":[{"name":"a"}]}"#, "p\\"),
+            (r#"{"tools":[{"name":"a"}]}"#, "p\""),
+            (r#"{"tools":[{"name":"a"}]}"#, "p\n"),
         ] {
-            let renamed = rename(
-                text,
-                &tools(text),
-                "name",
-                &mut |o: &str, n: &mut String| prefix(o, n),
-            );
-            assert!(renamed.is_none(), "{text}");
+            let renamed = prefix(text, &tools(text), "name", with, &mut |_| {});
+            assert!(renamed.is_none(), "{text} {with:?}");
         }
     }
 

@@ -229,20 +229,21 @@ impl Payload {
         })
     }
 
-    /// Sets the string member `member` of every item of the array member
-    /// `key` that has one to what `rename(old, new)` writes into `new`, when
-    /// it returns true; the rest of the text is copied as it stands, items
+    /// Puts `prefix` before the string member `member` of every item of
+    /// the array member `key` that has one, calling `seen` with each name
+    /// so prefixed; the rest of the text is copied as it stands, items
     /// neither split nor parsed. False, with nothing done, when the list
-    /// does not hold its members plainly (see `items::rename`) or the
+    /// does not hold its members plainly (see `items::prefix`) or the
     /// payload was parsed: [`Self::edit_items`] then does it item by item.
-    pub fn rename_items(
+    pub fn prefix_items(
         &mut self,
         key: &str,
         member: &str,
-        mut rename: impl FnMut(&str, &mut String) -> bool,
+        prefix: &str,
+        mut seen: impl FnMut(&str),
     ) -> bool {
         self.pass_plainly(key, |text, index| {
-            items::rename(text, index, member, &mut rename)
+            items::prefix(text, index, member, prefix, &mut seen)
         })
     }
 
@@ -325,7 +326,7 @@ impl Payload {
         match edited {
             Edited::Changed(text, index) => {
                 #[allow(unsafe_code)]
-                // SAFETY: `items::edit` and `items::rename` write valid JSON
+                // SAFETY: `items::edit`, `retain` and `prefix` write valid JSON
                 // without blanks around it: pieces of the sender's text,
                 // checked when the line was read (`check::line`) and cut
                 // where a token starts or ends, joined by punctuation, with

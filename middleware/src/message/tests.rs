@@ -692,16 +692,9 @@ fn names_spliced_in_and_passes_that_change_nothing_leave_the_list_indexed() {
         serde_json::to_string(&json!({"jsonrpc":"2.0","id":1,"result":{"x":1,"tools":tools}}))
             .expect("serializes");
     let (mut raw, mut parsed) = both_results(&line);
-    let prefix = |p: &'static str| {
-        move |old: &str, new: &mut String| {
-            new.push_str(p);
-            new.push_str(old);
-            true
-        }
-    };
     let mut seen = [Vec::new(), Vec::new()];
     for (payload, seen) in [&mut raw, &mut parsed].into_iter().zip(&mut seen) {
-        let spliced = payload.rename_items("tools", "name", prefix("b_"));
+        let spliced = payload.prefix_items("tools", "name", "b_", |_| {});
         if !spliced {
             payload.edit_items("tools", rename);
         }
@@ -712,7 +705,7 @@ fn names_spliced_in_and_passes_that_change_nothing_leave_the_list_indexed() {
         payload.edit_items("tools", |item| {
             item.str_member("name").is_some_and(|n| !n.ends_with('7'))
         });
-        if !payload.rename_items("tools", "name", prefix("c_")) {
+        if !payload.prefix_items("tools", "name", "c_", |_| {}) {
             payload.edit_items("tools", |item| {
                 let name = item.str_member("name").map(|n| format!("c_{n}"));
                 item.insert("name", name.into());

@@ -2,7 +2,7 @@
 //! Kept apart from the `Service` plumbing so each can be read on its own.
 
 use super::layer::Rules;
-use super::names::{check_name, Names};
+use super::names::{check_name, check_prefixed, Names};
 use crate::message::{method, ErrorCode, ErrorObject, Item, Message, Payload, Request};
 use crate::target::REF_PROMPT;
 use serde_json::{json, Map, Value};
@@ -188,13 +188,10 @@ impl Rules {
 /// read, renamed and given its settings in turn.
 fn rename_items(result: &mut Payload, key: &str, names: &Names, kind: &str) {
     if let Some(prefix) = names.only_prefix() {
-        let prefixed = result.rename_items(key, "name", |upstream, client| {
-            client.push_str(prefix);
-            client.push_str(upstream);
-            if let Err(e) = check_name(client) {
+        let prefixed = result.prefix_items(key, "name", prefix, |upstream| {
+            if let Err(e) = check_prefixed(prefix, upstream) {
                 tracing::warn!(layer = LAYER, kind, name = %upstream, "produced name: {e}");
             }
-            true
         });
         if prefixed {
             return;

@@ -57,6 +57,15 @@ pub(super) fn check_name(name: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// [`check_name`] of `prefix` + `name`, for a prefix checked at load time,
+/// without building the name unless it fails.
+pub(super) fn check_prefixed(prefix: &str, name: &str) -> Result<(), String> {
+    if name.bytes().all(name_byte) && prefix.len() + name.len() <= MAX_NAME_CHARS {
+        return Ok(());
+    }
+    check_name(&format!("{prefix}{name}"))
+}
+
 /// A TOML key as it would appear in a dotted path: bare when it can be.
 pub(super) fn key(k: &str) -> Cow<'_, str> {
     if !k.is_empty()
