@@ -74,8 +74,9 @@ pub(super) struct Outline {
     pub(super) complete: bool,
 }
 
-/// Checks a line (UTF-8, without its newline) whose top level is an object
-/// or an array, and outlines it. `None` when it is not valid JSON, or when
+/// Checks a line (without its newline) whose top level is an object or an
+/// array, and outlines it. A line it passes is UTF-8: outside strings only
+/// JSON's ASCII tokens pass, and inside them every character is checked. `None` when it is not valid JSON, or when
 /// it is but must be parsed whole (see the module docs).
 pub(super) fn line(b: &[u8]) -> Option<(Top, Outline)> {
     let first = blanks(b, 0);
@@ -89,8 +90,11 @@ pub(super) fn line(b: &[u8]) -> Option<(Top, Outline)> {
         return None;
     }
     let mut outline = Outline {
-        // Enough for most messages without growing.
-        nodes: Vec::with_capacity(32),
+        // Enough for most messages without growing, and for a long line
+        // about what a list of small items takes (1,000 listed tools, 200
+        // KB, make about 5,000 nodes), so it grows once or twice rather
+        // than ten times.
+        nodes: Vec::with_capacity((b.len() / 64).clamp(32, 8192)),
         complete: true,
     };
     walk(b, first, &mut outline)?;
@@ -238,7 +242,7 @@ fn blanks(b: &[u8], mut i: usize) -> usize {
 }
 
 /// Just past the string whose opening quote is at `at`. Refuses a control
-/// character, a bad escape, and any `\uD...` escape (the range that holds
+/// character, bytes that are not UTF-8, a bad escape, and any `\uD...` escape (the range that holds
 /// the surrogates: serde_json rejects a lone one only when it decodes it).
 /// Sets `escaped` when the string holds an escape.
 #[inline(always)]
@@ -262,20 +266,52 @@ fn string(b: &[u8], at: usize, escaped: &mut bool) -> Option<usize> {
                     _ => return None,
                 }
             }
+            // Not ASCII: a character of two to four bytes.
+            0x80.. => i += utf8_char(b, i)?,
             // A control character, which JSON wants escaped.
             _ => return None,
         }
     }
 }
 
-/// Where the first `"`, `\` or control character in `b` is, eight bytes at
-/// a time ([`scan::stops`], as serde_json does it), to the end: a control
-/// character has no memchr to hand over to.
+/// The length of the UTF-8 character at `at`, whose first byte is not
+/// ASCII; `None` when the bytes there are not one (a stray continuation
+/// byte, an overlong form, a surrogate, past U+10FFFF, or cut short), as
+/// in the Unicode standard's table of well-formed sequences (Table 3-7).
+#[inline]
+fn utf8_char(b: &[u8], at: usize) -> Option<usize> {
+    // The continuation byte `k` after the first, within `range`.
+    let next = |k: usize, range: std::ops::RangeInclusive<u8>| {
+        b.get(at + k).filter(|c| range.contains(c)).map(|_| ())
+    };
+    let (second, len) = match b[at] {
+        0xC2..=0xDF => (0x80..=0xBF, 2),
+        0xE0 => (0xA0..=0xBF, 3),
+        0xE1..=0xEC | 0xEE..=0xEF => (0x80..=0xBF, 3),
+        0xED => (0x80..=0x9F, 3),
+        0xF0 => (0x90..=0xBF, 4),
+        0xF1..=0xF3 => (0x80..=0xBF, 4),
+        0xF4 => (0x80..=0x8F, 4),
+        _ => return None,
+    };
+    next(1, second)?;
+    for k in 2..len {
+        next(k, 0x80..=0xBF)?;
+    }
+    Some(len)
+}
+
+/// Where the first `"`, `\`, control character or byte of a non-ASCII
+/// character in `b` is, eight bytes at a time ([`scan::stops`], as
+/// serde_json does it), to the end: a control character has no memchr to
+/// hand over to.
 #[inline(always)]
 fn special(b: &[u8]) -> Option<usize> {
+    const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
     let mut i = 0;
     while let Some(word) = b.get(i..i + 8) {
-        let hits = scan::stops::<true>(u64::from_le_bytes(word.try_into().expect("eight bytes")));
+        let word = u64::from_le_bytes(word.try_into().expect("eight bytes"));
+        let hits = scan::stops::<true>(word) | word & HIGHS;
         if hits != 0 {
             return Some(i + hits.trailing_zeros() as usize / 8);
         }
@@ -283,7 +319,7 @@ fn special(b: &[u8]) -> Option<usize> {
     }
     let at = b[i..]
         .iter()
-        .position(|&c| c == b'"' || c == b'\\' || c < 0x20)?;
+        .position(|&c| c == b'"' || c == b'\\' || !(0x20..0x80).contains(&c))?;
     Some(i + at)
 }
 
@@ -528,6 +564,74 @@ mod tests {
         for text in ["[1e300]", "[1e-400]", &format!("[{}]", "9".repeat(300))] {
             assert!(passes(text), "{text}");
         }
+    }
+
+    /// `["` + `bytes` + `"]`, and the same after a run long enough for the
+    /// eight-byte scan.
+    fn in_strings(bytes: &[u8]) -> [Vec<u8>; 2] {
+        let wrap = |pad: &[u8]| [b"[\"", pad, bytes, b"\"]"].concat();
+        [wrap(b""), wrap(b"0123456789abcdef")]
+    }
+
+    #[test]
+    fn what_passes_is_utf8_as_serde_json_reads_it() {
+        for good in [
+            "é",
+            "☃",
+            "😀",
+            "\u{7f}",
+            "\u{80}",
+            "\u{7ff}",
+            "\u{800}",
+            "\u{d7ff}",
+            "\u{e000}",
+            "\u{fffd}",
+            "\u{ffff}",
+            "\u{10000}",
+            "\u{10ffff}",
+            "aé☃😀z",
+            "日本語のテキスト",
+        ] {
+            for text in in_strings(good.as_bytes()) {
+                assert!(line(&text).is_some(), "{good:?}");
+                serde_json::from_slice::<serde_json::Value>(&text).expect("serde_json agrees");
+            }
+        }
+        for bad in [
+            &b"\x80"[..], // a continuation byte alone
+            b"\xbf",
+            b"\xc0\x80", // overlong
+            b"\xc1\xbf",
+            b"\xe0\x80\x80",
+            b"\xe0\x9f\xbf",
+            b"\xf0\x8f\xbf\xbf",
+            b"\xed\xa0\x80", // a surrogate
+            b"\xed\xbf\xbf",
+            b"\xf4\x90\x80\x80", // past U+10FFFF
+            b"\xf5\x80\x80\x80",
+            b"\xff",
+            b"\xc3", // cut short by the closing quote
+            b"\xe2\x98",
+            b"\xf0\x9f\x98",
+            b"\xc3\xa9\xa9", // one continuation too many
+            b"\xe2\x28\xa1", // a continuation byte that is not one
+        ] {
+            for text in in_strings(bad) {
+                assert!(line(&text).is_none(), "{bad:?}");
+                assert!(serde_json::from_slice::<serde_json::Value>(&text).is_err());
+            }
+        }
+        // Outside strings nothing but ASCII passes.
+        for text in [
+            &b"[1,\xc3\xa9]"[..],
+            b"{\"a\"\xc2\xa0:1}",
+            b"[1]\xc2\xa0",
+            b"[\"a\"\xe2\x80\xa8]",
+        ] {
+            assert!(line(text).is_none(), "{text:?}");
+        }
+        // Cut short by the end of the line.
+        assert!(line(b"[\"\xe2\x98").is_none());
     }
 
     #[test]

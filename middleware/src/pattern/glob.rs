@@ -135,6 +135,12 @@ impl Glob {
         }
     }
 
+    /// Whether every text matches (`*` over names, `**`).
+    pub(super) fn matches_all(&self) -> bool {
+        matches!(&self.shape, Shape::Parts { prefix, middle, suffix }
+            if prefix.is_empty() && middle.is_empty() && suffix.is_empty())
+    }
+
     /// The NFA: `reached[i]` is "the first `i` pieces match what was read".
     fn run<'a>(&self, text: &str, mut reached: &'a mut [bool], mut next: &'a mut [bool]) -> bool {
         reached[0] = true;

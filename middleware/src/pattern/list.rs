@@ -48,11 +48,19 @@ pub struct PatternList {
 #[derive(Debug, Clone)]
 struct PatternSet {
     patterns: Vec<Pattern>,
+    /// One of them matches everything (`allow = ["*"]`), so no name is
+    /// tried against them.
+    all: bool,
 }
 
 impl PatternSet {
+    fn new(patterns: Vec<Pattern>) -> Self {
+        let all = patterns.iter().any(Pattern::matches_all);
+        Self { patterns, all }
+    }
+
     fn is_match(&self, text: &str) -> bool {
-        self.patterns.iter().any(|p| p.is_match(text))
+        self.all || self.patterns.iter().any(|p| p.is_match(text))
     }
 }
 
@@ -62,8 +70,8 @@ impl PatternList {
     /// `allow = None` allows everything the deny list does not name.
     pub fn new(allow: Option<Vec<Pattern>>, deny: Vec<Pattern>) -> Self {
         Self {
-            allow: allow.map(|patterns| PatternSet { patterns }),
-            deny: (!deny.is_empty()).then_some(PatternSet { patterns: deny }),
+            allow: allow.map(PatternSet::new),
+            deny: (!deny.is_empty()).then(|| PatternSet::new(deny)),
         }
     }
 

@@ -86,6 +86,12 @@ impl Pattern {
         }
     }
 
+    /// Whether every text matches (`*` over names, `**`): a list holding
+    /// such a pattern need not try the others.
+    pub fn matches_all(&self) -> bool {
+        matches!(&self.matcher, Matcher::Glob(glob) if glob.matches_all())
+    }
+
     /// The pattern as written in the config.
     pub fn as_str(&self) -> &str {
         &self.source

@@ -182,6 +182,11 @@ fn globs_match_exactly_what_their_regex_would() {
                     regex.is_match(&text),
                     "glob {glob:?} ({syntax:?}) on {text:?}"
                 );
+                // A glob said to match everything does.
+                assert!(
+                    !parsed.matches_all() || regex.is_match(&text),
+                    "glob {glob:?} ({syntax:?}) said to match all, not {text:?}"
+                );
                 checked += 1;
                 matched += usize::from(regex.is_match(&text));
             }
@@ -205,4 +210,26 @@ fn long_globs_and_many_stars_stay_linear() {
     let stars = "*a".repeat(30) + "b";
     assert!(!name(&stars).is_match(&"a".repeat(200)));
     assert!(name(&stars).is_match(&("a".repeat(40) + "b")));
+}
+
+#[test]
+fn a_list_holding_a_match_all_pattern_allows_every_name() {
+    for (source, syntax, all) in [
+        ("*", Syntax::Name, true),
+        ("**", Syntax::Name, true),
+        ("***", Syntax::Uri, true),
+        ("**", Syntax::Uri, true),
+        ("*", Syntax::Uri, false),
+        ("a*", Syntax::Name, false),
+        ("*?", Syntax::Name, false),
+        ("re:.*", Syntax::Name, false),
+    ] {
+        let pattern = Pattern::with_syntax(source, syntax).expect("valid");
+        assert_eq!(pattern.matches_all(), all, "{source} ({syntax:?})");
+    }
+    let star = |s: &str| Pattern::new(s).expect("valid");
+    let list = PatternList::new(Some(vec![star("x"), star("*")]), vec![star("*secret*")]);
+    for (name, allowed) in [("x", true), ("any", true), ("", true), ("a_secret", false)] {
+        assert_eq!(list.allows(name), allowed, "{name}");
+    }
 }
