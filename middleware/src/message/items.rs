@@ -1251,6 +1251,19 @@ mod tests {
     }
 
     #[test]
+    fn keys_alike_at_their_ends_are_still_told_apart() {
+        let keys = |text: &str| {
+            let mut spans = Vec::new();
+            scan::object(text.as_bytes(), 0, &mut spans).expect("an object");
+            distinct_keys(text.as_bytes(), &spans)
+        };
+        assert!(keys(r#"{"axb":1,"ayb":2,"ab":3,"a":4,"":5}"#));
+        assert!(!keys(r#"{"axb":1,"ayb":2,"axb":3}"#));
+        assert!(!keys(r#"{"":1,"a":2,"":3}"#));
+        assert!(!keys(r#"{"name":1,"name":2}"#));
+    }
+
+    #[test]
     fn objects_of_many_members_are_told_apart_by_sorting() {
         // More members than are compared pair by pair (`FEW`).
         let many = |last: &str| {

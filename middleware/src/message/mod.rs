@@ -139,7 +139,7 @@ impl Incoming {
                 // A batch's messages are one level deeper: the outline
                 // does not reach their payloads' items, which are scanned
                 // if a layer edits them.
-                let nodes = rebase(run, element.value.start);
+                let (nodes, _) = rebase(run, element.value.start);
                 Fields::read(&text[value], &nodes, false)?.into_message()
             } else {
                 // Its members were not all recorded: outlined on its own.
@@ -240,9 +240,10 @@ impl Fields {
                 // levels down), and a long one: a short list is cheaper to
                 // scan when a layer edits it than its outline is to keep
                 // for every answer (a tools/call result's `content`).
-                let elements = run.iter().filter(|n| n.depth == 3 && n.key.is_empty());
-                let list = deep && elements.count() >= OUTLINED_ITEMS;
-                let outline = list.then(|| rebase(run, member.value.start));
+                let outline = (deep && run.len() >= OUTLINED_ITEMS)
+                    .then(|| rebase(run, member.value.start))
+                    .filter(|(_, elements)| *elements >= OUTLINED_ITEMS)
+                    .map(|(nodes, _)| nodes);
                 Payload::raw(raw_value(value), outline)
             };
             match Key::known(&name) {
@@ -672,22 +673,26 @@ fn entries(nodes: &[Node]) -> impl Iterator<Item = (&Node, &[Node])> {
 }
 
 /// A run of nodes as the outline of the value they are inside, which
-/// starts at `base`: one level up, positions from the value's start.
-fn rebase(run: &[Node], base: u32) -> Vec<Node> {
-    let shift = |r: &std::ops::Range<u32>| r.start - base..r.end - base;
-    run.iter()
-        .map(|node| Node {
-            depth: node.depth - 1,
-            // An element's key is empty, and stays so.
-            key: if node.key.is_empty() {
-                0..0
-            } else {
-                shift(&node.key)
-            },
-            escaped: node.escaped,
-            value: shift(&node.value),
+/// starts at `base`: one level up, positions from the value's start. Also
+/// how many of them are elements of a list inside that value.
+fn rebase(run: &[Node], base: u32) -> (Vec<Node>, usize) {
+    let mut elements = 0;
+    let nodes = run
+        .iter()
+        .map(|node| {
+            let element = node.key.is_empty();
+            elements += usize::from(element && node.depth == 3);
+            Node {
+                depth: node.depth - 1,
+                // An element's key is empty (0..0), and stays so: every
+                // key inside the value is past `base`.
+                key: node.key.start.saturating_sub(base)..node.key.end.saturating_sub(base),
+                escaped: node.escaped,
+                value: node.value.start - base..node.value.end - base,
+            }
         })
-        .collect()
+        .collect();
+    (nodes, elements)
 }
 
 /// A member value [`check::line`] passed, as a payload's bytes.
