@@ -496,94 +496,84 @@ pub(super) fn retain(
 /// Puts `prefix` before the string member `member` of each item of the
 /// list `index` found in `text`, calling `seen` with each name so
 /// prefixed. Nothing is split or parsed: the text is copied as it stands,
-/// the prefix written just inside each name's opening quote, and the index
-/// shifted to match, so prefixing 1,000 listed tools costs little more
-/// than a copy of the list.
+/// the prefix written just inside each name's opening quote, and `index`
+/// shifted in place to match, so prefixing 1,000 listed tools costs little
+/// more than a copy of the list. `Some(None)` when no item has such a
+/// member: nothing changed, the index included.
 ///
 /// `None` when an item does not hold its member plainly (an object whose
 /// keys are escaped or written twice, or a name with an escape), or when
 /// the prefix would need escaping: the caller then edits the list item by
-/// item ([`edit`]), which reads those.
+/// item ([`edit`]), which reads those. `index` may then be half shifted,
+/// and must be dropped.
 pub(super) fn prefix(
     text: &str,
-    index: &ListIndex,
+    index: &mut ListIndex,
     member: &str,
     prefix: &str,
     seen: &mut dyn FnMut(&str),
-) -> Option<Edited> {
+) -> Option<Option<String>> {
     if prefix.is_empty() || !prefix.bytes().all(|c| c >= 0x20 && c != b'"' && c != b'\\') {
         return None;
     }
     let b = text.as_bytes();
     let mut out: Vec<u8> = Vec::new();
-    let mut new = index.emptied();
     // `text` is copied to `out` up to `copied`; from there on, a position
     // in `text` is `shift` further on in `out`.
     let (mut copied, mut shift) = (0, 0isize);
-    for element in &index.items {
-        let Some(split) = &element.members else {
-            if b[element.span.start] == b'{' {
-                return None;
-            }
-            new.items.push(Element {
-                span: moved(&element.span, shift, shift),
-                members: None,
-            });
-            continue;
-        };
-        if !split.plain {
-            return None;
-        }
+    let reserve = text.len() + index.items.len() * prefix.len();
+    for element in &mut index.items {
         let before = shift;
-        let spans = &index.members[split.at.clone()];
-        let found = find(b, spans, member).filter(|&at| b[spans[at].1.start] == b'"');
-        if let Some(at) = found {
-            let value = &spans[at].1;
-            let old = &text[value.start + 1..value.end - 1];
-            if has_backslash(old.as_bytes()) {
-                return None;
+        match &element.members {
+            Some(split) if split.plain => {
+                let spans = &mut index.members[split.at.clone()];
+                let found = find(b, spans, member).filter(|&at| b[spans[at].1.start] == b'"');
+                if let Some(at) = found {
+                    let value = &spans[at].1;
+                    let old = &text[value.start + 1..value.end - 1];
+                    if has_backslash(old.as_bytes()) {
+                        return None;
+                    }
+                    seen(old);
+                    if out.capacity() == 0 {
+                        out.reserve(reserve);
+                    }
+                    out.extend_from_slice(&b[copied..=value.start]);
+                    out.extend_from_slice(prefix.as_bytes());
+                    copied = value.start + 1;
+                    shift += prefix.len() as isize;
+                }
+                if shift != 0 {
+                    for (i, (key, value)) in spans.iter_mut().enumerate() {
+                        // Members before the prefixed one move as the item
+                        // does; it starts there and ends where the new
+                        // value does; the rest move on with it.
+                        let (start, end) = match found {
+                            Some(at) if i < at => (before, before),
+                            Some(at) if i == at => (before, shift),
+                            _ => (shift, shift),
+                        };
+                        *key = moved(key, start, start);
+                        *value = moved(value, start, end);
+                    }
+                }
             }
-            seen(old);
-            if out.capacity() == 0 {
-                out.reserve(text.len() + index.items.len() * prefix.len());
-            }
-            out.extend_from_slice(&b[copied..=value.start]);
-            out.extend_from_slice(prefix.as_bytes());
-            copied = value.start + 1;
-            shift += prefix.len() as isize;
+            Some(_) => return None,
+            None if b[element.span.start] == b'{' => return None,
+            None => {}
         }
-        let first = new.members.len();
-        for (i, (key, value)) in spans.iter().enumerate() {
-            // Members before the prefixed one move as the item does; it
-            // starts there and ends where the new value does; the rest
-            // move on with it.
-            let (start, end) = match found {
-                Some(at) if i < at => (before, before),
-                Some(at) if i == at => (before, shift),
-                _ => (shift, shift),
-            };
-            new.members
-                .push((moved(key, start, start), moved(value, start, end)));
-        }
-        new.items.push(Element {
-            span: moved(&element.span, before, shift),
-            members: Some(Split {
-                at: first..new.members.len(),
-                plain: true,
-            }),
-        });
+        element.span = moved(&element.span, before, shift);
     }
     if copied == 0 {
-        return Some(Edited::Unchanged);
+        return Some(None);
     }
     out.extend_from_slice(&b[copied..]);
-    new.top = index.top_moved(shift);
+    index.top = index.top_moved(shift);
     #[allow(unsafe_code)]
     // SAFETY: `out` is `text` with `prefix` (UTF-8, and nothing in it that
     // a JSON string must escape) written just after opening quotes: still
     // UTF-8, and still valid JSON.
-    let text = unsafe { String::from_utf8_unchecked(out) };
-    Some(Edited::Changed(text, new))
+    Some(Some(unsafe { String::from_utf8_unchecked(out) }))
 }
 
 /// Which of an item's plain members (`spans`, keys as written) is `member`.
@@ -1090,11 +1080,10 @@ mod tests {
         let compact = r#"{"a":1,"tools":[{"name":"one","x":[1,{"y":2}]},{"x":{"name":"inner"},"name":"two","z":3},{"z":1},{"name":5},7,[{"name":"no"}],{"name":"three"}],"next":"c"}"#;
         let index = tools(compact);
         let mut seen = Vec::new();
-        let Some(Edited::Changed(spliced, spliced_index)) =
-            prefix(compact, &index, "name", "p_", &mut |old| {
-                seen.push(old.to_owned())
-            })
-        else {
+        let mut spliced_index = index.clone();
+        let Some(Some(spliced)) = prefix(compact, &mut spliced_index, "name", "p_", &mut |old| {
+            seen.push(old.to_owned())
+        }) else {
             panic!("renamed");
         };
         assert_eq!(seen, ["one", "two", "three"]);
@@ -1111,9 +1100,8 @@ mod tests {
         // Blanks stay where the sender put them, and the index finds every
         // member where it landed.
         let spaced = r#"{ "tools" : [ { "name" : "one" , "x" : [ 1 ] } , 7 , { "y" : 2 , "name":"two"} ] , "next" : "c" }"#;
-        let Some(Edited::Changed(text, index)) =
-            prefix(spaced, &tools(spaced), "name", "p_", &mut |_| {})
-        else {
+        let mut index = tools(spaced);
+        let Some(Some(text)) = prefix(spaced, &mut index, "name", "p_", &mut |_| {}) else {
             panic!("renamed");
         };
         assert_eq!(
@@ -1140,11 +1128,11 @@ mod tests {
             index.top[1].1,
             text.find(r#""c""#).map(|at| at..at + 3).expect("next")
         );
-        // Left alone: nothing to prefix.
-        assert!(matches!(
-            prefix(compact, &tools(compact), "missing", "p_", &mut |_| {}),
-            Some(Edited::Unchanged)
-        ));
+        // Left alone: nothing to prefix, the index included.
+        let mut index = tools(compact);
+        let unchanged = prefix(compact, &mut index, "missing", "p_", &mut |_| {});
+        assert_eq!(unchanged, Some(None));
+        assert_eq!(index, tools(compact));
         // Not plain: a name with an escape, keys written twice or escaped,
         // a prefix that would need escaping.
         for (text, with) in [
@@ -1155,7 +1143,7 @@ mod tests {
             (r#"{"tools":[{"name":"a"}]}"#, "p\""),
             (r#"{"tools":[{"name":"a"}]}"#, "p\n"),
         ] {
-            let renamed = prefix(text, &tools(text), "name", with, &mut |_| {});
+            let renamed = prefix(text, &mut tools(text), "name", with, &mut |_| {});
             assert!(renamed.is_none(), "{text} {with:?}");
         }
     }

@@ -242,9 +242,27 @@ impl Payload {
         prefix: &str,
         mut seen: impl FnMut(&str),
     ) -> bool {
-        self.pass_plainly(key, |text, index| {
-            items::prefix(text, index, member, prefix, &mut seen)
-        })
+        let (None, Some(raw)) = (self.value.get(), &self.raw) else {
+            return false;
+        };
+        // Shifted in place: a copy of it when it was kept from the last
+        // pass, which must stand if this one gives up.
+        let mut index = match self.list_index(raw, key) {
+            Ok(index) => index.into_owned(),
+            Err(NoList::Absent) => return true,
+            Err(NoList::Ambiguous) => return false,
+        };
+        match items::prefix(raw.get(), &mut index, member, prefix, &mut seen) {
+            None => false,
+            Some(None) => {
+                self.settle(Edited::Unchanged, Some(index));
+                true
+            }
+            Some(Some(text)) => {
+                self.settle(Edited::Changed(text, index), None);
+                true
+            }
+        }
     }
 
     /// Runs `pass` over the list `key` of the sender's text, which says
