@@ -74,6 +74,46 @@ pub(super) struct Outline {
     pub(super) complete: bool,
 }
 
+/// The part of a line's outline that lies inside one of its values (a
+/// payload), seen from that value: one level up, positions from where it
+/// starts. Kept without copying the nodes: the view is taken as they are
+/// read.
+#[derive(Debug)]
+pub(super) struct Within {
+    /// The line's whole outline.
+    nodes: Vec<Node>,
+    /// Which of them lie inside the value.
+    run: Range<usize>,
+    /// Where the value starts in the line.
+    base: u32,
+}
+
+impl Within {
+    /// `nodes[run]`, the run of nodes inside the value that starts at
+    /// `base`.
+    pub(super) fn new(nodes: Vec<Node>, run: Range<usize>, base: u32) -> Self {
+        Self { nodes, run, base }
+    }
+
+    /// The nodes, as the outline of the value alone would have them.
+    pub(super) fn nodes(&self) -> impl ExactSizeIterator<Item = Node> + '_ {
+        rebased(&self.nodes[self.run.clone()], self.base)
+    }
+}
+
+/// `run`, the nodes inside a value that starts at `base`, as the outline of
+/// the value alone would have them: one level up, positions from its start.
+pub(super) fn rebased(run: &[Node], base: u32) -> impl ExactSizeIterator<Item = Node> + '_ {
+    run.iter().map(move |node| Node {
+        depth: node.depth - 1,
+        // An element's key is empty (0..0), and stays so: every key
+        // inside the value is past `base`.
+        key: node.key.start.saturating_sub(base)..node.key.end.saturating_sub(base),
+        escaped: node.escaped,
+        value: node.value.start - base..node.value.end - base,
+    })
+}
+
 /// Checks a line (without its newline) whose top level is an object or an
 /// array, and outlines it. A line it passes is UTF-8: outside strings only
 /// JSON's ASCII tokens pass, and inside them every character is checked. `None` when it is not valid JSON, or when

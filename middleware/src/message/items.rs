@@ -91,7 +91,11 @@ impl ListIndex {
     /// [`Self::scan`], from the outline the line's check recorded (see
     /// `check::Outline`): the parts are where it says, so only the keys are
     /// read.
-    pub(super) fn from_outline(text: &str, nodes: &[Node], key: &str) -> Result<Self, NoList> {
+    pub(super) fn from_outline(
+        text: &str,
+        nodes: impl ExactSizeIterator<Item = Node>,
+        key: &str,
+    ) -> Result<Self, NoList> {
         let b = text.as_bytes();
         if b.first() != Some(&b'{') {
             return Err(NoList::Absent);
@@ -953,14 +957,14 @@ mod tests {
         assert!(outline.complete);
         [
             ListIndex::scan(text, key),
-            ListIndex::from_outline(text, &outline.nodes, key),
+            ListIndex::from_outline(text, outline.nodes.into_iter(), key),
         ]
     }
 
     /// The index of the list `tools` in `text`, from its outline.
     fn tools(text: &str) -> ListIndex {
         let (_, outline) = check::line(text.as_bytes()).expect("valid");
-        ListIndex::from_outline(text, &outline.nodes, "tools")
+        ListIndex::from_outline(text, outline.nodes.into_iter(), "tools")
             .ok()
             .expect("a list")
     }

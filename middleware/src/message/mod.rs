@@ -31,10 +31,11 @@ pub use items::Item;
 pub use payload::Payload;
 pub use peek::response_id;
 
-use check::{Node, Outline, Top};
+use check::{Node, Outline, Top, Within};
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
+use std::ops::Range;
 
 const JSONRPC: &str = "jsonrpc";
 const VERSION: &str = "2.0";
@@ -127,7 +128,7 @@ impl Incoming {
             // An uncut outline of a message reaches three levels into its
             // payloads: what a list's items and their members need.
             return Some(Self::Single(
-                Fields::read(text, &nodes, complete)?.into_message(),
+                Fields::read(text, nodes, complete)?.into_message(),
             ));
         }
         let mut messages = Vec::new();
@@ -139,13 +140,13 @@ impl Incoming {
                 // A batch's messages are one level deeper: the outline
                 // does not reach their payloads' items, which are scanned
                 // if a layer edits them.
-                let (nodes, _) = rebase(run, element.value.start);
-                Fields::read(&text[value], &nodes, false)?.into_message()
+                let nodes = check::rebased(&nodes[run], element.value.start).collect();
+                Fields::read(&text[value], nodes, false)?.into_message()
             } else {
                 // Its members were not all recorded: outlined on its own.
                 let text = &text[value];
                 let (_, outline) = check::line(text.as_bytes())?;
-                Fields::read(text, &outline.nodes, false)?.into_message()
+                Fields::read(text, outline.nodes, false)?.into_message()
             });
         }
         if messages.is_empty() {
@@ -227,23 +228,29 @@ impl Fields {
     /// The members of the object `text`, from its outline (`nodes`, see
     /// [`check::Outline`]); `params` and `result` stay the sender's bytes.
     /// With `deep` (the outline holds three levels of each payload: its
-    /// members, a list's items and theirs), a payload holding a long list
-    /// keeps its part of it. `None` if a member does not read as JSON after
-    /// all (the line is then parsed whole).
-    fn read(text: &str, nodes: &[Node], deep: bool) -> Option<Self> {
+    /// members, a list's items and theirs), a payload with more than a few
+    /// parts keeps its part of the outline (the outline itself, moved, not
+    /// copied). `None` if a member does not read as JSON after all (the
+    /// line is then parsed whole).
+    fn read(text: &str, nodes: Vec<Node>, deep: bool) -> Option<Self> {
         let mut fields = Self::default();
-        for (member, run) in entries(nodes) {
+        // The members and where their runs are, so that the outline can be
+        // handed to a payload while the rest are read.
+        let members: Vec<(Node, Range<usize>)> = entries(&nodes)
+            .map(|(member, run)| (member.clone(), run))
+            .collect();
+        let mut nodes = Some(nodes);
+        for (member, run) in members {
             let name = scan::unquote(&text[member.key()])?;
             let value = &text[member.value()];
-            let payload = || {
-                // Kept only for a payload holding a list (elements two
-                // levels down), and a long one: a short list is cheaper to
-                // scan when a layer edits it than its outline is to keep
-                // for every answer (a tools/call result's `content`).
-                let outline = (deep && run.len() >= OUTLINED_ITEMS)
-                    .then(|| rebase(run, member.value.start))
-                    .filter(|(_, elements)| *elements >= OUTLINED_ITEMS)
-                    .map(|(nodes, _)| nodes);
+            let mut payload = || {
+                // Kept for a payload with a fair number of parts (a list
+                // result), whose list a layer may edit; a small one (a
+                // tools/call result) is cheap to scan if one ever does.
+                let outline = (deep && run.len() >= OUTLINED_NODES)
+                    .then(|| nodes.take())
+                    .flatten()
+                    .map(|nodes| Within::new(nodes, run.clone(), member.value.start));
                 Payload::raw(raw_value(value), outline)
             };
             match Key::known(&name) {
@@ -657,42 +664,20 @@ impl Serialize for ErrorSer<'_> {
     }
 }
 
-/// How many items a payload's lists must hold for it to keep its outline.
-const OUTLINED_ITEMS: usize = 16;
+/// How many parts (nodes of the outline) a payload must have to keep its
+/// outline.
+const OUTLINED_NODES: usize = 16;
 
-/// The entries of the outermost container in an outline, each with the
-/// run of deeper nodes inside it.
-fn entries(nodes: &[Node]) -> impl Iterator<Item = (&Node, &[Node])> {
+/// The entries of the outermost container in an outline, each with where
+/// the run of deeper nodes inside it is.
+fn entries(nodes: &[Node]) -> impl Iterator<Item = (&Node, Range<usize>)> {
     let mut from = 0;
     let top = nodes.iter().enumerate().filter(|(_, node)| node.depth == 1);
     top.map(move |(n, node)| {
-        let run = &nodes[from..n];
+        let run = from..n;
         from = n + 1;
         (node, run)
     })
-}
-
-/// A run of nodes as the outline of the value they are inside, which
-/// starts at `base`: one level up, positions from the value's start. Also
-/// how many of them are elements of a list inside that value.
-fn rebase(run: &[Node], base: u32) -> (Vec<Node>, usize) {
-    let mut elements = 0;
-    let nodes = run
-        .iter()
-        .map(|node| {
-            let element = node.key.is_empty();
-            elements += usize::from(element && node.depth == 3);
-            Node {
-                depth: node.depth - 1,
-                // An element's key is empty (0..0), and stays so: every
-                // key inside the value is past `base`.
-                key: node.key.start.saturating_sub(base)..node.key.end.saturating_sub(base),
-                escaped: node.escaped,
-                value: node.value.start - base..node.value.end - base,
-            }
-        })
-        .collect();
-    (nodes, elements)
 }
 
 /// A member value [`check::line`] passed, as a payload's bytes.

@@ -8,7 +8,7 @@
 //! what the peer receives is exactly what the layers checked (a duplicate
 //! key cannot show a layer one thing and the server another).
 
-use super::check::Node;
+use super::check::Within;
 use super::items::{self, Edited, Item, ListIndex, NoList};
 use super::scan::{self, has_backslash, same};
 use serde::ser::{Serialize, Serializer};
@@ -44,7 +44,7 @@ pub struct Payload {
 struct Found {
     /// As found when the line was checked (see `check::Outline`): the
     /// whole outline of the text, while it is the sender's.
-    outline: Option<Vec<Node>>,
+    outline: Option<Within>,
     /// Where the items of a list are: as the last edit wrote them, or as
     /// found by a pass that changed nothing (a filter that drops no tool
     /// leaves the rewrite after it the list already indexed).
@@ -55,7 +55,7 @@ impl Payload {
     /// A payload as received. The bytes must parse: `Incoming::parse`
     /// checks the line (`check::line`) before making one.
     /// `outline`, when given, must be the whole outline of `raw`.
-    pub(super) fn raw(raw: Box<RawValue>, outline: Option<Vec<Node>>) -> Self {
+    pub(super) fn raw(raw: Box<RawValue>, outline: Option<Within>) -> Self {
         Self {
             raw: Some(raw),
             value: OnceLock::new(),
@@ -106,8 +106,8 @@ impl Payload {
                 let text = raw.get();
                 let mut members = Vec::new();
                 match self.outline() {
-                    Some(nodes) => {
-                        let top = nodes.iter().filter(|n| n.depth == 1);
+                    Some(outline) => {
+                        let top = outline.nodes().filter(|n| n.depth == 1);
                         members.extend(top.map(|n| (n.key(), n.value())));
                     }
                     None => {
@@ -302,7 +302,7 @@ impl Payload {
     /// is one, else by scanning the text.
     fn find_list(&self, raw: &RawValue, key: &str) -> Result<ListIndex, NoList> {
         match self.outline() {
-            Some(nodes) => ListIndex::from_outline(raw.get(), nodes, key),
+            Some(outline) => ListIndex::from_outline(raw.get(), outline.nodes(), key),
             None => ListIndex::scan(raw.get(), key),
         }
     }
@@ -321,8 +321,8 @@ impl Payload {
 
     /// The outline found when the line was checked, while the text is the
     /// sender's.
-    fn outline(&self) -> Option<&[Node]> {
-        self.found.as_ref()?.outline.as_deref()
+    fn outline(&self) -> Option<&Within> {
+        self.found.as_ref()?.outline.as_ref()
     }
 
     /// New text for the payload, and where its list's items are.
