@@ -439,7 +439,7 @@ pub(super) fn retain(
     text: &str,
     index: &ListIndex,
     member: &str,
-    keep: &mut dyn FnMut(Option<&str>) -> bool,
+    mut keep: impl FnMut(Option<&str>) -> bool,
 ) -> Option<Edited> {
     let b = text.as_bytes();
     let mut dropped = Vec::new();
@@ -450,7 +450,14 @@ pub(super) fn retain(
                 find(b, spans, member)
                     .map(|at| &spans[at].1)
                     .filter(|value| b[value.start] == b'"')
-                    .and_then(|value| scan::unquote(&text[value.clone()]))
+                    .and_then(|value| {
+                        // A name without an escape is read as it stands.
+                        let inner = &text[value.start + 1..value.end - 1];
+                        match has_backslash(inner.as_bytes()) {
+                            false => Some(Cow::Borrowed(inner)),
+                            true => scan::unquote(&text[value.clone()]),
+                        }
+                    })
             }
             Some(_) => return None,
             None if b[element.span.start] == b'{' => return None,
@@ -515,7 +522,7 @@ pub(super) fn prefix(
     index: &mut ListIndex,
     member: &str,
     prefix: &str,
-    seen: &mut dyn FnMut(&str),
+    mut seen: impl FnMut(&str),
 ) -> Option<Option<String>> {
     if prefix.is_empty() || !prefix.bytes().all(|c| c >= 0x20 && c != b'"' && c != b'\\') {
         return None;
@@ -1085,7 +1092,7 @@ mod tests {
         let index = tools(compact);
         let mut seen = Vec::new();
         let mut spliced_index = index.clone();
-        let Some(Some(spliced)) = prefix(compact, &mut spliced_index, "name", "p_", &mut |old| {
+        let Some(Some(spliced)) = prefix(compact, &mut spliced_index, "name", "p_", |old: &str| {
             seen.push(old.to_owned())
         }) else {
             panic!("renamed");
@@ -1105,7 +1112,7 @@ mod tests {
         // member where it landed.
         let spaced = r#"{ "tools" : [ { "name" : "one" , "x" : [ 1 ] } , 7 , { "y" : 2 , "name":"two"} ] , "next" : "c" }"#;
         let mut index = tools(spaced);
-        let Some(Some(text)) = prefix(spaced, &mut index, "name", "p_", &mut |_| {}) else {
+        let Some(Some(text)) = prefix(spaced, &mut index, "name", "p_", |_: &str| {}) else {
             panic!("renamed");
         };
         assert_eq!(
@@ -1134,7 +1141,7 @@ mod tests {
         );
         // Left alone: nothing to prefix, the index included.
         let mut index = tools(compact);
-        let unchanged = prefix(compact, &mut index, "missing", "p_", &mut |_| {});
+        let unchanged = prefix(compact, &mut index, "missing", "p_", |_: &str| {});
         assert_eq!(unchanged, Some(None));
         assert_eq!(index, tools(compact));
         // Not plain: a name with an escape, keys written twice or escaped,
@@ -1147,7 +1154,7 @@ mod tests {
             (r#"{"tools":[{"name":"a"}]}"#, "p\""),
             (r#"{"tools":[{"name":"a"}]}"#, "p\n"),
         ] {
-            let renamed = prefix(text, &mut tools(text), "name", with, &mut |_| {});
+            let renamed = prefix(text, &mut tools(text), "name", with, |_: &str| {});
             assert!(renamed.is_none(), "{text} {with:?}");
         }
     }
@@ -1195,7 +1202,9 @@ mod tests {
         // member where it landed.
         let spaced = r#"{ "tools" : [ {"name":"drop"} , { "name" : "one" , "x" : [ 1 ] } , 7 , {"name":"drop"}, { "y" : 2 , "name":"two"} , {"name":"drop"} ] , "next" : "c" }"#;
         let Some(Edited::Changed(text, index)) =
-            retain(spaced, &tools(spaced), "name", &mut |n| n != Some("drop"))
+            retain(spaced, &tools(spaced), "name", |n: Option<&str>| {
+                n != Some("drop")
+            })
         else {
             panic!("items dropped");
         };
@@ -1223,13 +1232,14 @@ mod tests {
             text.find(r#""c""#).map(|at| at..at + 3).expect("next")
         );
         // Every item dropped, or none.
-        let Some(Edited::Changed(text, _)) = retain(spaced, &tools(spaced), "name", &mut |_| false)
+        let Some(Edited::Changed(text, _)) =
+            retain(spaced, &tools(spaced), "name", |_: Option<&str>| false)
         else {
             panic!("items dropped");
         };
         assert_eq!(text, r#"{ "tools" : [] , "next" : "c" }"#);
         assert!(matches!(
-            retain(compact, &tools(compact), "name", &mut |_| true),
+            retain(compact, &tools(compact), "name", |_: Option<&str>| true),
             Some(Edited::Unchanged)
         ));
         // Not plain: keys written twice or escaped.
@@ -1237,7 +1247,7 @@ mod tests {
             r#"{"tools":[{"name":"a"},{"name":"a","name":"b"}]}"#,
             r#"{"tools":[{"na\u006de":"a"}]}"#,
         ] {
-            let kept = retain(text, &tools(text), "name", &mut |_| true);
+            let kept = retain(text, &tools(text), "name", |_: Option<&str>| true);
             assert!(kept.is_none(), "{text}");
         }
     }
