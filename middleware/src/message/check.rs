@@ -131,10 +131,10 @@ pub(super) fn line(b: &[u8]) -> Option<(Top, Outline)> {
     }
     let mut outline = Outline {
         // Enough for most messages without growing, and for a long line
-        // about what a list of small items takes (1,000 listed tools, 200
-        // KB, make about 5,000 nodes), so it grows once or twice rather
-        // than ten times.
-        nodes: Vec::with_capacity((b.len() / 64).clamp(32, 8192)),
+        // what a list of small items takes (1,000 listed tools, 200 KB,
+        // make 4,000 nodes), so it does not grow (each time a copy of all
+        // it holds) ten times over.
+        nodes: Vec::with_capacity((b.len() / 48).clamp(32, 8192)),
         complete: true,
     };
     walk(b, first, &mut outline)?;
