@@ -55,6 +55,13 @@ fuzz_target!(|data: &[u8]| {
         let mut serde_line = serde_json::to_vec(&message).expect("a message serializes");
         serde_line.push(b'\n');
         assert_eq!(line, serde_line, "{message:?}");
+        // Written with its payload handed over instead (as the writer does
+        // for a big one), the line is the same once the payload is put back.
+        let mut around = Vec::new();
+        if let Some((at, text)) = message.clone().write_line_around(&mut around, 0) {
+            around.splice(at..at, text.bytes());
+        }
+        assert_eq!(around, line, "{message:?}");
         let value: Value = serde_json::from_slice(&line).expect("we wrote JSON");
         assert!(
             values_match(&value, &message.to_value()),

@@ -1,4 +1,5 @@
 use super::*;
+use crate::front::queue::Taken;
 use mcp_chain_middleware::Direction;
 use serde_json::json;
 use tower::ServiceExt;
@@ -10,23 +11,22 @@ fn connector() -> (Connector, Queue) {
 
 /// The one message queued since the last look.
 fn sent(queue: &mut Queue) -> Message {
-    let mut buf = Vec::new();
-    let taken = tokio::time::timeout(std::time::Duration::from_millis(10), queue.take(&mut buf));
-    let taken = futures_now(taken);
-    assert!(taken, "expected a queued message");
-    let text = String::from_utf8(buf).expect("utf-8");
+    let mut taken = Taken::default();
+    let take = tokio::time::timeout(std::time::Duration::from_millis(10), queue.take(&mut taken));
+    assert!(futures_now(take), "expected a queued message");
+    let text = String::from_utf8(taken.joined()).expect("utf-8");
     assert_eq!(text.lines().count(), 1, "expected one message: {text}");
     Message::from_value(serde_json::from_str(&text).expect("json")).expect("a message")
 }
 
 /// Nothing is queued.
 fn nothing_sent(queue: &mut Queue) {
-    let mut buf = Vec::new();
-    let taken = tokio::time::timeout(std::time::Duration::from_millis(10), queue.take(&mut buf));
+    let mut taken = Taken::default();
+    let take = tokio::time::timeout(std::time::Duration::from_millis(10), queue.take(&mut taken));
     assert!(
-        !futures_now(taken),
+        !futures_now(take),
         "unexpected: {}",
-        String::from_utf8_lossy(&buf)
+        String::from_utf8_lossy(&taken.joined())
     );
 }
 

@@ -1,8 +1,10 @@
 //! The queue in front of each outgoing pipe, bounded in bytes.
 //!
 //! Senders serialize a message straight into the queue's buffer (under a
-//! lock, in the order they are called); the pipe's writer task swaps the
-//! buffer out and writes it whole, so a burst costs one `write`. A peer that
+//! lock, in the order they are called), except a big payload, which stays
+//! where it is and is written from there (see [`Taken`]); the pipe's writer
+//! task swaps the buffer out and writes it whole, so a burst costs one
+//! `write` (a `writev` with the big payloads between). A peer that
 //! stops reading fills its pipe, then this buffer; past
 //! [`MAX_QUEUED_BYTES`] senders wait (`poll_ready`, `send`), and the reader
 //! behind them stops reading: memory stays bounded whatever the message
@@ -10,13 +12,87 @@
 
 use crate::front::writer::Outgoing;
 use std::future::poll_fn;
+use std::io::{self, IoSlice};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
+use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::sync::Notify;
 
 /// Bytes a queue holds before senders wait. A single message may take it
 /// past this (it is never split), so the bound is this plus one message.
 pub(crate) const MAX_QUEUED_BYTES: usize = 8 * 1024 * 1024;
+
+/// A payload at least this big goes out from where it is, not copied into
+/// the queue's bytes (see [`Taken`]).
+pub(crate) const BIG_PAYLOAD_BYTES: usize = 64 * 1024;
+
+/// What the writer takes from a queue at once: the queued bytes, and the
+/// big payloads that go between them, each with where in `bytes` it
+/// belongs, in order. A 200 KB list or a 10 MB result is written from the
+/// message it came in, in one `writev` with the lines around it, rather
+/// than copied into the queue first.
+#[derive(Debug, Default)]
+pub(crate) struct Taken {
+    pub(crate) bytes: Vec<u8>,
+    pub(crate) parts: Vec<(usize, Box<str>)>,
+}
+
+impl Taken {
+    /// Writes it all, in order.
+    pub(crate) async fn write_to<W: AsyncWrite + Unpin + ?Sized>(
+        &self,
+        out: &mut W,
+    ) -> io::Result<()> {
+        if self.parts.is_empty() {
+            return out.write_all(&self.bytes).await;
+        }
+        let mut slices = Vec::with_capacity(2 * self.parts.len() + 1);
+        let mut from = 0;
+        for (at, text) in &self.parts {
+            slices.push(IoSlice::new(&self.bytes[from..*at]));
+            slices.push(IoSlice::new(text.as_bytes()));
+            from = *at;
+        }
+        slices.push(IoSlice::new(&self.bytes[from..]));
+        if !out.is_write_vectored() {
+            for slice in &slices {
+                out.write_all(slice).await?;
+            }
+            return Ok(());
+        }
+        let mut rest = &mut slices[..];
+        while !rest.is_empty() {
+            let n = out.write_vectored(&rest[..rest.len().min(IOV_MAX)]).await?;
+            if n == 0 {
+                return Err(io::ErrorKind::WriteZero.into());
+            }
+            IoSlice::advance_slices(&mut rest, n);
+        }
+        Ok(())
+    }
+
+    pub(crate) fn clear(&mut self) {
+        self.bytes.clear();
+        self.parts.clear();
+    }
+
+    /// Everything, as one run of bytes.
+    #[cfg(test)]
+    pub(crate) fn joined(&self) -> Vec<u8> {
+        let mut all = Vec::new();
+        let mut from = 0;
+        for (at, text) in &self.parts {
+            all.extend_from_slice(&self.bytes[from..*at]);
+            all.extend_from_slice(text.as_bytes());
+            from = *at;
+        }
+        all.extend_from_slice(&self.bytes[from..]);
+        all
+    }
+}
+
+/// At most this many pieces go to one `writev` (Linux's `IOV_MAX`).
+const IOV_MAX: usize = 1024;
 
 /// One outgoing pipe's queue; clones share it.
 #[derive(Debug, Clone, Default)]
@@ -32,6 +108,10 @@ struct Inner {
 #[derive(Debug, Default)]
 struct State {
     buf: Vec<u8>,
+    /// Big payloads, each to go where `buf` had got to (see [`Taken`]).
+    parts: Vec<(usize, Box<str>)>,
+    /// Their bytes, counted against [`MAX_QUEUED_BYTES`] with `buf`'s.
+    parts_bytes: usize,
     /// Senders waiting for room.
     waiting: Vec<Waker>,
     /// No more writes: pushes are dropped, nobody waits.
@@ -47,7 +127,7 @@ impl Queue {
     /// dropped, which callers see).
     pub(crate) fn poll_ready(&self, cx: &mut Context<'_>) -> Poll<()> {
         let mut state = self.lock();
-        if state.closed || state.buf.len() < MAX_QUEUED_BYTES {
+        if state.closed || state.buf.len() + state.parts_bytes < MAX_QUEUED_BYTES {
             return Poll::Ready(());
         }
         state.waiting.push(cx.waker().clone());
@@ -61,7 +141,10 @@ impl Queue {
             return false;
         }
         let was_empty = state.buf.is_empty();
-        out.write_line(&mut state.buf);
+        if let Some((at, text)) = out.write_into(&mut state.buf) {
+            state.parts_bytes += text.len();
+            state.parts.push((at, text));
+        }
         drop(state);
         if was_empty {
             self.0.writer.notify_one();
@@ -80,6 +163,8 @@ impl Queue {
         let waiting = {
             let mut state = self.lock();
             state.buf = Vec::new();
+            state.parts = Vec::new();
+            state.parts_bytes = 0;
             std::mem::take(&mut state.waiting)
         };
         waiting.into_iter().for_each(Waker::wake);
@@ -98,13 +183,17 @@ impl Queue {
 
     /// For the writer: waits for bytes, swaps them into `spare` (which must
     /// be empty) and returns `true`; `false` once closed and empty.
-    pub(crate) async fn take(&self, spare: &mut Vec<u8>) -> bool {
+    pub(crate) async fn take(&self, spare: &mut Taken) -> bool {
         loop {
             let notified = self.0.writer.notified();
             {
                 let mut state = self.lock();
+                // A part always comes with bytes before it (its line's
+                // head), so bytes tell whether anything is queued.
                 if !state.buf.is_empty() {
-                    std::mem::swap(&mut state.buf, spare);
+                    std::mem::swap(&mut state.buf, &mut spare.bytes);
+                    std::mem::swap(&mut state.parts, &mut spare.parts);
+                    state.parts_bytes = 0;
                     let waiting = std::mem::take(&mut state.waiting);
                     drop(state);
                     waiting.into_iter().for_each(Waker::wake);
@@ -132,11 +221,124 @@ mod tests {
     async fn messages_come_out_in_order_in_one_take() {
         let queue = Queue::default();
         assert!(queue.push(ping(1)) && queue.push(ping(2)));
-        let mut buf = Vec::new();
-        assert!(queue.take(&mut buf).await);
-        let text = String::from_utf8(buf).expect("utf-8");
+        let mut taken = Taken::default();
+        assert!(queue.take(&mut taken).await);
+        let text = String::from_utf8(taken.joined()).expect("utf-8");
         let ids: Vec<_> = text.lines().map(|l| l.contains("\"id\":1")).collect();
         assert_eq!(ids, [true, false]);
+    }
+
+    /// A message as the proxy reads it: payloads kept as they were sent.
+    fn read(line: &str) -> Message {
+        match mcp_chain_middleware::message::Incoming::parse(line.as_bytes()) {
+            Ok(mcp_chain_middleware::message::Incoming::Single(Ok(msg))) => msg,
+            other => unreachable!("a valid message: {other:?}"),
+        }
+    }
+
+    /// A pipe that takes at most seven bytes a call, across pieces.
+    #[derive(Default)]
+    struct Trickle(Vec<u8>);
+
+    impl AsyncWrite for Trickle {
+        fn poll_write(
+            self: std::pin::Pin<&mut Self>,
+            _: &mut Context<'_>,
+            buf: &[u8],
+        ) -> Poll<io::Result<usize>> {
+            let n = buf.len().min(7);
+            self.get_mut().0.extend_from_slice(&buf[..n]);
+            Poll::Ready(Ok(n))
+        }
+
+        fn poll_write_vectored(
+            self: std::pin::Pin<&mut Self>,
+            _: &mut Context<'_>,
+            bufs: &[IoSlice<'_>],
+        ) -> Poll<io::Result<usize>> {
+            let this = self.get_mut();
+            let mut n = 0;
+            for buf in bufs {
+                let take = buf.len().min(7 - n);
+                this.0.extend_from_slice(&buf[..take]);
+                n += take;
+                if n == 7 {
+                    break;
+                }
+            }
+            Poll::Ready(Ok(n))
+        }
+
+        fn is_write_vectored(&self) -> bool {
+            true
+        }
+
+        fn poll_flush(self: std::pin::Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+            Poll::Ready(Ok(()))
+        }
+
+        fn poll_shutdown(
+            self: std::pin::Pin<&mut Self>,
+            _: &mut Context<'_>,
+        ) -> Poll<io::Result<()>> {
+            Poll::Ready(Ok(()))
+        }
+    }
+
+    #[tokio::test]
+    async fn big_payloads_go_out_from_where_they_are_in_their_place() {
+        let big = |id: u64, fill: &str| {
+            let text = fill.repeat(BIG_PAYLOAD_BYTES);
+            format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[{{"type":"text","text":"{text}"}}]}}}}"#
+            )
+        };
+        let lines = [
+            big(1, "a"),
+            r#"{"jsonrpc":"2.0","id":2,"result":{}}"#.to_owned(),
+            big(3, "b"),
+            big(4, "c"),
+            r#"{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info"}}"#
+                .to_owned(),
+        ];
+        let queue = Queue::default();
+        let mut expected = Vec::new();
+        for line in &lines {
+            read(line).write_line(&mut expected);
+            assert!(queue.push(Outgoing::One(read(line))));
+        }
+        // The big payloads count against the queue's bound.
+        let waker = Waker::noop().clone();
+        let payload =
+            |line: &str| line.len() - line.find(r#""result":"#).map_or(0, |at| at + 9) - 1;
+        let big_bytes: usize = [&lines[0], &lines[2], &lines[3]]
+            .map(|l| payload(l))
+            .iter()
+            .sum();
+        assert_eq!(queue.lock().parts_bytes, big_bytes);
+        let mut taken = Taken::default();
+        assert!(queue.take(&mut taken).await);
+        assert_eq!(taken.parts.len(), 3, "each big payload is handed over");
+        assert!(taken.bytes.len() < 1024, "and not copied");
+        assert_eq!(taken.joined(), expected);
+        assert!(queue
+            .poll_ready(&mut Context::from_waker(&waker))
+            .is_ready());
+        // Written in order, however little each write takes, with writev
+        // or without.
+        let mut out = Trickle::default();
+        taken.write_to(&mut out).await.expect("written");
+        assert_eq!(out.0, expected);
+        let (mut tx, mut rx) = tokio::io::duplex(13);
+        let reader = tokio::spawn(async move {
+            let mut all = Vec::new();
+            tokio::io::AsyncReadExt::read_to_end(&mut rx, &mut all)
+                .await
+                .map(|_| all)
+        });
+        taken.write_to(&mut tx).await.expect("written");
+        drop(tx);
+        assert_eq!(reader.await.expect("joined").expect("read"), expected);
     }
 
     #[tokio::test]
@@ -152,8 +354,8 @@ mod tests {
         assert!(queue
             .poll_ready(&mut Context::from_waker(&waker))
             .is_pending());
-        let mut buf = Vec::new();
-        assert!(queue.take(&mut buf).await);
+        let mut taken = Taken::default();
+        assert!(queue.take(&mut taken).await);
         assert!(queue
             .poll_ready(&mut Context::from_waker(&waker))
             .is_ready());
@@ -165,9 +367,9 @@ mod tests {
         assert!(queue.push(ping(1)));
         queue.close();
         assert!(!queue.push(ping(2)));
-        let mut buf = Vec::new();
-        assert!(queue.take(&mut buf).await);
-        buf.clear();
-        assert!(!queue.take(&mut buf).await);
+        let mut taken = Taken::default();
+        assert!(queue.take(&mut taken).await);
+        taken.clear();
+        assert!(!queue.take(&mut taken).await);
     }
 }

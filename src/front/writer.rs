@@ -2,10 +2,10 @@
 //!
 //! It takes whatever its [`Queue`] holds, already serialized, writes it and
 //! flushes, so every message is out before the task waits again and a burst
-//! costs one `write`. A peer that stops reading fills the pipe, the write
+//! costs one `write` (or `writev`, see [`Taken`]). A peer that stops reading fills the pipe, the write
 //! waits, the queue fills, and senders wait: memory stays bounded.
 
-use super::queue::Queue;
+use super::queue::{Queue, Taken, BIG_PAYLOAD_BYTES};
 use mcp_chain_middleware::Message;
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 
@@ -25,12 +25,16 @@ pub(crate) enum Outgoing {
 }
 
 impl Outgoing {
-    pub(crate) fn write_line(&self, buf: &mut Vec<u8>) {
+    /// Writes the line into `buf`, except a big payload that goes out as
+    /// it stands: that is handed back with where in `buf` it belongs (see
+    /// [`Taken`]).
+    pub(crate) fn write_into(self, buf: &mut Vec<u8>) -> Option<(usize, Box<str>)> {
         match self {
-            Self::One(m) => m.write_line(buf),
+            Self::One(m) => m.write_line_around(buf, BIG_PAYLOAD_BYTES),
             Self::Batch(ms) => {
-                serde_json::to_writer(&mut *buf, ms).expect("serializing to a Vec cannot fail");
+                serde_json::to_writer(&mut *buf, &ms).expect("serializing to a Vec cannot fail");
                 buf.push(b'\n');
+                None
             }
         }
     }
@@ -45,16 +49,19 @@ pub(crate) async fn run<W: AsyncWrite + Unpin>(
     peer: &'static str,
     close_on_error: bool,
 ) {
-    let mut buf = Vec::with_capacity(64 * 1024);
+    let mut taken = Taken {
+        bytes: Vec::with_capacity(64 * 1024),
+        parts: Vec::new(),
+    };
     let mut small_writes = 0;
-    while queue.take(&mut buf).await {
-        if buf.len() > RETAINED_BUFFER_BYTES {
+    while queue.take(&mut taken).await {
+        if taken.bytes.len() > RETAINED_BUFFER_BYTES {
             small_writes = 0;
         } else {
             small_writes += 1;
         }
         let written = async {
-            out.write_all(&buf).await?;
+            taken.write_to(&mut out).await?;
             out.flush().await
         };
         if let Err(e) = written.await {
@@ -64,9 +71,11 @@ pub(crate) async fn run<W: AsyncWrite + Unpin>(
             }
             return;
         }
-        buf.clear();
-        if buf.capacity() > RETAINED_BUFFER_BYTES && small_writes > SMALL_WRITES_BEFORE_SHRINK {
-            buf = Vec::with_capacity(64 * 1024);
+        taken.clear();
+        if taken.bytes.capacity() > RETAINED_BUFFER_BYTES
+            && small_writes > SMALL_WRITES_BEFORE_SHRINK
+        {
+            taken.bytes = Vec::with_capacity(64 * 1024);
         }
     }
     let _ = out.shutdown().await;

@@ -144,6 +144,7 @@ async fn answer(mut incoming: mpsc::UnboundedReceiver<Owing>, reply: Queue, peer
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::front::queue::Taken;
     use mcp_chain_middleware::envelope::delivery;
     use serde_json::{json, Value};
     use tokio::sync::oneshot;
@@ -157,11 +158,13 @@ mod tests {
     }
 
     async fn written(queue: &Queue) -> Vec<Value> {
-        let mut buf = Vec::new();
+        let mut taken = Taken::default();
         // Bounded: an answer that never comes fails the test, not hangs it.
-        let take = tokio::time::timeout(std::time::Duration::from_secs(10), queue.take(&mut buf));
+        let take = tokio::time::timeout(std::time::Duration::from_secs(10), queue.take(&mut taken));
         assert!(take.await.expect("an answer is written"));
-        buf.split(|&b| b == b'\n')
+        taken
+            .joined()
+            .split(|&b| b == b'\n')
             .filter(|line| !line.is_empty())
             .map(|line| serde_json::from_slice(line).expect("a JSON line"))
             .collect()

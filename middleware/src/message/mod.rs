@@ -472,6 +472,52 @@ impl Message {
     /// on the way (8 % of the instructions of relaying a small message).
     /// False, having written nothing, for any other message.
     fn write_plain(&self, out: &mut Vec<u8>) -> bool {
+        let Some(payload) = self.write_head(out) else {
+            return false;
+        };
+        out.extend_from_slice(payload.unwrap_or_default().as_bytes());
+        out.push(b'}');
+        true
+    }
+
+    /// [`Self::write_line`], except that a payload of `big` bytes or more
+    /// that goes out as it stands is not copied into `out`: it is handed
+    /// back, with where in `out` it belongs (the rest of the line is in
+    /// `out` around that point), so that a writer can send it from where it
+    /// is, in one `writev` with the bytes around it.
+    pub fn write_line_around(self, out: &mut Vec<u8>, big: usize) -> Option<(usize, Box<str>)> {
+        match self.write_head(out) {
+            None => {
+                self.write_line(out);
+                return None;
+            }
+            Some(payload) => {
+                let payload = payload.unwrap_or_default();
+                if payload.len() < big {
+                    out.extend_from_slice(payload.as_bytes());
+                    out.extend_from_slice(b"}\n");
+                    return None;
+                }
+            }
+        }
+        let at = out.len();
+        out.extend_from_slice(b"}\n");
+        let payload = match self {
+            Self::Request(r) => r.params,
+            Self::Notification(n) => n.params,
+            Self::Response(r) => Some(r.result),
+            Self::Error(_) => None,
+        };
+        let text = payload.and_then(Payload::into_raw_text);
+        // `write_head` found the payload as it stands, so it is there.
+        text.map(|text| (at, text))
+    }
+
+    /// For the shapes [`Self::write_plain`] writes: everything before the
+    /// payload (its key included), and the payload's text, `None` when
+    /// there is none. `None`, having written nothing, for any other
+    /// message.
+    fn write_head(&self, out: &mut Vec<u8>) -> Option<Option<&str>> {
         fn raw(payload: &Option<Payload>) -> Option<Option<&str>> {
             match payload {
                 None => Some(None),
@@ -479,19 +525,22 @@ impl Message {
             }
         }
         let (id, method, payload, key) = match self {
-            Self::Request(r) if r.extra.is_empty() => match raw(&r.params) {
-                Some(params) => (Some(&r.id), Some(&r.method), params, r#","params":"#),
-                None => return false,
-            },
-            Self::Notification(n) if n.extra.is_empty() => match raw(&n.params) {
-                Some(params) => (None, Some(&n.method), params, r#","params":"#),
-                None => return false,
-            },
-            Self::Response(r) if r.extra.is_empty() => match r.result.raw_text() {
-                Some(result) => (Some(&r.id), None, Some(result), r#","result":"#),
-                None => return false,
-            },
-            _ => return false,
+            Self::Request(r) if r.extra.is_empty() => (
+                Some(&r.id),
+                Some(&r.method),
+                raw(&r.params)?,
+                r#","params":"#,
+            ),
+            Self::Notification(n) if n.extra.is_empty() => {
+                (None, Some(&n.method), raw(&n.params)?, r#","params":"#)
+            }
+            Self::Response(r) if r.extra.is_empty() => (
+                Some(&r.id),
+                None,
+                Some(r.result.raw_text()?),
+                r#","result":"#,
+            ),
+            _ => return None,
         };
         out.extend_from_slice(br#"{"jsonrpc":"2.0""#);
         if let Some(id) = id {
@@ -502,12 +551,10 @@ impl Message {
             out.extend_from_slice(br#","method":"#);
             write_str(method, out);
         }
-        if let Some(payload) = payload {
+        if payload.is_some() {
             out.extend_from_slice(key.as_bytes());
-            out.extend_from_slice(payload.as_bytes());
         }
-        out.push(b'}');
-        true
+        Some(payload)
     }
 
     /// How many bytes [`Self::write_line`] writes, without the newline:

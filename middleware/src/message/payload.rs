@@ -379,6 +379,14 @@ impl Payload {
         }
     }
 
+    /// The sender's text, taken out, while no one has read the payload.
+    pub(super) fn into_raw_text(self) -> Option<Box<str>> {
+        match (self.value.get(), self.raw) {
+            (None, Some(raw)) => Some(raw.into()),
+            _ => None,
+        }
+    }
+
     /// Whether the payload is still the sender's bytes, unread.
     pub fn is_untouched(&self) -> bool {
         self.value.get().is_none()

@@ -805,3 +805,39 @@ fn the_usual_shapes_are_written_by_hand_as_serde_json_writes_them() {
         );
     }
 }
+
+#[test]
+fn a_line_written_around_its_payload_is_the_line_once_it_is_put_back() {
+    for line in [
+        r#"{"jsonrpc":"2.0","id":7,"result":{"tools":[{"name":"a"}]}}"#,
+        r#"{"jsonrpc":"2.0","id":"s","method":"tools/call","params":{"name":"echo"}}"#,
+        r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"p":1}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#,
+        r#"{"jsonrpc":"2.0","id":1,"error":{"code":-1,"message":"m"}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"result":{},"extra":true}"#,
+    ] {
+        let read = || match Incoming::parse(line.as_bytes()) {
+            Ok(Incoming::Single(Ok(msg))) => msg,
+            other => panic!("{line}: {other:?}"),
+        };
+        let mut whole = Vec::new();
+        read().write_line(&mut whole);
+        // Handed over whenever there is a payload as it was sent, and
+        // only then; below the size asked for, written in place.
+        let mut around = Vec::new();
+        let handed = read().write_line_around(&mut around, 0);
+        let plain = !line.contains("error") && !line.contains("extra") && !line.contains("ping");
+        assert_eq!(handed.is_some(), plain, "{line}");
+        if let Some((at, text)) = handed {
+            assert_eq!(
+                &text[..],
+                &line[line.len() - 1 - text.len()..line.len() - 1]
+            );
+            around.splice(at..at, text.bytes());
+        }
+        assert_eq!(around, whole, "{line}");
+        let mut small = Vec::new();
+        assert!(read().write_line_around(&mut small, line.len()).is_none());
+        assert_eq!(small, whole, "{line}");
+    }
+}
