@@ -275,6 +275,11 @@ fn private_token(key: &[u8]) -> bool {
 /// whole (such lines are rare: a framing that leaves a lone CR).
 #[inline(always)]
 fn blanks(b: &[u8], mut i: usize) -> usize {
+    // Most tokens follow one another without a blank: one comparison says
+    // so (both blanks are at most a space).
+    if b.get(i).is_none_or(|&c| c > b' ') {
+        return i;
+    }
     while matches!(b.get(i), Some(b' ' | b'\t')) {
         i += 1;
     }
