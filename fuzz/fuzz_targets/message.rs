@@ -16,6 +16,17 @@ fuzz_target!(|data: &[u8]| {
     let parsed = Incoming::parse(data);
     let whole = serde_json::from_slice::<Value>(data);
     assert_eq!(parsed.is_ok(), whole.is_ok(), "{parsed:?} vs {whole:?}");
+    // Read with every payload left in the line (as a big one is), the
+    // messages are the same.
+    let mut buf = b"{}\n".to_vec();
+    buf.extend_from_slice(data);
+    let shared = Incoming::parse_shared(std::sync::Arc::new(buf), 3..3 + data.len(), 0);
+    match (&parsed, &shared) {
+        (Ok(Incoming::Single(a)), Ok(Incoming::Single(b))) => assert_eq!(a, b),
+        (Ok(Incoming::Batch(a)), Ok(Incoming::Batch(b))) => assert_eq!(a, b),
+        (Err(_), Err(_)) => {}
+        other => panic!("shared and copied reads differ: {other:?}"),
+    }
     let Ok(incoming) = parsed else {
         return;
     };

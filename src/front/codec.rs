@@ -5,6 +5,8 @@
 //! reader discards bytes up to the next newline and reports the line's size,
 //! so a 100 MB line costs at most the cap in memory and gets one error.
 
+use std::ops::Range;
+use std::sync::Arc;
 use tokio::io::{AsyncRead, AsyncReadExt};
 
 /// How much the reader asks the OS for at a time.
@@ -22,11 +24,18 @@ const SMALL_READS_BEFORE_SHRINK: u32 = 64;
 /// How much of an over-long line is kept to learn what it was.
 pub(crate) const HEAD_BYTES: usize = 4096;
 
+/// From this size on, a line is handed over with the buffer it was read
+/// into ([`Frame::Shared`]) instead of lent, so its payload can stay there.
+pub(crate) const SHARED_LINE_BYTES: usize = 64 * 1024;
+
 /// What [`FrameReader::next`] found.
 #[derive(Debug, PartialEq)]
 pub(crate) enum Frame<'a> {
     /// One line, without its `\n` (or `\r\n`).
     Line(&'a [u8]),
+    /// A line of [`SHARED_LINE_BYTES`] or more: `buf[at]`, the buffer given
+    /// up to it (the reader goes on in a new one).
+    Shared(Arc<Vec<u8>>, Range<usize>),
     /// A line over the cap, skipped: its length in bytes, and its first
     /// bytes (up to [`HEAD_BYTES`]), enough to find a response's id.
     TooLong { len: usize, head: &'a [u8] },
@@ -94,6 +103,15 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
                 }
                 // Re-borrow so the returned slice ties to `self`.
                 let (s, e) = (start, start + line.len());
+                if e - s >= SHARED_LINE_BYTES {
+                    // What follows the line goes to a new buffer; the line
+                    // keeps this one.
+                    let mut next = Vec::with_capacity(self.buf.capacity());
+                    next.extend_from_slice(&self.buf[self.pos..]);
+                    let buf = std::mem::replace(&mut self.buf, next);
+                    self.pos = 0;
+                    return Ok(Some(Frame::Shared(Arc::new(buf), s..e)));
+                }
                 return Ok(Some(Frame::Line(&self.buf[s..e])));
             }
             self.scanned = pending.len();
@@ -166,6 +184,10 @@ mod tests {
         while let Some(frame) = reader.next().await.expect("read") {
             out.push(match frame {
                 Frame::Line(l) => Ok(String::from_utf8_lossy(l).into_owned()),
+                Frame::Shared(buf, at) => {
+                    assert!(at.len() >= SHARED_LINE_BYTES);
+                    Ok(String::from_utf8_lossy(&buf[at]).into_owned())
+                }
                 Frame::TooLong { len, head } => {
                     assert!(head.len() <= HEAD_BYTES);
                     Err(len)
@@ -184,6 +206,24 @@ mod tests {
                 Ok("{\"a\":1}".into()),
                 Ok("{\"b\":2}".into()),
                 Ok("{\"c\":3}".into())
+            ]
+        );
+    }
+
+    #[tokio::test]
+    async fn a_big_line_is_handed_over_and_what_follows_is_kept() {
+        let big = "b".repeat(SHARED_LINE_BYTES);
+        let bigger = "c".repeat(2 * SHARED_LINE_BYTES + 5);
+        let input = format!("small\n{big}\r\nnext\n{bigger}\nlast");
+        let got = frames(input.as_bytes(), 1 << 20).await;
+        assert_eq!(
+            got,
+            vec![
+                Ok("small".into()),
+                Ok(big),
+                Ok("next".into()),
+                Ok(bigger),
+                Ok("last".into())
             ]
         );
     }

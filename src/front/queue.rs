@@ -11,6 +11,7 @@
 //! size, and the pressure reaches the other peer.
 
 use crate::front::writer::Outgoing;
+use mcp_chain_middleware::message::Text;
 use std::future::poll_fn;
 use std::io::{self, IoSlice};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -34,7 +35,7 @@ pub(crate) const BIG_PAYLOAD_BYTES: usize = 64 * 1024;
 #[derive(Debug, Default)]
 pub(crate) struct Taken {
     pub(crate) bytes: Vec<u8>,
-    pub(crate) parts: Vec<(usize, Box<str>)>,
+    pub(crate) parts: Vec<(usize, Text)>,
 }
 
 impl Taken {
@@ -109,7 +110,7 @@ struct Inner {
 struct State {
     buf: Vec<u8>,
     /// Big payloads, each to go where `buf` had got to (see [`Taken`]).
-    parts: Vec<(usize, Box<str>)>,
+    parts: Vec<(usize, Text)>,
     /// Their bytes, counted against [`MAX_QUEUED_BYTES`] with `buf`'s.
     parts_bytes: usize,
     /// Senders waiting for room.

@@ -6,6 +6,7 @@
 //! waits, the queue fills, and senders wait: memory stays bounded.
 
 use super::queue::{Queue, Taken, BIG_PAYLOAD_BYTES};
+use mcp_chain_middleware::message::Text;
 use mcp_chain_middleware::Message;
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 
@@ -28,7 +29,7 @@ impl Outgoing {
     /// Writes the line into `buf`, except a big payload that goes out as
     /// it stands: that is handed back with where in `buf` it belongs (see
     /// [`Taken`]).
-    pub(crate) fn write_into(self, buf: &mut Vec<u8>) -> Option<(usize, Box<str>)> {
+    pub(crate) fn write_into(self, buf: &mut Vec<u8>) -> Option<(usize, Text)> {
         match self {
             Self::One(m) => m.write_line_around(buf, BIG_PAYLOAD_BYTES),
             Self::Batch(ms) => {

@@ -238,26 +238,23 @@ impl Supervisor {
         stdin.flush().await.map_err(|e| e.to_string())?;
         let result = tokio::time::timeout(REPLAY_TIMEOUT, async {
             loop {
-                match reader.next().await {
-                    Ok(Some(Frame::Line(bytes))) => {
-                        if let Ok(Incoming::Single(Ok(msg))) = Incoming::parse(bytes) {
-                            match msg {
-                                Message::Response(r) if r.id == id.into() => return Ok(r.result),
-                                Message::Error(e) if e.id == Some(id.into()) => {
-                                    return Err(format!(
-                                        "it refused initialize: {}",
-                                        e.error.message
-                                    ))
-                                }
-                                other => tracing::debug!(
-                                    kind = other.kind(),
-                                    "skipping a message during the replayed handshake"
-                                ),
-                            }
-                        }
-                    }
-                    Ok(Some(Frame::TooLong { .. })) => {}
+                let parsed = match reader.next().await {
+                    Ok(Some(Frame::Line(bytes))) => Incoming::parse(bytes),
+                    Ok(Some(Frame::Shared(buf, at))) => Incoming::parse(&buf[at]),
+                    Ok(Some(Frame::TooLong { .. })) => continue,
                     Ok(None) | Err(_) => return Err("it closed its output".to_owned()),
+                };
+                if let Ok(Incoming::Single(Ok(msg))) = parsed {
+                    match msg {
+                        Message::Response(r) if r.id == id.into() => return Ok(r.result),
+                        Message::Error(e) if e.id == Some(id.into()) => {
+                            return Err(format!("it refused initialize: {}", e.error.message))
+                        }
+                        other => tracing::debug!(
+                            kind = other.kind(),
+                            "skipping a message during the replayed handshake"
+                        ),
+                    }
                 }
             }
         })

@@ -28,7 +28,7 @@ mod scan;
 pub use error::{ErrorCode, ErrorObject};
 pub use id::RequestId;
 pub use items::Item;
-pub use payload::Payload;
+pub use payload::{Payload, Text};
 pub use peek::response_id;
 
 use check::{Node, Outline, Top, Within};
@@ -36,6 +36,7 @@ use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 use std::ops::Range;
+use std::sync::Arc;
 
 const JSONRPC: &str = "jsonrpc";
 const VERSION: &str = "2.0";
@@ -108,7 +109,22 @@ impl Incoming {
     /// `params` and `result` are kept as the sender's bytes until a layer
     /// reads them (see [`Payload`]).
     pub fn parse(line: &[u8]) -> Result<Self, serde_json::Error> {
-        match Self::parse_checked(line) {
+        match Self::parse_checked(line, None) {
+            Some(incoming) => Ok(incoming),
+            None => Self::parse_values(line),
+        }
+    }
+
+    /// [`Self::parse`] for the line `buf[at]`, which the caller hands over:
+    /// a payload of `big` bytes or more stays where it is in `buf`, shared
+    /// with the message rather than copied out of it.
+    pub fn parse_shared(
+        buf: Arc<Vec<u8>>,
+        at: Range<usize>,
+        big: usize,
+    ) -> Result<Self, serde_json::Error> {
+        let line = &buf[at.clone()];
+        match Self::parse_checked(line, Some((&buf, at.start, big))) {
             Some(incoming) => Ok(incoming),
             None => Self::parse_values(line),
         }
@@ -116,8 +132,10 @@ impl Incoming {
 
     /// The raw path: one pass checks the line, UTF-8 included, and outlines
     /// it ([`check::line`]); its members are then read one by one. `None`
-    /// for a line that must be parsed whole.
-    fn parse_checked(line: &[u8]) -> Option<Self> {
+    /// for a line that must be parsed whole. With `shared` (the buffer the
+    /// line is in, where it starts there, and a size), payloads of that
+    /// size or more are left in the buffer.
+    fn parse_checked(line: &[u8], shared: Option<Shared<'_>>) -> Option<Self> {
         let (top, outline) = check::line(line)?;
         #[allow(unsafe_code)]
         // SAFETY: a line `check::line` passes is UTF-8 (see there; the
@@ -128,7 +146,7 @@ impl Incoming {
             // An uncut outline of a message reaches three levels into its
             // payloads: what a list's items and their members need.
             return Some(Self::Single(
-                Fields::read(text, nodes, complete)?.into_message(),
+                Fields::read(text, nodes, complete, shared)?.into_message(),
             ));
         }
         let mut messages = Vec::new();
@@ -141,12 +159,12 @@ impl Incoming {
                 // does not reach their payloads' items, which are scanned
                 // if a layer edits them.
                 let nodes = check::rebased(&nodes[run], element.value.start).collect();
-                Fields::read(&text[value], nodes, false)?.into_message()
+                Fields::read(&text[value], nodes, false, None)?.into_message()
             } else {
                 // Its members were not all recorded: outlined on its own.
                 let text = &text[value];
                 let (_, outline) = check::line(text.as_bytes())?;
-                Fields::read(text, outline.nodes, false)?.into_message()
+                Fields::read(text, outline.nodes, false, None)?.into_message()
             });
         }
         if messages.is_empty() {
@@ -232,7 +250,7 @@ impl Fields {
     /// parts keeps its part of the outline (the outline itself, moved, not
     /// copied). `None` if a member does not read as JSON after all (the
     /// line is then parsed whole).
-    fn read(text: &str, nodes: Vec<Node>, deep: bool) -> Option<Self> {
+    fn read(text: &str, nodes: Vec<Node>, deep: bool, shared: Option<Shared<'_>>) -> Option<Self> {
         let mut fields = Self::default();
         // The members and where their runs are, so that the outline can be
         // handed to a payload while the rest are read.
@@ -251,7 +269,13 @@ impl Fields {
                     .then(|| nodes.take())
                     .flatten()
                     .map(|nodes| Within::new(nodes, run.clone(), member.value.start));
-                Payload::raw(raw_value(value), outline)
+                match shared {
+                    Some((buf, start, big)) if value.len() >= big => {
+                        let at = member.value();
+                        Payload::in_line(buf.clone(), start + at.start..start + at.end, outline)
+                    }
+                    _ => Payload::raw(raw_value(value), outline),
+                }
             };
             match Key::known(&name) {
                 Some(Key::Params) => fields.params = Some(payload()),
@@ -485,7 +509,7 @@ impl Message {
     /// back, with where in `out` it belongs (the rest of the line is in
     /// `out` around that point), so that a writer can send it from where it
     /// is, in one `writev` with the bytes around it.
-    pub fn write_line_around(self, out: &mut Vec<u8>, big: usize) -> Option<(usize, Box<str>)> {
+    pub fn write_line_around(self, out: &mut Vec<u8>, big: usize) -> Option<(usize, Text)> {
         match self.write_head(out) {
             None => {
                 self.write_line(out);
@@ -710,6 +734,11 @@ impl Serialize for ErrorSer<'_> {
         map.end()
     }
 }
+
+/// A line handed over with its buffer (see [`Incoming::parse_shared`]):
+/// the buffer, where the line starts in it, and the size from which a
+/// payload stays there.
+type Shared<'a> = (&'a Arc<Vec<u8>>, usize, usize);
 
 /// How many parts (nodes of the outline) a payload must have to keep its
 /// outline.

@@ -18,12 +18,12 @@ use std::borrow::Cow;
 use std::fmt;
 use std::ops::{Deref, DerefMut, Range};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 /// A JSON value that may still be unparsed.
 pub struct Payload {
     /// The sender's bytes, until the value is changed.
-    raw: Option<Box<RawValue>>,
+    raw: Option<Raw>,
     /// The parsed value, once someone looked. Boxed: most payloads are never
     /// parsed, and every message future carries this field.
     value: OnceLock<Box<Value>>,
@@ -37,6 +37,47 @@ pub struct Payload {
     /// to be shared as `&self`: it is written before it is read, by
     /// whoever holds the message.
     member_at: AtomicU64,
+}
+
+/// A payload's text as received: a copy of its own, or, for a big one, its
+/// place in the line it came in, shared rather than copied.
+#[derive(Clone)]
+enum Raw {
+    Own(Box<RawValue>),
+    /// `line[at]`, which `check::line` passed: UTF-8, one JSON value, cut
+    /// where the check found it to start and end. Boxed: most payloads are
+    /// small and their own, and every message future carries this.
+    Line(Box<(Arc<Vec<u8>>, Range<usize>)>),
+}
+
+impl Raw {
+    fn get(&self) -> &str {
+        match self {
+            Self::Own(raw) => raw.get(),
+            #[allow(unsafe_code)]
+            // SAFETY: see `Raw::Line`: the check passes only UTF-8, and cut
+            // it between tokens, so on character boundaries.
+            Self::Line(line) => unsafe { std::str::from_utf8_unchecked(&line.0[line.1.clone()]) },
+        }
+    }
+}
+
+/// A payload's text, taken out of its message to be written as it stands
+/// (see [`Message::write_line_around`](super::Message::write_line_around)).
+pub struct Text(Raw);
+
+impl Deref for Text {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        self.0.get()
+    }
+}
+
+impl fmt::Debug for Text {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Text({} bytes)", self.len())
+    }
 }
 
 /// Where the parts of a payload's text are, kept so that the next layer to
@@ -56,6 +97,16 @@ impl Payload {
     /// checks the line (`check::line`) before making one.
     /// `outline`, when given, must be the whole outline of `raw`.
     pub(super) fn raw(raw: Box<RawValue>, outline: Option<Within>) -> Self {
+        Self::received(Raw::Own(raw), outline)
+    }
+
+    /// [`Self::raw`], for a payload left where it is in the line it came in
+    /// (`line[at]`, which `check::line` passed): a big one is not copied.
+    pub(super) fn in_line(line: Arc<Vec<u8>>, at: Range<usize>, outline: Option<Within>) -> Self {
+        Self::received(Raw::Line(Box::new((line, at))), outline)
+    }
+
+    fn received(raw: Raw, outline: Option<Within>) -> Self {
         Self {
             raw: Some(raw),
             value: OnceLock::new(),
@@ -291,7 +342,7 @@ impl Payload {
 
     /// Where the items of the list `key` are in `raw` (the payload's text):
     /// as the last edit left them, or found anew.
-    fn list_index(&self, raw: &RawValue, key: &str) -> Result<Cow<'_, ListIndex>, NoList> {
+    fn list_index(&self, raw: &Raw, key: &str) -> Result<Cow<'_, ListIndex>, NoList> {
         match self.found.as_ref().and_then(|found| found.index.as_ref()) {
             Some(index) if index.is_for(key) => Ok(Cow::Borrowed(index)),
             _ => self.find_list(raw, key).map(Cow::Owned),
@@ -300,7 +351,7 @@ impl Payload {
 
     /// Where the items of the list `key` are: from the outline when there
     /// is one, else by scanning the text.
-    fn find_list(&self, raw: &RawValue, key: &str) -> Result<ListIndex, NoList> {
+    fn find_list(&self, raw: &Raw, key: &str) -> Result<ListIndex, NoList> {
         match self.outline() {
             Some(outline) => ListIndex::from_outline(raw.get(), outline.nodes(), key),
             None => ListIndex::scan(raw.get(), key),
@@ -327,7 +378,7 @@ impl Payload {
 
     /// New text for the payload, and where its list's items are.
     fn replace_raw(&mut self, raw: Box<RawValue>, index: Option<ListIndex>) {
-        self.raw = Some(raw);
+        self.raw = Some(Raw::Own(raw));
         self.found = index.map(|index| {
             Box::new(Found {
                 outline: None,
@@ -380,9 +431,9 @@ impl Payload {
     }
 
     /// The sender's text, taken out, while no one has read the payload.
-    pub(super) fn into_raw_text(self) -> Option<Box<str>> {
+    pub(super) fn into_raw_text(self) -> Option<Text> {
         match (self.value.get(), self.raw) {
-            (None, Some(raw)) => Some(raw.into()),
+            (None, Some(raw)) => Some(Text(raw)),
             _ => None,
         }
     }
@@ -568,7 +619,13 @@ impl Serialize for Payload {
         match (self.value.get(), &self.raw) {
             // Read by someone: write what they saw.
             (Some(v), _) => v.serialize(s),
-            (None, Some(raw)) => raw.serialize(s),
+            (None, Some(Raw::Own(raw))) => raw.serialize(s),
+            (None, Some(raw)) => {
+                #[allow(unsafe_code)]
+                // SAFETY: the text passed `check::line` (see `Raw`).
+                let own = unsafe { RawValue::from_string_unchecked(raw.get().to_owned()) };
+                own.serialize(s)
+            }
             (None, None) => s.serialize_unit(),
         }
     }

@@ -731,9 +731,10 @@ fn names_spliced_in_and_passes_that_change_nothing_leave_the_list_indexed() {
 fn messages_stay_small() {
     // Every message crosses the relay inside futures that are moved (and
     // copied) at each step: a byte here is paid many times per message. A
-    // payload keeps its parsed value boxed, and an error answer its error.
+    // payload keeps its parsed value boxed, and where it lies in a shared
+    // line; an error answer keeps its error boxed.
     assert!(
-        std::mem::size_of::<Payload>() <= 48,
+        std::mem::size_of::<Payload>() <= 56,
         "{}",
         std::mem::size_of::<Payload>()
     );
@@ -839,5 +840,50 @@ fn a_line_written_around_its_payload_is_the_line_once_it_is_put_back() {
         let mut small = Vec::new();
         assert!(read().write_line_around(&mut small, line.len()).is_none());
         assert_eq!(small, whole, "{line}");
+    }
+}
+
+#[test]
+fn a_payload_left_in_its_line_reads_and_writes_as_a_copied_one() {
+    let tools: Vec<Value> = (0..50)
+        .map(|i| json!({"name": format!("t{i}"), "description": "d \"q\" é"}))
+        .collect();
+    let line = serde_json::to_string(&json!({"jsonrpc":"2.0","id":3,"result":{"tools":tools}}))
+        .expect("serializes");
+    // The line sits in a bigger buffer, between others.
+    let before = "{\"before\":1}\n";
+    let buf = format!("{before}{line}\n{{\"after\":2}}").into_bytes();
+    let at = before.len()..before.len() + line.len();
+    let read = |big| match Incoming::parse_shared(std::sync::Arc::new(buf.clone()), at.clone(), big)
+    {
+        Ok(Incoming::Single(Ok(msg))) => msg,
+        other => panic!("{other:?}"),
+    };
+    let copied = || match Incoming::parse(line.as_bytes()) {
+        Ok(Incoming::Single(Ok(msg))) => msg,
+        other => panic!("{other:?}"),
+    };
+    let written = |msg: &Message| {
+        let mut out = Vec::new();
+        msg.write_line(&mut out);
+        out
+    };
+    let prefixed = |mut msg: Message| {
+        let Message::Response(resp) = &mut msg else {
+            panic!("a response");
+        };
+        assert!(resp.result.prefix_items("tools", "name", "p_", |_| {}));
+        assert!(resp.result.is_untouched(), "edited as text");
+        msg
+    };
+    for big in [0, line.len()] {
+        assert_eq!(written(&read(big)), written(&copied()));
+        let serialized = |msg: Message| serde_json::to_string(&msg).expect("serializes");
+        assert_eq!(serialized(read(big)), serialized(copied()));
+        // Edited (as text), it is the copied one edited alike.
+        let (shared, own) = (prefixed(read(big)), prefixed(copied()));
+        assert_eq!(written(&shared), written(&own));
+        assert_eq!(shared, own);
+        assert_eq!(read(big), copied());
     }
 }
