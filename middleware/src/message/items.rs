@@ -450,14 +450,7 @@ pub(super) fn retain(
                 find(b, spans, member)
                     .map(|at| &spans[at].1)
                     .filter(|value| b[value.start] == b'"')
-                    .and_then(|value| {
-                        // A name without an escape is read as it stands.
-                        let inner = &text[value.start + 1..value.end - 1];
-                        match has_backslash(inner.as_bytes()) {
-                            false => Some(Cow::Borrowed(inner)),
-                            true => scan::unquote(&text[value.clone()]),
-                        }
-                    })
+                    .and_then(|value| scan::unquote(&text[value.clone()]))
             }
             Some(_) => return None,
             None if b[element.span.start] == b'{' => return None,
