@@ -252,34 +252,27 @@ impl Fields {
     /// line is then parsed whole).
     fn read(text: &str, nodes: Vec<Node>, deep: bool, shared: Option<Shared<'_>>) -> Option<Self> {
         let mut fields = Self::default();
-        // The members and where their runs are, so that the outline can be
-        // handed to a payload while the rest are read.
-        let members: Vec<(Node, Range<usize>)> = entries(&nodes)
-            .map(|(member, run)| (member.clone(), run))
-            .collect();
-        let mut nodes = Some(nodes);
-        for (member, run) in members {
+        // Where the parts of `params` and of `result` are in the outline,
+        // for one with a fair number of parts (a list result), whose list a
+        // layer may edit; a small one (a tools/call result) is cheap to
+        // scan if one ever does. The outline goes to it once all members
+        // are read.
+        let (mut params_run, mut result_run) = (None, None);
+        for (member, run) in entries(&nodes) {
             let name = scan::unquote(&text[member.key()])?;
             let value = &text[member.value()];
-            let mut payload = || {
-                // Kept for a payload with a fair number of parts (a list
-                // result), whose list a layer may edit; a small one (a
-                // tools/call result) is cheap to scan if one ever does.
-                let outline = (deep && run.len() >= OUTLINED_NODES)
-                    .then(|| nodes.take())
-                    .flatten()
-                    .map(|nodes| Within::new(nodes, run.clone(), member.value.start));
-                match shared {
-                    Some((buf, start, big)) if value.len() >= big => {
-                        let at = member.value();
-                        Payload::in_line(buf.clone(), start + at.start..start + at.end, outline)
-                    }
-                    _ => Payload::raw(raw_value(value), outline),
+            let payload = || match shared {
+                Some((buf, start, big)) if value.len() >= big => {
+                    let at = member.value();
+                    Payload::in_line(buf.clone(), start + at.start..start + at.end)
                 }
+                _ => Payload::raw(raw_value(value)),
             };
+            let outlined =
+                (deep && run.len() >= OUTLINED_NODES).then_some((run, member.value.start));
             match Key::known(&name) {
-                Some(Key::Params) => fields.params = Some(payload()),
-                Some(Key::Result) => fields.result = Some(payload()),
+                Some(Key::Params) => (fields.params, params_run) = (Some(payload()), outlined),
+                Some(Key::Result) => (fields.result, result_run) = (Some(payload()), outlined),
                 // Compared as it stands; only an unusual spelling
                 // ("2\u002e0") is decoded.
                 Some(Key::Jsonrpc) => {
@@ -289,6 +282,16 @@ impl Fields {
                 Some(key) => fields.set(key, scalar(value)?),
                 None => fields.set(Key::Other(name.into_owned()), scalar(value)?),
             }
+        }
+        // Moved, not copied: one payload has it (a message with both is
+        // refused anyway).
+        let outlined = match (result_run, params_run) {
+            (Some(run), _) => fields.result.as_mut().map(|p| (p, run)),
+            (None, Some(run)) => fields.params.as_mut().map(|p| (p, run)),
+            (None, None) => None,
+        };
+        if let Some((payload, (run, base))) = outlined {
+            payload.keep_outline(Within::new(nodes, run, base));
         }
         Some(fields)
     }
@@ -515,13 +518,11 @@ impl Message {
                 self.write_line(out);
                 return None;
             }
+            Some(Some(payload)) if payload.len() >= big => {}
             Some(payload) => {
-                let payload = payload.unwrap_or_default();
-                if payload.len() < big {
-                    out.extend_from_slice(payload.as_bytes());
-                    out.extend_from_slice(b"}\n");
-                    return None;
-                }
+                out.extend_from_slice(payload.unwrap_or_default().as_bytes());
+                out.extend_from_slice(b"}\n");
+                return None;
             }
         }
         let at = out.len();
@@ -533,8 +534,7 @@ impl Message {
             Self::Error(_) => None,
         };
         let text = payload.and_then(Payload::into_raw_text);
-        // `write_head` found the payload as it stands, so it is there.
-        text.map(|text| (at, text))
+        Some((at, text.expect("write_head found the payload as it stands")))
     }
 
     /// For the shapes [`Self::write_plain`] writes: everything before the

@@ -95,29 +95,32 @@ struct Found {
 impl Payload {
     /// A payload as received. The bytes must parse: `Incoming::parse`
     /// checks the line (`check::line`) before making one.
-    /// `outline`, when given, must be the whole outline of `raw`.
-    pub(super) fn raw(raw: Box<RawValue>, outline: Option<Within>) -> Self {
-        Self::received(Raw::Own(raw), outline)
+    pub(super) fn raw(raw: Box<RawValue>) -> Self {
+        Self::received(Raw::Own(raw))
     }
 
     /// [`Self::raw`], for a payload left where it is in the line it came in
     /// (`line[at]`, which `check::line` passed): a big one is not copied.
-    pub(super) fn in_line(line: Arc<Vec<u8>>, at: Range<usize>, outline: Option<Within>) -> Self {
-        Self::received(Raw::Line(Box::new((line, at))), outline)
+    pub(super) fn in_line(line: Arc<Vec<u8>>, at: Range<usize>) -> Self {
+        Self::received(Raw::Line(Box::new((line, at))))
     }
 
-    fn received(raw: Raw, outline: Option<Within>) -> Self {
+    fn received(raw: Raw) -> Self {
         Self {
             raw: Some(raw),
             value: OnceLock::new(),
-            found: outline.map(|nodes| {
-                Box::new(Found {
-                    outline: Some(nodes),
-                    index: None,
-                })
-            }),
+            found: None,
             member_at: AtomicU64::new(0),
         }
+    }
+
+    /// Keeps the outline the line's check found for this payload, which
+    /// must be the whole outline of its text, as received.
+    pub(super) fn keep_outline(&mut self, outline: Within) {
+        self.found = Some(Box::new(Found {
+            outline: Some(outline),
+            index: None,
+        }));
     }
 
     /// Takes the value out.
@@ -250,17 +253,14 @@ impl Payload {
     /// tools does not parse their schemas. Nothing happens when there is no
     /// such array.
     pub fn edit_items(&mut self, key: &str, mut edit: impl FnMut(&mut Item<'_>) -> bool) {
-        if let (None, Some(raw)) = (self.value.get(), &self.raw) {
-            let index = match self.list_index(raw, key) {
-                Ok(index) => index,
-                Err(NoList::Absent) => return,
-                Err(NoList::Ambiguous) => return self.edit_parsed(key, edit),
-            };
-            let edited = items::edit(raw.get(), &index, &mut edit);
-            let found = fresh(index);
-            return self.settle(edited, found);
-        }
-        self.edit_parsed(key, edit);
+        let (text, index) = match self.plain_list(key) {
+            Ok(found) => found,
+            Err(true) => return,
+            Err(false) => return self.edit_parsed(key, edit),
+        };
+        let edited = items::edit(text, &index, &mut edit);
+        let found = fresh(index);
+        self.settle(edited, found);
     }
 
     /// Keeps the items of the array member `key` for which `keep` returns
@@ -275,9 +275,16 @@ impl Payload {
         member: &str,
         mut keep: impl FnMut(Option<&str>) -> bool,
     ) -> bool {
-        self.pass_plainly(key, |text, index| {
-            items::retain(text, index, member, &mut keep)
-        })
+        let (text, index) = match self.plain_list(key) {
+            Ok(found) => found,
+            Err(done) => return done,
+        };
+        let Some(edited) = items::retain(text, &index, member, &mut keep) else {
+            return false;
+        };
+        let found = fresh(index);
+        self.settle(edited, found);
+        true
     }
 
     /// Puts `prefix` before the string member `member` of every item of
@@ -293,17 +300,14 @@ impl Payload {
         prefix: &str,
         mut seen: impl FnMut(&str),
     ) -> bool {
-        let (None, Some(raw)) = (self.value.get(), &self.raw) else {
-            return false;
+        let (text, index) = match self.plain_list(key) {
+            Ok(found) => found,
+            Err(done) => return done,
         };
         // Shifted in place: a copy of it when it was kept from the last
         // pass, which must stand if this one gives up.
-        let mut index = match self.list_index(raw, key) {
-            Ok(index) => index.into_owned(),
-            Err(NoList::Absent) => return true,
-            Err(NoList::Ambiguous) => return false,
-        };
-        match items::prefix(raw.get(), &mut index, member, prefix, &mut seen) {
+        let mut index = index.into_owned();
+        match items::prefix(text, &mut index, member, prefix, &mut seen) {
             None => false,
             Some(None) => {
                 self.settle(Edited::Unchanged, Some(index));
@@ -316,28 +320,19 @@ impl Payload {
         }
     }
 
-    /// Runs `pass` over the list `key` of the sender's text, which says
-    /// what it made of it, or `None` when the list is not plain enough for
-    /// it (false is returned then, and when the payload was parsed).
-    fn pass_plainly(
-        &mut self,
-        key: &str,
-        pass: impl FnOnce(&str, &ListIndex) -> Option<Edited>,
-    ) -> bool {
+    /// The sender's text and where the items of its list `key` are, for a
+    /// pass over them. `Err(true)` when there is no such list: nothing to
+    /// do. `Err(false)` when the payload was parsed or its keys are
+    /// ambiguous: the pass goes item by item over the parsed value.
+    fn plain_list(&self, key: &str) -> Result<(&str, Cow<'_, ListIndex>), bool> {
         let (None, Some(raw)) = (self.value.get(), &self.raw) else {
-            return false;
+            return Err(false);
         };
-        let index = match self.list_index(raw, key) {
-            Ok(index) => index,
-            Err(NoList::Absent) => return true,
-            Err(NoList::Ambiguous) => return false,
-        };
-        let Some(edited) = pass(raw.get(), &index) else {
-            return false;
-        };
-        let found = fresh(index);
-        self.settle(edited, found);
-        true
+        match self.list_index(raw, key) {
+            Ok(index) => Ok((raw.get(), index)),
+            Err(NoList::Absent) => Err(true),
+            Err(NoList::Ambiguous) => Err(false),
+        }
     }
 
     /// Where the items of the list `key` are in `raw` (the payload's text):
