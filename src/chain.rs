@@ -18,12 +18,83 @@ use mcp_chain_middleware::log::LogLayer;
 use mcp_chain_middleware::rate_limit::RateLimitLayer;
 use mcp_chain_middleware::rewrite::RewriteLayer;
 use mcp_chain_middleware::timeout::TimeoutLayer;
-use mcp_chain_middleware::{BoxError, Envelope, Message};
-use tower::util::BoxCloneService;
-use tower::Layer;
+use mcp_chain_middleware::{BoxError, Envelope, Message, ResponseFuture};
+use std::fmt;
+use std::task::{Context, Poll};
+use tower::{Layer, Service};
 
 /// A chain (or a part of one) with its type erased.
-pub(crate) type ChainService = BoxCloneService<Envelope, Option<Message>, BoxError>;
+///
+/// Like tower's `BoxCloneService`, except that it does not box futures:
+/// every layer and both connectors already answer with a
+/// [`ResponseFuture`], which `BoxCloneService` would put in a box of its
+/// own, one allocation per layer per request.
+pub(crate) struct ChainService(Box<dyn Erased>);
+
+/// A clonable service of the chain, behind a pointer.
+trait Erased: Send {
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>>;
+    fn call(&mut self, env: Envelope) -> ResponseFuture;
+    fn clone_box(&self) -> Box<dyn Erased>;
+}
+
+impl<S> Erased for S
+where
+    S: Service<Envelope, Response = Option<Message>, Error = BoxError, Future = ResponseFuture>
+        + Clone
+        + Send
+        + 'static,
+{
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        Service::poll_ready(self, cx)
+    }
+
+    fn call(&mut self, env: Envelope) -> ResponseFuture {
+        Service::call(self, env)
+    }
+
+    fn clone_box(&self) -> Box<dyn Erased> {
+        Box::new(self.clone())
+    }
+}
+
+impl ChainService {
+    pub(crate) fn new<S>(service: S) -> Self
+    where
+        S: Service<Envelope, Response = Option<Message>, Error = BoxError, Future = ResponseFuture>
+            + Clone
+            + Send
+            + 'static,
+    {
+        Self(Box::new(service))
+    }
+}
+
+impl Service<Envelope> for ChainService {
+    type Response = Option<Message>;
+    type Error = BoxError;
+    type Future = ResponseFuture;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        self.0.poll_ready(cx)
+    }
+
+    fn call(&mut self, env: Envelope) -> ResponseFuture {
+        self.0.call(env)
+    }
+}
+
+impl Clone for ChainService {
+    fn clone(&self) -> Self {
+        Self(self.0.clone_box())
+    }
+}
+
+impl fmt::Debug for ChainService {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ChainService")
+    }
+}
 
 /// One validated `[[middleware]]` entry.
 #[derive(Debug, Clone)]
@@ -50,12 +121,12 @@ impl AnyLayer {
 
     fn wrap(&self, inner: ChainService) -> ChainService {
         match self {
-            Self::Audit(l) => BoxCloneService::new(l.layer(inner)),
-            Self::Filter(l) => BoxCloneService::new(l.layer(inner)),
-            Self::Rewrite(l) => BoxCloneService::new(l.layer(inner)),
-            Self::RateLimit(l) => BoxCloneService::new(l.layer(inner)),
-            Self::Timeout(l) => BoxCloneService::new(l.layer(inner)),
-            Self::Log(l) => BoxCloneService::new(l.layer(inner)),
+            Self::Audit(l) => ChainService::new(l.layer(inner)),
+            Self::Filter(l) => ChainService::new(l.layer(inner)),
+            Self::Rewrite(l) => ChainService::new(l.layer(inner)),
+            Self::RateLimit(l) => ChainService::new(l.layer(inner)),
+            Self::Timeout(l) => ChainService::new(l.layer(inner)),
+            Self::Log(l) => ChainService::new(l.layer(inner)),
         }
     }
 }

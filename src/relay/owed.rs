@@ -17,8 +17,8 @@ use mcp_chain_middleware::{BoxError, DeliveryTicket, Message, RequestId, Respons
 use std::future::{poll_fn, Future};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
-use std::task::{ready, Context, Poll};
-use tokio::sync::mpsc;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::task::{ready, Context, Poll, Waker};
 use tokio_util::task::task_tracker::TaskTrackerToken;
 use tokio_util::task::TaskTracker;
 
@@ -27,14 +27,14 @@ use tokio_util::task::TaskTracker;
 #[derive(Debug)]
 pub(crate) struct Owed {
     tracker: TaskTracker,
-    task: Option<mpsc::UnboundedSender<Owing>>,
+    inbox: Option<Arc<Inbox>>,
 }
 
 impl Owed {
     pub(crate) fn new(tracker: TaskTracker) -> Self {
         Self {
             tracker,
-            task: None,
+            inbox: None,
         }
     }
 
@@ -62,19 +62,109 @@ impl Owed {
                 _token: self.tracker.token(),
             }),
         };
-        // The task ends only once its sender is gone and all it was handed
+        // The task ends only once this side is gone and all it was handed
         // is written, or if the runtime drops it at exit; one found gone is
         // started anew rather than leave this answer unwritten.
-        if self.task.as_ref().is_none_or(|task| task.is_closed()) {
-            let (tx, rx) = mpsc::unbounded_channel();
-            tokio::spawn(answer(rx, reply.clone(), peer));
-            self.task = Some(tx);
+        let inbox = match &self.inbox {
+            Some(inbox) if !inbox.lock().task_gone => inbox,
+            _ => {
+                let inbox = Arc::new(Inbox::default());
+                tokio::spawn(answer(Receiver(inbox.clone()), reply.clone(), peer));
+                self.inbox.insert(inbox)
+            }
+        };
+        let waker = {
+            let mut inbox = inbox.lock();
+            inbox.owing.push(owing);
+            inbox.waker.take()
+        };
+        if let Some(waker) = waker {
+            waker.wake();
         }
-        if let Some(task) = &self.task {
-            // Fails only when the runtime is shutting down: nothing is
-            // written then anyway.
-            let _ = task.send(owing);
+    }
+}
+
+impl Drop for Owed {
+    fn drop(&mut self) {
+        if let Some(inbox) = &self.inbox {
+            let waker = {
+                let mut inbox = inbox.lock();
+                inbox.sender_gone = true;
+                inbox.waker.take()
+            };
+            if let Some(waker) = waker {
+                waker.wake();
+            }
         }
+    }
+}
+
+/// Answers handed to the answering task and not yet taken in by it: a
+/// vector under a lock rather than a channel, so that a burst of requests
+/// costs no allocation once the vectors have grown to the burst's size.
+#[derive(Debug, Default)]
+struct Inbox(Mutex<InboxState>);
+
+#[derive(Default)]
+struct InboxState {
+    owing: Vec<Owing>,
+    /// The task's, while it waits for answers to be handed over.
+    waker: Option<Waker>,
+    /// No more will come: the task ends once it has written what it holds.
+    sender_gone: bool,
+    /// The task was dropped (the runtime is going away).
+    task_gone: bool,
+}
+
+impl std::fmt::Debug for InboxState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("InboxState")
+            .field("owing", &self.owing.len())
+            .field("sender_gone", &self.sender_gone)
+            .field("task_gone", &self.task_gone)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Inbox {
+    fn lock(&self) -> MutexGuard<'_, InboxState> {
+        // Nothing panics while holding the lock; if it ever did, the state
+        // is still whole.
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// The answering task's end of the inbox: marks it gone when the task is
+/// dropped, so the next answer starts a new task.
+struct Receiver(Arc<Inbox>);
+
+impl Receiver {
+    /// Moves what was handed over into `into`; `false` when nothing was and
+    /// nothing more will be. Registers the task to be woken otherwise.
+    fn take(&self, into: &mut Vec<Owing>, cx: &mut Context<'_>) -> bool {
+        let mut inbox = self.0.lock();
+        std::mem::swap(&mut inbox.owing, into);
+        if inbox.sender_gone {
+            return !into.is_empty();
+        }
+        match &inbox.waker {
+            Some(waker) if waker.will_wake(cx.waker()) => {}
+            _ => inbox.waker = Some(cx.waker().clone()),
+        }
+        true
+    }
+}
+
+impl Drop for Receiver {
+    fn drop(&mut self) {
+        let owing = {
+            let mut inbox = self.0.lock();
+            inbox.task_gone = true;
+            inbox.waker = None;
+            std::mem::take(&mut inbox.owing)
+        };
+        // Dropped outside the lock: a future's drop may run a layer's code.
+        drop(owing);
     }
 }
 
@@ -114,22 +204,22 @@ impl Future for Owing {
 
 /// The answering task: takes in owed answers, writes each as it is ready,
 /// and ends when no more can come and none is left.
-async fn answer(mut incoming: mpsc::UnboundedReceiver<Owing>, reply: Queue, peer: &'static str) {
+async fn answer(incoming: Receiver, reply: Queue, peer: &'static str) {
     let mut owing = FuturesUnordered::new();
+    let mut taken = Vec::new();
     let mut open = true;
     loop {
         let next = poll_fn(|cx| {
-            while open {
-                match incoming.poll_recv(cx) {
-                    Poll::Ready(Some(one)) => owing.push(one),
-                    Poll::Ready(None) => open = false,
-                    Poll::Pending => break,
+            if open {
+                open = incoming.take(&mut taken, cx);
+                for one in taken.drain(..) {
+                    owing.push(one);
                 }
             }
             match owing.poll_next_unpin(cx) {
                 Poll::Ready(Some(ready)) => Poll::Ready(Some(ready)),
                 Poll::Ready(None) if !open => Poll::Ready(None),
-                // None owed now: the channel wakes us for the next one.
+                // None owed now: the inbox wakes us for the next one.
                 Poll::Ready(None) | Poll::Pending => Poll::Pending,
             }
         })
