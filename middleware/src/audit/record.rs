@@ -1,11 +1,12 @@
 //! One audit line: what it holds, how the outcome is read from an answer,
 //! and the timestamp format.
 
-use crate::message::{method, ErrorObject, Payload};
+use crate::message::{ErrorObject, Payload};
 use crate::target::Target;
 use crate::{BoxError, Direction, ErrorCode, Message, RequestId};
 use serde::{Serialize, Serializer};
 use serde_json::Value;
+use std::cell::Cell;
 use std::fmt;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -24,6 +25,10 @@ pub(super) struct Record<'a> {
     pub(super) resource: Option<&'a str>,
     pub(super) resource_template: Option<&'a str>,
     pub(super) prompt: Option<&'a str>,
+    /// `id`, `method` and the target, already written by [`Record::head`]
+    /// for a request's line, so its answer's line reuses them; when set, the
+    /// six fields above are not written.
+    pub(super) head: Option<&'a [u8]>,
     pub(super) outcome: Option<&'static str>,
     pub(super) code: Option<i64>,
     /// The layer that answered, when mcp-chain did (`error.data.layer`).
@@ -60,20 +65,15 @@ impl<'a> Record<'a> {
         }
     }
 
-    /// Sets the target field named by `Target::kind()`.
-    pub(super) fn named(&mut self, kind: &str, name: &'a str) {
-        match kind {
-            "tool" => self.tool = Some(name),
-            "resource" => self.resource = Some(name),
-            "resource_template" => self.resource_template = Some(name),
-            "prompt" => self.prompt = Some(name),
-            _ => {}
-        }
-    }
-
     /// Sets the outcome, code, layer and reason of an answer (and its
-    /// payload when asked for).
-    pub(super) fn answer(&mut self, answer: &'a Result<Option<Message>, BoxError>, payloads: bool) {
+    /// payload when asked for). `tool_result`: the request was a
+    /// `tools/call` or `tasks/result`, whose result may say `isError`.
+    pub(super) fn answer(
+        &mut self,
+        answer: &'a Result<Option<Message>, BoxError>,
+        payloads: bool,
+        tool_result: bool,
+    ) {
         match answer {
             Ok(None) => self.outcome = Some("cancelled"),
             Err(e) => {
@@ -87,10 +87,8 @@ impl<'a> Record<'a> {
                         // `isError` belongs to tool results (also as a
                         // task's result). One member read: the result stays
                         // unparsed, and a listing is not searched for it.
-                        let is_error =
-                            matches!(self.method, Some(method::TOOLS_CALL | method::TASKS_RESULT))
-                                && r.result.member("isError").and_then(|v| v.as_bool())
-                                    == Some(true);
+                        let is_error = tool_result
+                            && r.result.member("isError").and_then(|v| v.as_bool()) == Some(true);
                         self.outcome = Some(if is_error { "tool_error" } else { "ok" });
                         // Written as it stands: unread, the sender's bytes.
                         self.result = payloads.then_some(&r.result);
@@ -124,25 +122,28 @@ impl<'a> Record<'a> {
         });
     }
 
-    /// The record as one line of JSON, with its newline. Written by hand:
-    /// the keys are fixed ASCII, and most values are short strings with
-    /// nothing to escape; through serde's derive the line cost three times
-    /// as much.
-    pub(super) fn to_line(&self) -> Vec<u8> {
-        let mut line = Vec::with_capacity(256);
-        line.extend_from_slice(b"{\"time\":\"");
-        line.extend_from_slice(&self.time.text());
-        line.push(b'"');
-        let out = &mut line;
-        string_field(out, "direction", Some(self.direction));
-        string_field(out, "kind", Some(self.kind));
-        json_field(out, "id", self.id);
-        string_field(out, "method", self.method);
-        string_field(out, "tool", self.tool);
-        string_field(out, "resource", self.resource);
-        string_field(out, "resource_template", self.resource_template);
-        string_field(out, "prompt", self.prompt);
-        string_field(out, "outcome", self.outcome);
+    /// The record as one line of JSON, with its newline, added to `out`.
+    /// Written by hand: the keys are fixed ASCII, and most values are short
+    /// strings with nothing to escape; through serde's derive the line cost
+    /// three times as much.
+    pub(super) fn write(&self, out: &mut Vec<u8>) {
+        out.reserve(200);
+        out.extend_from_slice(b"{\"time\":\"");
+        self.time.write(out);
+        out.extend_from_slice(b"\",\"direction\":\"");
+        out.extend_from_slice(self.direction.as_bytes());
+        out.extend_from_slice(b"\",\"kind\":\"");
+        out.extend_from_slice(self.kind.as_bytes());
+        out.push(b'"');
+        match self.head {
+            Some(head) => out.extend_from_slice(head),
+            None => self.write_head(out),
+        }
+        if let Some(outcome) = self.outcome {
+            out.extend_from_slice(b",\"outcome\":\"");
+            out.extend_from_slice(outcome.as_bytes());
+            out.push(b'"');
+        }
         json_field(out, "code", self.code.as_ref());
         string_field(out, "layer", self.layer);
         string_field(out, "reason", self.reason);
@@ -152,7 +153,31 @@ impl<'a> Record<'a> {
         json_field(out, "params", self.params);
         json_field(out, "result", self.result);
         json_field(out, "error", self.error.as_ref());
-        line.extend_from_slice(b"}\n");
+        out.extend_from_slice(b"}\n");
+    }
+
+    /// `id`, `method` and the target fields, as [`write`](Self::write)
+    /// puts them: written once for a request, kept for its answer's line.
+    pub(super) fn head(&self) -> Vec<u8> {
+        let mut head = Vec::with_capacity(64);
+        self.write_head(&mut head);
+        head
+    }
+
+    fn write_head(&self, out: &mut Vec<u8>) {
+        json_field(out, "id", self.id);
+        string_field(out, "method", self.method);
+        string_field(out, "tool", self.tool);
+        string_field(out, "resource", self.resource);
+        string_field(out, "resource_template", self.resource_template);
+        string_field(out, "prompt", self.prompt);
+    }
+
+    /// The line on its own (tests).
+    #[cfg(test)]
+    pub(super) fn to_line(&self) -> Vec<u8> {
+        let mut line = Vec::new();
+        self.write(&mut line);
         line
     }
 }
@@ -172,7 +197,7 @@ fn string_field(out: &mut Vec<u8>, name: &str, value: Option<&str>) {
     let Some(value) = value else {
         return;
     };
-    if value.bytes().any(|c| c < 0x20 || c == b'"' || c == b'\\') {
+    if value.bytes().any(|c| ESCAPED[usize::from(c)]) {
         return json_field(out, name, Some(value));
     }
     key(out, name);
@@ -180,6 +205,19 @@ fn string_field(out: &mut Vec<u8>, name: &str, value: Option<&str>) {
     out.extend_from_slice(value.as_bytes());
     out.push(b'"');
 }
+
+/// The bytes JSON escapes in a string: controls, `"` and `\`.
+static ESCAPED: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut c = 0;
+    while c < 0x20 {
+        table[c] = true;
+        c += 1;
+    }
+    table[b'"' as usize] = true;
+    table[b'\\' as usize] = true;
+    table
+};
 
 /// `,"name":` (the names are fixed ASCII).
 fn key(out: &mut Vec<u8>, name: &str) {
@@ -223,34 +261,63 @@ impl Default for Timestamp {
 }
 
 impl Timestamp {
+    fn write(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.text());
+    }
+
     /// The text, digit by digit into a buffer of its own: through `write!`
-    /// and its padding it cost more than the rest of the audit line. Years
-    /// past 9999 (a broken clock) are written as 9999.
+    /// and its padding it cost more than the rest of the audit line. The
+    /// date and time of day are worked out once a second (a thread keeps the
+    /// last); only the microseconds change from line to line. Years past
+    /// 9999 (a broken clock) are written as 9999.
     fn text(&self) -> [u8; 27] {
+        thread_local! {
+            static SECOND: Cell<(u64, [u8; 19])> = const { Cell::new((u64::MAX, [0; 19])) };
+        }
         // A clock before 1970 is a broken clock; write the epoch.
         let since = self.0.duration_since(UNIX_EPOCH).unwrap_or_default();
-        let secs = i64::try_from(since.as_secs()).unwrap_or(i64::MAX / 2);
-        let (days, rest) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-        let (year, month, day) = civil_from_days(days);
-        let year = u32::try_from(year.clamp(0, 9999)).unwrap_or(9999);
-        let rest = u32::try_from(rest).unwrap_or(0);
         let mut text = *b"0000-00-00T00:00:00.000000Z";
-        for (field, n) in [
-            (0..4, year),
-            (5..7, month),
-            (8..10, day),
-            (11..13, rest / 3600),
-            (14..16, rest / 60 % 60),
-            (17..19, rest % 60),
-            (20..26, since.subsec_micros()),
-        ] {
-            let mut n = n;
-            for digit in text[field].iter_mut().rev() {
-                *digit = b'0' + (n % 10) as u8;
-                n /= 10;
+        let secs = since.as_secs();
+        let second = SECOND.with(|last| match last.get() {
+            (at, second) if at == secs => second,
+            _ => {
+                let second = second_text(secs);
+                last.set((secs, second));
+                second
             }
-        }
+        });
+        text[..19].copy_from_slice(&second);
+        digits(&mut text[20..26], since.subsec_micros());
         text
+    }
+}
+
+/// `YYYY-MM-DDTHH:MM:SS` for seconds since 1970.
+fn second_text(secs: u64) -> [u8; 19] {
+    let secs = i64::try_from(secs).unwrap_or(i64::MAX / 2);
+    let (days, rest) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    let (year, month, day) = civil_from_days(days);
+    let year = u32::try_from(year.clamp(0, 9999)).unwrap_or(9999);
+    let rest = u32::try_from(rest).unwrap_or(0);
+    let mut text = *b"0000-00-00T00:00:00";
+    for (field, n) in [
+        (0..4, year),
+        (5..7, month),
+        (8..10, day),
+        (11..13, rest / 3600),
+        (14..16, rest / 60 % 60),
+        (17..19, rest % 60),
+    ] {
+        digits(&mut text[field], n);
+    }
+    text
+}
+
+/// `n`'s last `out.len()` decimal digits, zero-padded.
+fn digits(out: &mut [u8], mut n: u32) {
+    for digit in out.iter_mut().rev() {
+        *digit = b'0' + (n % 10) as u8;
+        n /= 10;
     }
 }
 
@@ -354,6 +421,7 @@ mod tests {
             resource: Some("file:///x"),
             resource_template: Some("file:///{p}"),
             prompt: Some("p"),
+            head: None,
             outcome: Some("ok"),
             code: Some(-32_000),
             layer: Some("filter"),
@@ -367,6 +435,21 @@ mod tests {
         };
         let line = record.to_line();
         assert_eq!(line.last(), Some(&b'\n'));
+        // A request's fields written once and reused: the same line.
+        let head = record.head();
+        let reused = Record {
+            id: None,
+            method: None,
+            tool: None,
+            resource: None,
+            resource_template: None,
+            prompt: None,
+            head: Some(&head),
+            failure: record.failure.clone(),
+            error: Some(ErrorPayload(&error)),
+            ..record
+        };
+        assert_eq!(reused.to_line(), line);
         let value: serde_json::Map<String, Value> =
             serde_json::from_slice(&line).expect("one JSON object");
         let keys: Vec<_> = value.keys().map(String::as_str).collect();

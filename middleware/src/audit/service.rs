@@ -4,9 +4,10 @@ use super::config::OnWriteError;
 use super::layer::Shared;
 use super::record::{millis, Record};
 use super::sink::Queued;
+use crate::message::method;
 use crate::target::Target;
 use crate::ResponseFuture;
-use crate::{BoxError, Direction, Envelope, ErrorCode, ErrorObject, Message, RequestId};
+use crate::{BoxError, Direction, Envelope, ErrorCode, ErrorObject, Message};
 use std::future::ready;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -71,12 +72,15 @@ where
             // A notification (or a stray answer) cannot be refused: no one
             // would hear of it. Its line goes out with the others of this
             // burst, before the proxy next waits for input.
-            shared.write_soon(&record.to_line());
+            shared.write_soon(&record);
             return Box::pin(self.inner.call(env));
         };
+        // Its answer's line repeats these fields: written once, kept.
+        let head = record.head();
+        record.head = Some(&head);
         // Written here, in `call`, before the request is passed on: the
         // record of a request exists before the peer can act on it.
-        let written = shared.sink.write_now(&record.to_line());
+        let written = shared.sink.write_now(|out| record.write(out));
         if let Err(e) = written {
             tracing::warn!(layer = LAYER, log = %shared.sink.describe().display(),
                 error = %e, method = %req.method, id = %req.id, "audit line not written");
@@ -94,9 +98,11 @@ where
         let pending = Pending {
             shared: shared.clone(),
             direction: env.direction,
-            id: req.id.clone(),
-            method: req.method.clone(),
-            target: target.map(|t| (t.kind(), t.name().to_owned())),
+            head,
+            tool_result: matches!(
+                req.method.as_str(),
+                method::TOOLS_CALL | method::TASKS_RESULT
+            ),
             start: Instant::now(),
             done: false,
         };
@@ -126,10 +132,10 @@ fn kind_of(msg: &Message) -> &'static str {
 struct Pending {
     shared: Arc<Shared>,
     direction: Direction,
-    id: RequestId,
-    method: String,
-    /// `Target::kind()` and name.
-    target: Option<(&'static str, String)>,
+    /// The request's `id`, `method` and target, as written in its line.
+    head: Vec<u8>,
+    /// A `tools/call` or `tasks/result`, whose result may say `isError`.
+    tool_result: bool,
     start: Instant,
     done: bool,
 }
@@ -137,24 +143,16 @@ struct Pending {
 impl Pending {
     fn record(&self) -> Record<'_> {
         let mut record = Record::new(self.direction, "response");
-        record.id = Some(&self.id);
-        record.method = Some(&self.method);
-        if let Some((kind, name)) = &self.target {
-            record.named(kind, name);
-        }
+        record.head = Some(&self.head);
         record.duration_ms = Some(millis(self.start.elapsed()));
         record
     }
 
     fn finish(mut self, answer: &Result<Option<Message>, BoxError>) {
         let mut record = self.record();
-        record.answer(answer, self.shared.payloads);
-        self.write(&record.to_line());
+        record.answer(answer, self.shared.payloads, self.tool_result);
+        self.shared.write_soon(&record);
         self.done = true;
-    }
-
-    fn write(&self, line: &[u8]) {
-        self.shared.write_soon(line);
     }
 }
 
@@ -163,8 +161,7 @@ impl Drop for Pending {
         if !self.done {
             let mut record = self.record();
             record.outcome = Some("abandoned");
-            let line = record.to_line();
-            self.write(&line);
+            self.shared.write_soon(&record);
         }
     }
 }
@@ -177,8 +174,8 @@ impl Shared {
     /// by a task that runs once the messages in hand are dealt with, so a
     /// burst of answers costs one write. Without a runtime (a test calling
     /// the service by hand), at once.
-    pub(super) fn write_soon(self: &Arc<Self>, line: &[u8]) {
-        match self.sink.write_later(line) {
+    pub(super) fn write_soon(self: &Arc<Self>, record: &Record<'_>) {
+        match self.sink.write_later(|out| record.write(out)) {
             Queued::Done => {}
             Queued::Failed(e) => self.not_written(&e),
             Queued::NeedsFlush => match tokio::runtime::Handle::try_current() {

@@ -76,23 +76,25 @@ impl Sink {
         })
     }
 
-    /// Writes one line, after those queued, and hands it to the OS before
-    /// returning, so the line survives the proxy being killed the moment
-    /// after.
-    pub(super) fn write_now(&self, line: &[u8]) -> io::Result<()> {
+    /// Writes one line (`line` adds it to the queue, newline included),
+    /// after those queued, and hands it to the OS before returning, so the
+    /// line survives the proxy being killed the moment after.
+    pub(super) fn write_now(&self, line: impl FnOnce(&mut Vec<u8>)) -> io::Result<()> {
         let mut log = self.lock();
-        log.queued.extend_from_slice(line);
+        line(&mut log.queued);
         log.write()
     }
 
-    /// Queues one line, to be written by the next [`write_now`] or
-    /// [`flush`](Self::flush), or at once when the queue is full.
+    /// Queues one line (`line` adds it), to be written by the next
+    /// [`write_now`] or [`flush`](Self::flush), or at once when the queue is
+    /// full. Lines are written straight into the queue, not built apart
+    /// and copied in.
     ///
     /// [`write_now`]: Self::write_now
-    pub(super) fn write_later(&self, line: &[u8]) -> Queued {
+    pub(super) fn write_later(&self, line: impl FnOnce(&mut Vec<u8>)) -> Queued {
         let mut log = self.lock();
         let first = log.queued.is_empty();
-        log.queued.extend_from_slice(line);
+        line(&mut log.queued);
         if log.queued.len() >= FLUSH_AT {
             // Whoever was to flush finds the queue empty; nothing is lost.
             return match log.write() {

@@ -470,25 +470,19 @@ fn config_errors_name_the_key() {
 #[test]
 fn queued_lines_go_out_in_order_before_a_request_line() {
     use super::sink::{Queued, Sink};
+    let line = |n: u32| {
+        move |out: &mut Vec<u8>| out.extend_from_slice(format!("{{\"n\":{n}}}\n").as_bytes())
+    };
     let log = TempLog::new();
     let sink = Sink::open(&log.path()).expect("opens");
-    assert!(matches!(
-        sink.write_later(b"{\"n\":1}\n"),
-        Queued::NeedsFlush
-    ));
-    assert!(matches!(sink.write_later(b"{\"n\":2}\n"), Queued::Done));
+    assert!(matches!(sink.write_later(line(1)), Queued::NeedsFlush));
+    assert!(matches!(sink.write_later(line(2)), Queued::Done));
     assert!(read_lines(&log.0).is_empty(), "queued, not written");
     // A request's line is written at once, after what was queued.
-    sink.write_now(b"{\"n\":3}\n").expect("writes");
-    assert!(matches!(
-        sink.write_later(b"{\"n\":4}\n"),
-        Queued::NeedsFlush
-    ));
+    sink.write_now(line(3)).expect("writes");
+    assert!(matches!(sink.write_later(line(4)), Queued::NeedsFlush));
     sink.flush().expect("writes");
-    assert!(matches!(
-        sink.write_later(b"{\"n\":5}\n"),
-        Queued::NeedsFlush
-    ));
+    assert!(matches!(sink.write_later(line(5)), Queued::NeedsFlush));
     // Whatever is queued when the layer goes away is written too.
     drop(sink);
     let n: Vec<Value> = read_lines(&log.0).iter().map(|l| l["n"].clone()).collect();
@@ -502,7 +496,7 @@ fn a_full_queue_is_written_without_waiting_for_a_flush() {
     let sink = Sink::open(&log.path()).expect("opens");
     let line = format!("{{\"pad\":\"{}\"}}\n", "x".repeat(1000));
     for _ in 0..100 {
-        let _ = sink.write_later(line.as_bytes());
+        let _ = sink.write_later(|out| out.extend_from_slice(line.as_bytes()));
     }
     // 100 KB queued: at least the first 64 KB were written on the way.
     assert!(read_lines(&log.0).len() >= 60);

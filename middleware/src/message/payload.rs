@@ -158,23 +158,34 @@ impl Payload {
             (Some(value), _) => value.get(name).map(Cow::Borrowed),
             (None, Some(raw)) => {
                 let text = raw.get();
-                let mut members = Vec::new();
+                // The last member of that name is the one a reader keeps.
+                let is =
+                    |key: &Range<usize>| scan::unquote(&text[key.clone()]).as_deref() == Some(name);
+                let mut found = None;
                 match self.outline() {
                     Some(outline) => {
                         let top = outline.nodes().filter(|n| n.depth == 1);
-                        members.extend(top.map(|n| (n.key(), n.value())));
+                        found = top.filter(|n| is(&n.key())).last().map(|n| n.value());
                     }
                     None => {
-                        scan::object(text.as_bytes(), 0, &mut members)?;
+                        let b = text.as_bytes();
+                        // A key of that name is written out, or escaped: a
+                        // text with neither has no such member (a tool's
+                        // result asked for `isError`), and is not split.
+                        if memchr::memchr(b'\\', b).is_none() && !scan::contains(b, name.as_bytes())
+                        {
+                            return None;
+                        }
+                        scan::members(b, 0, |key, value| {
+                            let end = scan::value_end(b, value)?;
+                            if is(&key) {
+                                found = Some(value..end);
+                            }
+                            Some(end)
+                        })?;
                     }
                 }
-                let (_, value) = members
-                    .iter()
-                    .rev()
-                    .find(|(key, _)| scan::unquote(&text[key.clone()]).as_deref() == Some(name))?;
-                serde_json::from_str(&text[value.clone()])
-                    .ok()
-                    .map(Cow::Owned)
+                serde_json::from_str(&text[found?]).ok().map(Cow::Owned)
             }
             (None, None) => None,
         }

@@ -354,6 +354,32 @@ fn one_member_is_read_without_parsing_the_rest() {
         panic!("a response");
     };
     assert_eq!(list.result.member("0"), None);
+    // A key spelled with an escape is still that key; a name that appears
+    // only inside a value is not a member.
+    for (line, expected) in [
+        (
+            br#"{"jsonrpc":"2.0","id":3,"result":{"is\u0045rror":true}}"#.as_slice(),
+            Some(json!(true)),
+        ),
+        (
+            br#"{"jsonrpc":"2.0","id":4,"result":{"content":[{"type":"text","text":"isError"}]}}"#,
+            None,
+        ),
+        (
+            br#"{"jsonrpc":"2.0","id":5,"result":{"content":[{"isError":true}]}}"#,
+            None,
+        ),
+    ] {
+        let Message::Response(resp) = single(line) else {
+            panic!("a response");
+        };
+        assert_eq!(
+            resp.result
+                .member("isError")
+                .map(std::borrow::Cow::into_owned),
+            expected
+        );
+    }
     // Once parsed, read from the value.
     let parsed = Payload::from(json!({"isError": true}));
     assert_eq!(parsed.member("isError").as_deref(), Some(&json!(true)));
