@@ -24,6 +24,7 @@ use mcp_chain_middleware::{
 };
 use serde_json::Value;
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll};
 use tokio::sync::oneshot;
@@ -43,7 +44,7 @@ pub(crate) struct Connector {
 #[derive(Debug, Default)]
 struct Pending {
     next_id: u64,
-    by_local: HashMap<u64, Entry>,
+    by_local: HashMap<u64, Entry, BuildHasherDefault<OwnIds>>,
     by_origin: HashMap<RequestId, u64>,
     state: State,
     /// Kept only by the upstream connector (see [`Connector::recording`]).
@@ -78,6 +79,30 @@ enum Answer {
     Message(Message),
     /// The request was cancelled by its sender: it gets no answer.
     Cancelled,
+}
+
+/// Hashes the ids mcp-chain numbers its own requests with. They are
+/// consecutive and chosen by us, not by a peer, so they need no keyed
+/// hash against collisions (the peer's ids, in `by_origin`, keep the
+/// standard one); a multiply spreads consecutive ids over the table's bits.
+#[derive(Debug, Default)]
+struct OwnIds(u64);
+
+impl Hasher for OwnIds {
+    fn write(&mut self, bytes: &[u8]) {
+        // Only u64 keys are hashed; anything else still gets a fair hash.
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+
+    fn write_u64(&mut self, id: u64) {
+        self.0 = id.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
 }
 
 // === impl Connector ===

@@ -14,6 +14,7 @@
 //! serde_json, never looser. The message fuzz target holds it to that.
 
 use super::scan;
+use std::cell::Cell;
 use std::ops::Range;
 
 /// serde_json's nesting limit; a line that reaches it is parsed whole, so
@@ -129,16 +130,35 @@ pub(super) fn line(b: &[u8]) -> Option<(Top, Outline)> {
     if u32::try_from(b.len()).is_err() {
         return None;
     }
+    // Enough for most messages without growing, and for a long line what a
+    // list of small items takes (1,000 listed tools, 200 KB, make 4,000
+    // nodes), so it does not grow (each time a copy of all it holds) ten
+    // times over.
+    let mut nodes = SPARE.take();
+    nodes.reserve((b.len() / 48).clamp(32, 8192));
     let mut outline = Outline {
-        // Enough for most messages without growing, and for a long line
-        // what a list of small items takes (1,000 listed tools, 200 KB,
-        // make 4,000 nodes), so it does not grow (each time a copy of all
-        // it holds) ten times over.
-        nodes: Vec::with_capacity((b.len() / 48).clamp(32, 8192)),
+        nodes,
         complete: true,
     };
     walk(b, first, &mut outline)?;
     Some((top, outline))
+}
+
+thread_local! {
+    /// The last small outline done with, kept for the next line: most
+    /// messages need one only while their envelope is read.
+    static SPARE: Cell<Vec<Node>> = const { Cell::new(Vec::new()) };
+}
+
+/// Outlines up to this many nodes are kept for reuse (5 KiB).
+const SPARE_NODES: usize = 256;
+
+/// Gives back an outline no payload kept, for the next line to fill.
+pub(super) fn recycle(mut nodes: Vec<Node>) {
+    if nodes.capacity() <= SPARE_NODES {
+        nodes.clear();
+        SPARE.set(nodes);
+    }
 }
 
 /// Walks the value at `at` to the end of `b`, recording entries in

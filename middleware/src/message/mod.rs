@@ -290,8 +290,9 @@ impl Fields {
             (None, Some(run)) => fields.params.as_mut().map(|p| (p, run)),
             (None, None) => None,
         };
-        if let Some((payload, (run, base))) = outlined {
-            payload.keep_outline(Within::new(nodes, run, base));
+        match outlined {
+            Some((payload, (run, base))) => payload.keep_outline(Within::new(nodes, run, base)),
+            None => check::recycle(nodes),
         }
         Some(fields)
     }
