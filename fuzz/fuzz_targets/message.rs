@@ -59,6 +59,9 @@ fuzz_target!(|data: &[u8]| {
         if let Message::Response(resp) = &message {
             lists_edit_alike(&resp.result);
         }
+        if let Some(params) = message.payload() {
+            members_read_alike(params);
+        }
         // to_value and the writer agree.
         let mut line = Vec::new();
         message.write_line(&mut line);
@@ -111,4 +114,17 @@ fn edit(item: &mut Item<'_>) -> bool {
     }
     item.insert("name", format!("{name}!").into());
     name.len() % 2 == 0
+}
+
+/// A string member read from the sender's bytes (found by the line's
+/// outline or by a look at the text) is the one the parsed value holds.
+fn members_read_alike(params: &Payload) {
+    const KEYS: [&str; 3] = ["name", "uri", "arguments"];
+    let from_bytes = KEYS.map(|key| params.str_member(key).map(str::to_owned));
+    // Parsed now (the reads above may have left it unparsed).
+    let value: &Value = params;
+    for (key, read) in KEYS.iter().zip(from_bytes) {
+        let parsed = value.get(key).and_then(Value::as_str);
+        assert_eq!(read.as_deref(), parsed, "{key} of {value}");
+    }
 }

@@ -258,6 +258,8 @@ impl Fields {
         // scan if one ever does. The outline goes to it once all members
         // are read.
         let (mut params_run, mut result_run) = (None, None);
+        // A small params' first level: where a tool's name or a URI is.
+        let mut named = None;
         for (member, run) in entries(&nodes) {
             let name = scan::unquote(&text[member.key()])?;
             let value = &text[member.value()];
@@ -269,9 +271,14 @@ impl Fields {
                 _ => Payload::raw(raw_value(value)),
             };
             let outlined =
-                (deep && run.len() >= OUTLINED_NODES).then_some((run, member.value.start));
+                (deep && run.len() >= OUTLINED_NODES).then(|| (run.clone(), member.value.start));
             match Key::known(&name) {
-                Some(Key::Params) => (fields.params, params_run) = (Some(payload()), outlined),
+                Some(Key::Params) => {
+                    if deep && outlined.is_none() {
+                        named = Some((run.clone(), member.value.start));
+                    }
+                    (fields.params, params_run) = (Some(payload()), outlined);
+                }
                 Some(Key::Result) => (fields.result, result_run) = (Some(payload()), outlined),
                 // Compared as it stands; only an unusual spelling
                 // ("2\u002e0") is decoded.
@@ -282,6 +289,9 @@ impl Fields {
                 Some(key) => fields.set(key, scalar(value)?),
                 None => fields.set(Key::Other(name.into_owned()), scalar(value)?),
             }
+        }
+        if let (Some(params), Some((run, base))) = (&fields.params, named) {
+            params.note_named_member(&nodes[run], base);
         }
         // Moved, not copied: one payload has it (a message with both is
         // refused anyway).

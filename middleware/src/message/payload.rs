@@ -8,7 +8,7 @@
 //! what the peer receives is exactly what the layers checked (a duplicate
 //! key cannot show a layer one thing and the server another).
 
-use super::check::Within;
+use super::check::{Node, Within};
 use super::items::{self, Edited, Item, ListIndex, NoList};
 use super::scan::{self, has_backslash, same};
 use serde::ser::{Serialize, Serializer};
@@ -121,6 +121,56 @@ impl Payload {
             outline: Some(outline),
             index: None,
         }));
+    }
+
+    /// Notes where the member `name` or `uri` (what a layer asks a
+    /// request's params for, see [`crate::target::Target`]) stands, when
+    /// this object holds it plainly (as [`Self::str_member`] means it).
+    /// `run` is the part of the line's outline inside the payload, which
+    /// starts at `base` in the line: found when the line was checked, so
+    /// the layers need not scan the text for it.
+    pub(super) fn note_named_member(&self, run: &[Node], base: u32) {
+        let Some(raw) = &self.raw else {
+            return;
+        };
+        let b = raw.get().as_bytes();
+        if b.first() != Some(&b'{') {
+            return;
+        }
+        // The payload's own members are the run's second level.
+        let key_of = |node: &Node| {
+            let at = (node.key.start - base) as usize;
+            &b[at + 1..(node.key.end - base) as usize - 1]
+        };
+        let members = run.iter().filter(|node| node.depth == 2);
+        let mut found = None;
+        for (n, node) in members.clone().enumerate() {
+            let written = key_of(node);
+            if n == PLAIN_MEMBERS
+                || node.escaped
+                || members
+                    .clone()
+                    .take(n)
+                    .any(|other| same(key_of(other), written))
+            {
+                // Not plain: the layers' own look finds it unclear too.
+                return;
+            }
+            if found.is_none()
+                && NAMED_MEMBERS
+                    .iter()
+                    .any(|name| same(name.as_bytes(), written))
+            {
+                found = Some(node);
+            }
+        }
+        if let Some(node) = found {
+            let key = (node.key.start - base) as usize;
+            let value = (node.value.start - base) as usize..(node.value.end - base) as usize;
+            if b[value.start] == b'"' && !has_backslash(&b[value.start + 1..value.end - 1]) {
+                remember(&self.member_at, key, value.end);
+            }
+        }
     }
 
     /// Takes the value out.
@@ -516,6 +566,9 @@ fn recall(plain: &AtomicU64, text: &str, key: &str) -> Option<PlainAt> {
 /// Up to this many members are read from the text by [`plain_member`]; a
 /// `tools/call` has two or three.
 const PLAIN_MEMBERS: usize = 16;
+
+/// The members [`Payload::note_named_member`] looks for.
+const NAMED_MEMBERS: [&str; 2] = ["name", "uri"];
 
 /// Where the member `key` of the object `text` (valid JSON) stands. Keys
 /// are compared byte by byte rather than with `memcmp`: they are short, and

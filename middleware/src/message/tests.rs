@@ -433,8 +433,26 @@ fn a_string_member_is_read_from_the_bytes_when_they_say_it_plainly() {
             false,
         ),
         (format!(r#"{{{many}"name":"last"}}"#), Some("last"), false),
+        (
+            r#"{"na\u006de":"safe","name":"evil"}"#.to_owned(),
+            Some("evil"),
+            false,
+        ),
+        (
+            r#"{"name":"safe","arguments":{},"na\u006de":"evil"}"#.to_owned(),
+            Some("evil"),
+            false,
+        ),
+        (
+            r#"{"uri":"file:///a","name":"n"}"#.to_owned(),
+            Some("n"),
+            true,
+        ),
     ] {
         let payload = call(&params);
+        // What the line's outline noted gives what a look at the text does.
+        let fresh = Payload::raw(raw_value(&params));
+        assert_eq!(fresh.str_member("name"), name, "{params}");
         assert_eq!(payload.str_member("name"), name, "{params}");
         assert_eq!(payload.is_untouched(), unread, "{params}");
         // Again, from where the first read found it.
