@@ -283,7 +283,9 @@ impl Payload {
     /// this is not an object.
     pub fn set_str_member(&mut self, key: &str, value: &str) {
         if let Some((text, Plain::String(at))) = self.plainly(key) {
-            let mut out = Vec::with_capacity(text.len() + value.len() + 2);
+            // Exactly the new text's size when the value needs no escape,
+            // so making it a `Box<RawValue>` does not reallocate.
+            let mut out = Vec::with_capacity(text.len() - at.value.len() + value.len());
             out.extend_from_slice(&text.as_bytes()[..at.value.start - 1]);
             let start = out.len();
             super::write_str(value, &mut out);
