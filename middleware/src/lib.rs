@@ -59,3 +59,44 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// The future every layer's service returns.
 pub type ResponseFuture = Pin<Box<dyn Future<Output = Result<Option<Message>, BoxError>> + Send>>;
+
+/// `future` as a [`ResponseFuture`]: boxed, unless it is one already. A
+/// layer with nothing to do once the answer comes hands on its inner
+/// service's future, which in a chain is a `ResponseFuture` (every layer's
+/// and both connectors' are); a second box around it would cost an
+/// allocation and an indirect poll per layer per request.
+pub(crate) fn boxed<F>(future: F) -> ResponseFuture
+where
+    F: Future<Output = Result<Option<Message>, BoxError>> + Send + 'static,
+{
+    let mut future = Some(future);
+    let any: &mut dyn std::any::Any = &mut future;
+    match any.downcast_mut::<Option<ResponseFuture>>() {
+        Some(boxed) => boxed.take(),
+        None => future.take().map(|f| Box::pin(f) as ResponseFuture),
+    }
+    .expect("taken once")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Where a boxed future lives.
+    fn address(future: &ResponseFuture) -> *const u8 {
+        let future: &(dyn Future<Output = Result<Option<Message>, BoxError>> + Send) = &**future;
+        std::ptr::from_ref(future).cast()
+    }
+
+    #[tokio::test]
+    async fn a_response_future_is_passed_on_in_its_own_box() {
+        let inner: ResponseFuture = Box::pin(async { Ok(None) });
+        let at = address(&inner);
+        let passed = boxed(inner);
+        assert_eq!(address(&passed), at, "the same box, not a new one");
+        assert!(matches!(passed.await, Ok(None)));
+        // Any other future is boxed.
+        let other = boxed(async { Ok(Some(Message::notification("x", None))) });
+        assert!(matches!(other.await, Ok(Some(Message::Notification(_)))));
+    }
+}

@@ -73,7 +73,7 @@ where
             // would hear of it. Its line goes out with the others of this
             // burst, before the proxy next waits for input.
             shared.write_soon(&record);
-            return Box::pin(self.inner.call(env));
+            return crate::boxed(self.inner.call(env));
         };
         // Its answer's line repeats these fields: written once, kept.
         let head = record.head();

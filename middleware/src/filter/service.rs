@@ -108,7 +108,7 @@ where
         // Judged and forwarded here, before the future is returned, so
         // messages leave in the order they arrived (DESIGN.md, invariant 1).
         match self.judge(env.direction, &env.message) {
-            Verdict::Pass => Box::pin(self.inner.call(env)),
+            Verdict::Pass => crate::boxed(self.inner.call(env)),
             Verdict::Prune(listing) => {
                 let policy = self.policy.clone();
                 let answer = self.inner.call(env);

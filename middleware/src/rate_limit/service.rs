@@ -65,7 +65,7 @@ where
         let (id, rule) = match &env.message {
             Message::Request(req) => match self.shared.rule_for(env.direction, req) {
                 Some(rule) => (req.id.clone(), rule),
-                None => return Box::pin(self.inner.call(env)),
+                None => return crate::boxed(self.inner.call(env)),
             },
             Message::Notification(n)
                 if settings.on_limit == OnLimit::Wait
@@ -80,9 +80,9 @@ where
                         return Box::pin(std::future::ready(Ok(None)));
                     }
                 }
-                return Box::pin(self.inner.call(env));
+                return crate::boxed(self.inner.call(env));
             }
-            _ => return Box::pin(self.inner.call(env)),
+            _ => return crate::boxed(self.inner.call(env)),
         };
         let now = Instant::now();
         let limit = &settings.rules[rule];
@@ -91,7 +91,7 @@ where
             OnLimit::Wait => limit.reserve(now, settings.max_wait),
         };
         let wait = match checked {
-            Ok(wait) if wait.is_zero() => return Box::pin(self.inner.call(env)),
+            Ok(wait) if wait.is_zero() => return crate::boxed(self.inner.call(env)),
             Ok(wait) => wait,
             Err(retry_after) => {
                 let why = match settings.on_limit {

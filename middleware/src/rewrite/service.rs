@@ -65,7 +65,7 @@ where
         };
         let answer = self.inner.call(env);
         if post.is_nothing() {
-            return Box::pin(answer);
+            return crate::boxed(answer);
         }
         let rules = self.rules.clone();
         Box::pin(async move {

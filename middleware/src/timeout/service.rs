@@ -66,7 +66,7 @@ where
             // (sampling, elicitation) wait on a human and pass untimed.
             (Direction::ToServer, Message::Request(req)) => match rules.deadline_for(req) {
                 Some(limit) => (limit, req.id.clone(), progress_token(req.params.as_ref())),
-                None => return Box::pin(self.inner.call(env)),
+                None => return crate::boxed(self.inner.call(env)),
             },
             (Direction::ToClient, Message::Notification(n))
                 if rules.reset_on_progress && n.method == method::NOTIFICATION_PROGRESS =>
@@ -74,9 +74,9 @@ where
                 if let Some(token) = progress_token_of_notification(n.params.as_ref()) {
                     self.shared.progressed(&token);
                 }
-                return Box::pin(self.inner.call(env));
+                return crate::boxed(self.inner.call(env));
             }
-            _ => return Box::pin(self.inner.call(env)),
+            _ => return crate::boxed(self.inner.call(env)),
         };
         let direction = env.direction;
         // Registered before the request is forwarded, so no progress for it
