@@ -65,36 +65,31 @@ impl Owed {
         // The task ends only once this side is gone and all it was handed
         // is written, or if the runtime drops it at exit; one found gone is
         // started anew rather than leave this answer unwritten.
-        let inbox = match &self.inbox {
-            Some(inbox) if !inbox.lock().task_gone => inbox,
-            _ => {
-                let inbox = Arc::new(Inbox::default());
-                tokio::spawn(answer(Receiver(inbox.clone()), reply.clone(), peer));
-                self.inbox.insert(inbox)
-            }
+        let left = match &self.inbox {
+            // Handed back if the task is gone.
+            Some(inbox) => inbox.tell(|state| {
+                if state.task_gone {
+                    return Some(owing);
+                }
+                state.owing.push(owing);
+                None
+            }),
+            None => Some(owing),
         };
-        let waker = {
-            let mut inbox = inbox.lock();
-            inbox.owing.push(owing);
-            inbox.waker.take()
+        let Some(owing) = left else {
+            return;
         };
-        if let Some(waker) = waker {
-            waker.wake();
-        }
+        let inbox = Arc::new(Inbox::default());
+        inbox.lock().owing.push(owing);
+        tokio::spawn(answer(Receiver(inbox.clone()), reply.clone(), peer));
+        self.inbox = Some(inbox);
     }
 }
 
 impl Drop for Owed {
     fn drop(&mut self) {
         if let Some(inbox) = &self.inbox {
-            let waker = {
-                let mut inbox = inbox.lock();
-                inbox.sender_gone = true;
-                inbox.waker.take()
-            };
-            if let Some(waker) = waker {
-                waker.wake();
-            }
+            inbox.tell(|state| state.sender_gone = true);
         }
     }
 }
@@ -131,6 +126,20 @@ impl Inbox {
         // Nothing panics while holding the lock; if it ever did, the state
         // is still whole.
         self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Changes the state under the lock, then wakes the task if it is
+    /// waiting (outside the lock: it may run at once).
+    fn tell<T>(&self, change: impl FnOnce(&mut InboxState) -> T) -> T {
+        let (out, waker) = {
+            let mut state = self.lock();
+            let out = change(&mut state);
+            (out, state.waker.take())
+        };
+        if let Some(waker) = waker {
+            waker.wake();
+        }
+        out
     }
 }
 

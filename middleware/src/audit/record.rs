@@ -1,7 +1,7 @@
 //! One audit line: what it holds, how the outcome is read from an answer,
 //! and the timestamp format.
 
-use crate::message::{ErrorObject, Payload};
+use crate::message::{write_str, ErrorObject, Payload};
 use crate::target::Target;
 use crate::{BoxError, Direction, ErrorCode, Message, RequestId};
 use serde::{Serialize, Serializer};
@@ -191,33 +191,13 @@ fn json_field<T: Serialize + ?Sized>(out: &mut Vec<u8>, name: &str, value: Optio
     }
 }
 
-/// `,"name":"value"`, when there is a value; copied as it is unless it
-/// has something JSON escapes.
+/// `,"name":"value"`, when there is a value.
 fn string_field(out: &mut Vec<u8>, name: &str, value: Option<&str>) {
-    let Some(value) = value else {
-        return;
-    };
-    if value.bytes().any(|c| ESCAPED[usize::from(c)]) {
-        return json_field(out, name, Some(value));
+    if let Some(value) = value {
+        key(out, name);
+        write_str(value, out);
     }
-    key(out, name);
-    out.push(b'"');
-    out.extend_from_slice(value.as_bytes());
-    out.push(b'"');
 }
-
-/// The bytes JSON escapes in a string: controls, `"` and `\`.
-static ESCAPED: [bool; 256] = {
-    let mut table = [false; 256];
-    let mut c = 0;
-    while c < 0x20 {
-        table[c] = true;
-        c += 1;
-    }
-    table[b'"' as usize] = true;
-    table[b'\\' as usize] = true;
-    table
-};
 
 /// `,"name":` (the names are fixed ASCII).
 fn key(out: &mut Vec<u8>, name: &str) {

@@ -117,8 +117,9 @@ pub(super) fn rebased(run: &[Node], base: u32) -> impl ExactSizeIterator<Item = 
 
 /// Checks a line (without its newline) whose top level is an object or an
 /// array, and outlines it. A line it passes is UTF-8: outside strings only
-/// JSON's ASCII tokens pass, and inside them every character is checked. `None` when it is not valid JSON, or when
-/// it is but must be parsed whole (see the module docs).
+/// JSON's ASCII tokens pass, and inside them every character is checked.
+/// `None` when it is not valid JSON, or when it is but must be parsed whole
+/// (see the module docs).
 pub(super) fn line(b: &[u8]) -> Option<(Top, Outline)> {
     let first = blanks(b, 0);
     let top = match b.get(first)? {
@@ -307,9 +308,10 @@ fn blanks(b: &[u8], mut i: usize) -> usize {
 }
 
 /// Just past the string whose opening quote is at `at`. Refuses a control
-/// character, bytes that are not UTF-8, a bad escape, and any `\uD...` escape (the range that holds
-/// the surrogates: serde_json rejects a lone one only when it decodes it).
-/// Sets `escaped` when the string holds an escape.
+/// character, bytes that are not UTF-8, a bad escape, and any `\uD...`
+/// escape (the range that holds the surrogates: serde_json rejects a lone
+/// one only when it decodes it). Sets `escaped` when the string holds an
+/// escape.
 #[inline(always)]
 fn string(b: &[u8], at: usize, escaped: &mut bool) -> Option<usize> {
     let mut i = at + 1;

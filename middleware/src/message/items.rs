@@ -517,7 +517,7 @@ pub(super) fn prefix(
     prefix: &str,
     mut seen: impl FnMut(&str),
 ) -> Option<Option<String>> {
-    if prefix.is_empty() || !prefix.bytes().all(|c| c >= 0x20 && c != b'"' && c != b'\\') {
+    if prefix.is_empty() || !super::needs_no_escape(prefix) {
         return None;
     }
     let b = text.as_bytes();

@@ -30,6 +30,7 @@ pub use id::RequestId;
 pub use items::Item;
 pub use payload::{Payload, Text};
 pub use peek::response_id;
+pub(crate) use scan::{find_short, SHORT};
 
 use check::{Node, Outline, Top, Within};
 use serde::ser::{Serialize, SerializeMap, Serializer};
@@ -670,10 +671,16 @@ impl Serialize for Message {
     }
 }
 
+/// Whether JSON writes `s` as it stands: it holds no control character,
+/// quote or backslash.
+pub(super) fn needs_no_escape(s: &str) -> bool {
+    s.bytes().all(|c| c >= 0x20 && c != b'"' && c != b'\\')
+}
+
 /// Writes `s` as a JSON string, as serde_json does: a string with nothing
 /// to escape (most names and methods) as it stands.
-pub(super) fn write_str(s: &str, out: &mut Vec<u8>) {
-    if s.bytes().all(|c| c >= 0x20 && c != b'"' && c != b'\\') {
+pub(crate) fn write_str(s: &str, out: &mut Vec<u8>) {
+    if needs_no_escape(s) {
         out.reserve(s.len() + 2);
         out.push(b'"');
         out.extend_from_slice(s.as_bytes());

@@ -10,6 +10,7 @@
 //! add 1.5 MiB of RSS for it).
 
 use super::Syntax;
+use crate::message::{find_short, SHORT};
 use memchr::memmem::Finder;
 
 /// One piece of a glob.
@@ -234,24 +235,6 @@ fn parts_match(prefix: &str, middle: &[Finder<'_>], suffix: &str, text: &str) ->
         }
     }
     true
-}
-
-/// Up to this many bytes, a part is looked for byte by byte: a tool's name
-/// is a few dozen bytes, too short for `memmem`'s set-up to pay (it cost
-/// more than the rest of filtering a listed tool).
-const SHORT: usize = 64;
-
-/// Where `needle` (not empty) first occurs in `haystack`.
-fn find_short(needle: &[u8], haystack: &[u8]) -> Option<usize> {
-    let (&first, tail) = needle.split_first()?;
-    let last_start = haystack.len().checked_sub(needle.len())?;
-    (0..=last_start).find(|&at| {
-        haystack[at] == first
-            && haystack[at + 1..at + needle.len()]
-                .iter()
-                .zip(tail)
-                .all(|(a, b)| a == b)
-    })
 }
 
 /// Reads a `[...]` class (the `[` already taken).
