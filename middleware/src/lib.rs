@@ -22,6 +22,8 @@
 //!
 //! - [`message`]: `Message` (request, notification, response, error), ids,
 //!   error codes, method names.
+//! - [`payload`]: `params` and `result`, kept as the sender's text until
+//!   a layer reads them; list edits item by item.
 //! - [`envelope`]: `Envelope`, `Direction`, the delivery signal.
 //! - [`log`]: a pass-through layer that traces every message.
 //! - [`pattern`]: globs and `re:` regexes, allow/deny lists.
@@ -36,12 +38,15 @@
 //!   cancellation to the server.
 //! - [`units`]: durations (`"2s"`) and rates (`"5/s"`) as written in configs.
 
+#![forbid(unsafe_code)]
+
 pub mod audit;
 pub mod envelope;
 pub mod filter;
 pub mod log;
 pub mod message;
 pub mod pattern;
+pub mod payload;
 pub mod rate_limit;
 pub mod rewrite;
 pub mod target;

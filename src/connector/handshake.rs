@@ -2,12 +2,13 @@
 //! server can be brought to the same state (`initialize`, then
 //! `notifications/initialized`) without the client noticing.
 
+use mcp_chain_middleware::message::Payload;
 use serde_json::Value;
 
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Handshake {
     /// `params` of the client's `initialize`, after every layer.
-    pub(crate) initialize: Option<Value>,
+    pub(crate) initialize: Option<Payload>,
     /// The server's answer to it (its capabilities say which
     /// `list_changed` notifications it can send).
     pub(crate) result: Option<Value>,

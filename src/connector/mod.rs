@@ -18,11 +18,10 @@ pub(crate) use handshake::Handshake;
 
 use crate::front::queue::Queue;
 use crate::front::writer::Outgoing;
-use mcp_chain_middleware::message::{method, Message, Notification, Payload, Request};
+use mcp_chain_middleware::message::{method, Message, Notification, Request};
 use mcp_chain_middleware::{
     BoxError, Delivered, Envelope, ErrorCode, ErrorObject, RequestId, ResponseFuture,
 };
-use serde_json::Value;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -152,7 +151,9 @@ impl Connector {
         };
         if entry.initialize {
             if let (Message::Response(r), Some(hs)) = (&msg, self.lock().handshake.as_mut()) {
-                hs.result = Some(r.result.clone().into_value());
+                // Read for its capabilities; one that cannot be read
+                // declares none.
+                hs.result = r.result.to_value().ok();
             }
         }
         set_id(&mut msg, entry.origin);
@@ -240,7 +241,7 @@ impl Connector {
             }
             let initialize = req.method == method::INITIALIZE;
             if let (true, Some(hs)) = (initialize, pending.handshake.as_mut()) {
-                hs.initialize = req.params.clone().map(Payload::into_value);
+                hs.initialize = req.params.clone();
                 hs.result = None;
             }
             pending.next_id += 1;
@@ -279,10 +280,14 @@ impl Connector {
     /// flight, so the cancel is dropped. One without a `requestId` (the
     /// 2025-11-25 revision allows that for tasks) passes unchanged.
     fn translate_cancel(&self, mut note: Notification) -> Option<Notification> {
-        let Some(request_id) = note.params.as_ref().and_then(|p| p.get("requestId")) else {
-            return Some(note);
+        let request_id = note.params.as_ref().map(|p| p.member("requestId"));
+        let request_id = match request_id {
+            None | Some(Ok(None)) => return Some(note),
+            Some(Ok(Some(id))) => id,
+            // Not readable: it cannot name a request in flight here.
+            Some(Err(_)) => return None,
         };
-        let origin = RequestId::from_value(request_id)?;
+        let origin = RequestId::from_value(&request_id)?;
         let entry = {
             let mut pending = self.lock();
             let local = pending.by_origin.remove(&origin)?;
@@ -290,8 +295,10 @@ impl Connector {
         };
         let (local, entry) = entry?;
         let _ = entry.answer.send(Answer::Cancelled);
-        if let Some(Value::Object(params)) = note.params.as_deref_mut() {
-            params.insert("requestId".into(), local.into());
+        if let Some(params) = note.params.as_mut() {
+            params
+                .set_member("requestId", local.into())
+                .expect("read as an object above");
         }
         Some(note)
     }

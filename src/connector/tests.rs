@@ -81,10 +81,10 @@ async fn cancel_is_translated_and_settles_the_request_with_no_answer() {
     assert!(matches!(none, Ok(None)));
     let forwarded = sent(&mut rx);
     assert_eq!(
-        forwarded.params().expect("params")["requestId"],
+        forwarded.to_value()["params"]["requestId"],
         local.to_value()
     );
-    assert_eq!(forwarded.params().expect("params")["reason"], "user");
+    assert_eq!(forwarded.to_value()["params"]["reason"], "user");
     assert!(matches!(fut.await, Ok(None)));
     // A late answer goes nowhere.
     assert!(conn.resolve(Message::response(local, json!({}))).is_none());

@@ -5,6 +5,7 @@
 //! reader discards bytes up to the next newline and reports the line's size,
 //! so a 100 MB line costs at most the cap in memory and gets one error.
 
+use mcp_chain_middleware::message::BIG_PAYLOAD_BYTES;
 use std::ops::Range;
 use std::sync::Arc;
 use tokio::io::{AsyncRead, AsyncReadExt};
@@ -25,8 +26,10 @@ const SMALL_READS_BEFORE_SHRINK: u32 = 64;
 pub(crate) const HEAD_BYTES: usize = 4096;
 
 /// From this size on, a line is handed over with the buffer it was read
-/// into ([`Frame::Shared`]) instead of lent, so its payload can stay there.
-pub(crate) const SHARED_LINE_BYTES: usize = 64 * 1024;
+/// into ([`Frame::Shared`]) instead of lent, so its payload can stay there:
+/// the size from which a payload is big, so no smaller line is handed over
+/// for nothing.
+pub(crate) const SHARED_LINE_BYTES: usize = BIG_PAYLOAD_BYTES;
 
 /// What [`FrameReader::next`] found.
 #[derive(Debug, PartialEq)]

@@ -23,10 +23,6 @@ use tokio::sync::Notify;
 /// past this (it is never split), so the bound is this plus one message.
 pub(crate) const MAX_QUEUED_BYTES: usize = 8 * 1024 * 1024;
 
-/// A payload at least this big goes out from where it is, not copied into
-/// the queue's bytes (see [`Taken`]).
-pub(crate) const BIG_PAYLOAD_BYTES: usize = 64 * 1024;
-
 /// What the writer takes from a queue at once: the queued bytes, and the
 /// big payloads that go between them, each with where in `bytes` it
 /// belongs, in order. A 200 KB list or a 10 MB result is written from the
@@ -212,6 +208,7 @@ impl Queue {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use mcp_chain_middleware::message::BIG_PAYLOAD_BYTES;
     use mcp_chain_middleware::Message;
 
     fn ping(n: u64) -> Outgoing {

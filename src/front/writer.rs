@@ -5,7 +5,7 @@
 //! costs one `write` (or `writev`, see [`Taken`]). A peer that stops reading fills the pipe, the write
 //! waits, the queue fills, and senders wait: memory stays bounded.
 
-use super::queue::{Queue, Taken, BIG_PAYLOAD_BYTES};
+use super::queue::{Queue, Taken};
 use mcp_chain_middleware::message::Text;
 use mcp_chain_middleware::Message;
 use tokio::io::{AsyncWrite, AsyncWriteExt};
@@ -31,10 +31,9 @@ impl Outgoing {
     /// [`Taken`]).
     pub(crate) fn write_into(self, buf: &mut Vec<u8>) -> Option<(usize, Text)> {
         match self {
-            Self::One(m) => m.write_line_around(buf, BIG_PAYLOAD_BYTES),
+            Self::One(m) => m.write_line_around(buf),
             Self::Batch(ms) => {
-                serde_json::to_writer(&mut *buf, &ms).expect("serializing to a Vec cannot fail");
-                buf.push(b'\n');
+                Message::write_batch(&ms, buf);
                 None
             }
         }

@@ -3,7 +3,7 @@
 
 use crate::chain::ChainService;
 use crate::connector::Connector;
-use crate::front::codec::{Frame, FrameReader, SHARED_LINE_BYTES};
+use crate::front::codec::{Frame, FrameReader};
 use crate::front::queue::Queue;
 use crate::front::writer::Outgoing;
 use crate::relay::owed::Owed;
@@ -83,8 +83,7 @@ impl<R: AsyncRead + Unpin> Side<R> {
                 }
                 Ok(Some(Frame::Shared(buf, at))) => {
                     let line = buf.clone();
-                    Incoming::parse_shared(buf, at.clone(), SHARED_LINE_BYTES)
-                        .map_err(|e| (e, response_id(&line[at])))
+                    Incoming::parse_shared(buf, at.clone()).map_err(|e| (e, response_id(&line[at])))
                 }
                 Ok(Some(Frame::TooLong { len, head })) => {
                     let id = response_id(head);

@@ -25,7 +25,7 @@ use crate::front::codec::{Frame, FrameReader};
 use crate::front::queue::Queue;
 use crate::front::writer;
 use crate::upstream::Upstream;
-use mcp_chain_middleware::message::{method, Incoming};
+use mcp_chain_middleware::message::{method, Incoming, Request};
 use mcp_chain_middleware::{Direction, Envelope, Message};
 use serde_json::Value;
 use std::process::ExitStatus;
@@ -233,7 +233,13 @@ impl Supervisor {
         let id = "mcp-chain-replay";
         let stdin = child.stdin_mut().ok_or("the server has no stdin")?;
         let mut line = Vec::new();
-        Message::request(id, method::INITIALIZE, Some(params)).write_line(&mut line);
+        let request = Request {
+            id: id.into(),
+            method: method::INITIALIZE.to_owned(),
+            params: Some(params),
+            extra: Default::default(),
+        };
+        Message::Request(request).write_line(&mut line);
         stdin.write_all(&line).await.map_err(|e| e.to_string())?;
         stdin.flush().await.map_err(|e| e.to_string())?;
         let result = tokio::time::timeout(REPLAY_TIMEOUT, async {
@@ -267,7 +273,8 @@ impl Supervisor {
             stdin.write_all(&line).await.map_err(|e| e.to_string())?;
             stdin.flush().await.map_err(|e| e.to_string())?;
         }
-        Ok(Some(result.into_value()))
+        // Read for its capabilities; one that cannot be read declares none.
+        Ok(result.into_value().ok())
     }
 
     /// Tells the client to refetch what the new server may list differently.

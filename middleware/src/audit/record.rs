@@ -55,7 +55,7 @@ impl<'a> Record<'a> {
     }
 
     /// Sets `tool`, `resource`, `resource_template` or `prompt`.
-    pub(super) fn target(&mut self, target: Option<Target<'a>>) {
+    pub(super) fn target(&mut self, target: Option<&'a Target<'_>>) {
         match target {
             Some(Target::Tool(n)) => self.tool = Some(n),
             Some(Target::Resource(n)) => self.resource = Some(n),
@@ -88,7 +88,7 @@ impl<'a> Record<'a> {
                         // task's result). One member read: the result stays
                         // unparsed, and a listing is not searched for it.
                         let is_error = tool_result
-                            && r.result.member("isError").and_then(|v| v.as_bool()) == Some(true);
+                            && matches!(r.result.member("isError"), Ok(Some(Value::Bool(true))));
                         self.outcome = Some(if is_error { "tool_error" } else { "ok" });
                         // Written as it stands: unread, the sender's bytes.
                         self.result = payloads.then_some(&r.result);

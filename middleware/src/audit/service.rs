@@ -61,13 +61,15 @@ where
     fn call(&mut self, env: Envelope) -> ResponseFuture {
         let shared = &self.shared;
         let msg = &env.message;
-        let target = Target::of_message(msg);
+        // An item that cannot be read is recorded without it; the layers
+        // that judge items refuse such a request.
+        let target = Target::of_message(msg).ok().flatten();
         let mut record = Record::new(env.direction, kind_of(msg));
         record.id = msg.id();
         record.method = msg.method();
-        record.target(target);
+        record.target(target.as_ref());
         record.size = Some(msg.json_len());
-        record.params = msg.payload().filter(|_| shared.payloads);
+        record.params = msg.params().filter(|_| shared.payloads);
         let Message::Request(req) = msg else {
             // A notification (or a stray answer) cannot be refused: no one
             // would hear of it. Its line goes out with the others of this

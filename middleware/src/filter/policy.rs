@@ -1,9 +1,9 @@
 //! What the filter allows, and how a denial looks: exactly like the item or
 //! method being missing, so a client learns nothing about what is hidden.
 
-use crate::message::{method, ErrorCode, ErrorObject, Message, Payload, RequestId};
+use crate::message::{method, ErrorCode, ErrorObject, Message, Payload, RequestId, Unreadable};
 use crate::pattern::PatternList;
-use crate::target::Target;
+use crate::target::{Kind, Target};
 use serde_json::json;
 
 /// The name this layer gives in `data.layer`.
@@ -58,12 +58,27 @@ impl Policy {
         self.methods.allows(method)
     }
 
-    pub(super) fn allows(&self, target: Target<'_>) -> bool {
+    pub(super) fn allows(&self, target: &Target<'_>) -> bool {
         match target {
             Target::Tool(name) => self.tools.allows(name),
             Target::Resource(uri) => self.resources.allows(uri),
             Target::Prompt(name) => self.prompts.allows(name),
             Target::ResourceTemplate(uri) => self.allows_template(uri),
+        }
+    }
+
+    /// Whether this policy hides any item of the kind a method names: then
+    /// a request whose item cannot be read is refused, not passed.
+    pub(super) fn judges(&self, kind: Kind) -> bool {
+        match kind {
+            Kind::Tool => !self.tools.allows_all(),
+            Kind::Resource => !self.resources.allows_all(),
+            Kind::Prompt => !self.prompts.allows_all(),
+            Kind::Completion => {
+                !(self.prompts.allows_all()
+                    && self.resources.allows_all()
+                    && self.templates.allows_all())
+            }
         }
     }
 
@@ -89,45 +104,77 @@ impl Policy {
 
     /// Removes hidden items from a list result in place. Everything else in
     /// the result (`nextCursor`, `_meta`, unknown fields) is left as it is:
-    /// each page is filtered on its own and keeps its cursor.
-    pub(super) fn prune(&self, listing: Listing, result: &mut Payload) {
+    /// each page is filtered on its own and keeps its cursor. `Err` when
+    /// the result cannot be read: it must not reach the client unfiltered.
+    pub(super) fn prune(&self, listing: Listing, result: &mut Payload) -> Result<(), Unreadable> {
         match listing {
-            Listing::Tools => self.prune_array(result, TOOLS, |n| self.tools.allows(n)),
-            Listing::Resources => self.prune_array(result, RESOURCES, |u| self.resources.allows(u)),
-            Listing::Templates => self.prune_array(result, TEMPLATES, |u| self.allows_template(u)),
-            Listing::Prompts => self.prune_array(result, PROMPTS, |n| self.prompts.allows(n)),
-            Listing::Discover => {
-                for kind in [
-                    Listing::Tools,
-                    Listing::Resources,
-                    Listing::Templates,
-                    Listing::Prompts,
-                ] {
-                    self.prune(kind, result);
-                }
+            Listing::Tools => prune(result, TOOLS, &self.tools, |n| self.tools.allows(n)),
+            Listing::Resources => prune(result, RESOURCES, &self.resources, |u| {
+                self.resources.allows(u)
+            }),
+            Listing::Templates => {
+                let all = self.resources.allows_all() && self.templates.allows_all();
+                prune_judged(result, TEMPLATES, all, |u| self.allows_template(u))
             }
-        }
-    }
-
-    fn prune_array(
-        &self,
-        result: &mut Payload,
-        (key, field): (&str, &str),
-        keep: impl Fn(&str) -> bool,
-    ) {
-        // An item without the field is judged by the empty string: kept by a
-        // deny list, dropped by an allow list that does not match "".
-        if !result.retain_items(key, field, |value| keep(value.unwrap_or_default())) {
-            result.edit_items(key, |item| {
-                keep(&item.str_member(field).unwrap_or_default())
-            });
+            Listing::Prompts => prune(result, PROMPTS, &self.prompts, |n| self.prompts.allows(n)),
+            Listing::Discover => [
+                Listing::Tools,
+                Listing::Resources,
+                Listing::Templates,
+                Listing::Prompts,
+            ]
+            .into_iter()
+            .try_for_each(|kind| self.prune(kind, result)),
         }
     }
 }
 
+fn prune(
+    result: &mut Payload,
+    kind: (&str, &str),
+    list: &PatternList,
+    keep: impl Fn(&str) -> bool,
+) -> Result<(), Unreadable> {
+    prune_judged(result, kind, list.allows_all(), keep)
+}
+
+/// Keeps the items of the list `key` whose `field` `keep` allows. An item
+/// whose field cannot be read (not an object, no such member, not a
+/// string) cannot be judged: it is dropped, unless nothing of its kind is
+/// hidden (`allows_all`).
+fn prune_judged(
+    result: &mut Payload,
+    (key, field): (&str, &str),
+    allows_all: bool,
+    keep: impl Fn(&str) -> bool,
+) -> Result<(), Unreadable> {
+    result
+        .edit_items(key, |item| match item.str_member(field) {
+            Some(name) => keep(&name),
+            None => allows_all,
+        })
+        .map_err(|e| Unreadable::new(format!("result: {e}")))
+}
+
+/// The answer to a request this filter must judge but cannot read: refused
+/// (-32602), never passed unjudged.
+pub(super) fn unreadable_request(id: RequestId, method: &str, e: &Unreadable) -> Message {
+    let message = format!("cannot judge {method}: {e}");
+    let error = ErrorObject::refusal(ErrorCode::INVALID_PARAMS, LAYER, "unreadable", &message);
+    Message::error(Some(id), error)
+}
+
+/// What the client gets instead of a list result this filter cannot read
+/// (-32603): hidden items must not reach it unfiltered.
+pub(super) fn unreadable_result(id: RequestId, e: &Unreadable) -> Message {
+    let message = format!("cannot filter the answer: {e}");
+    let error = ErrorObject::refusal(ErrorCode::INTERNAL_ERROR, LAYER, "unreadable", &message);
+    Message::error(Some(id), error)
+}
+
 /// The answer to a request for a hidden item or method, shaped like the
 /// server's own answer for a missing one (DESIGN.md, Errors).
-pub(super) fn denial(id: RequestId, method: &str, target: Option<Target<'_>>) -> Message {
+pub(super) fn denial(id: RequestId, method: &str, target: Option<&Target<'_>>) -> Message {
     let (code, message, detail) = match target {
         None => (
             ErrorCode::METHOD_NOT_FOUND,
@@ -159,7 +206,7 @@ pub(super) fn denial(id: RequestId, method: &str, target: Option<Target<'_>>) ->
     };
     let mut data = json!({"layer": LAYER, "reason": REASON});
     if let (Some((key, value)), Some(map)) = (detail, data.as_object_mut()) {
-        map.insert(key.into(), value.into());
+        map.insert(key.into(), value.as_ref().into());
     }
     Message::error(Some(id), ErrorObject::new(code, message).with_data(data))
 }

@@ -1,8 +1,8 @@
 //! [`Filter`]: judges each message in `call`, answers or drops what is
 //! denied, and prunes hidden items from list results on the way back.
 
-use super::policy::{denial, Listing, Policy};
-use crate::target::Target;
+use super::policy::{denial, unreadable_request, unreadable_result, Listing, Policy};
+use crate::target::{Kind, Target};
 use crate::{BoxError, Direction, Envelope, Message, ResponseFuture};
 use std::future::ready;
 use std::sync::Arc;
@@ -61,14 +61,16 @@ impl<S> Filter<S> {
                     // the method list applies to them.
                     return Verdict::Pass;
                 }
-                if let Some(target) = Target::of(&req.method, req.params.as_ref()) {
-                    if !policy.allows(target) {
-                        return Verdict::Answer(Box::new(denial(
-                            req.id.clone(),
-                            &req.method,
-                            Some(target),
-                        )));
+                match Target::of(&req.method, req.params.as_ref()) {
+                    Ok(Some(target)) if !policy.allows(&target) => {
+                        let denial = denial(req.id.clone(), &req.method, Some(&target));
+                        return Verdict::Answer(Box::new(denial));
                     }
+                    Err(e) if Kind::of(&req.method).is_some_and(|k| policy.judges(k)) => {
+                        let refusal = unreadable_request(req.id.clone(), &req.method, &e);
+                        return Verdict::Answer(Box::new(refusal));
+                    }
+                    _ => {}
                 }
                 match Listing::of(&req.method) {
                     Some(listing) if policy.prunes(listing) => Verdict::Prune(listing),
@@ -82,7 +84,10 @@ impl<S> Filter<S> {
                 // `notifications/resources/updated` for a hidden resource
                 // would reveal that it exists.
                 match Target::of(&note.method, note.params.as_ref()) {
-                    Some(target) if !policy.allows(target) => Verdict::Drop,
+                    Ok(Some(target)) if !policy.allows(&target) => Verdict::Drop,
+                    Err(_) if Kind::of(&note.method).is_some_and(|k| policy.judges(k)) => {
+                        Verdict::Drop
+                    }
                     _ => Verdict::Pass,
                 }
             }
@@ -115,7 +120,10 @@ where
                 Box::pin(async move {
                     let mut answer = answer.await?;
                     if let Some(Message::Response(resp)) = &mut answer {
-                        policy.prune(listing, &mut resp.result);
+                        if let Err(e) = policy.prune(listing, &mut resp.result) {
+                            tracing::warn!(layer = "filter", error = %e, "refused a list result it cannot read");
+                            answer = Some(unreadable_result(resp.id.clone(), &e));
+                        }
                     }
                     Ok(answer)
                 })

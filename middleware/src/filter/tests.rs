@@ -82,7 +82,7 @@ fn error_of(answer: Option<Message>) -> (i64, String, Value) {
 
 fn result_of(answer: Option<Message>) -> Value {
     match answer {
-        Some(Message::Response(r)) => r.result.into_value(),
+        Some(Message::Response(r)) => r.result.into_value().expect("readable"),
         other => panic!("expected a result, got {other:?}"),
     }
 }

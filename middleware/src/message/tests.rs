@@ -1,5 +1,7 @@
 use super::*;
+use crate::payload::BIG_PAYLOAD_BYTES;
 use serde_json::json;
+use std::sync::Arc;
 
 fn roundtrip(v: Value) -> Value {
     let msg = Message::from_value(v).expect("valid message");
@@ -103,21 +105,6 @@ fn parse_sorts_lines() {
 }
 
 #[test]
-fn duplicate_keys_keep_the_last_and_we_forward_what_we_parsed() {
-    let Ok(Incoming::Single(Ok(msg))) = Incoming::parse(
-        br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"safe","name":"evil"}}"#,
-    ) else {
-        panic!("expected a request");
-    };
-    let name = msg.params().and_then(|p| p.get("name")).cloned();
-    assert_eq!(name, Some(json!("evil")));
-    let mut out = Vec::new();
-    msg.write_line(&mut out);
-    let text = String::from_utf8(out).expect("utf-8");
-    assert_eq!(text.matches("\"name\"").count(), 1, "{text}");
-}
-
-#[test]
 fn deep_nesting_is_an_error_not_a_crash() {
     let deep = "[".repeat(100_000);
     assert!(Incoming::parse(deep.as_bytes()).is_err());
@@ -154,162 +141,84 @@ fn written(msg: &Message) -> String {
 #[test]
 fn an_unread_payload_is_written_back_as_its_bytes() {
     let msg = single(br#"{"jsonrpc":"2.0","id":1,"result":{"b": 1,  "a":[2.50, "x"]}}"#);
-    assert!(
-        written(&msg).contains(r#""result":{"b": 1,  "a":[2.50, "x"]}"#),
-        "{}",
-        written(&msg)
-    );
-}
-
-#[test]
-fn unread_params_are_forwarded_as_sent() {
-    let msg = single(br#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"z": [1, 2],"a":1}}"#);
-    if let Message::Request(r) = &msg {
-        assert!(r.params.as_ref().is_some_and(Payload::is_untouched));
-    }
-    assert!(
-        written(&msg).contains(r#""params":{"z": [1, 2],"a":1}"#),
-        "{}",
-        written(&msg)
-    );
-}
-
-#[test]
-fn a_read_payload_is_written_as_it_was_read() {
-    // Once a layer has looked, the server gets exactly what it saw: one
-    // "name", the last.
-    let mut msg = single(
-        br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"safe","name":"evil"}}"#,
-    );
-    assert_eq!(
-        msg.params().and_then(|p| p.get("name")),
-        Some(&json!("evil"))
-    );
     let out = written(&msg);
-    assert_eq!(out.matches("\"name\"").count(), 1, "{out}");
-    if let Message::Request(r) = &mut msg {
-        if let Some(p) = r.params.as_deref_mut() {
-            p["name"] = json!("changed");
-        }
-    }
-    assert!(written(&msg).contains(r#""name":"changed""#));
+    assert!(
+        out.contains(r#""result":{"b": 1,  "a":[2.50, "x"]}"#),
+        "{out}"
+    );
 }
 
 #[test]
-fn lines_the_raw_path_cannot_vouch_for_are_parsed_whole() {
-    // A lone surrogate escape: rejected as before, not forwarded raw.
-    assert!(
-        Incoming::parse(br#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"x":"\ud800"}}"#)
-            .is_err()
+fn duplicate_keys_keep_the_last_in_the_envelope_and_in_payloads() {
+    let msg = single(
+        br#"{"jsonrpc":"2.0","id":1,"method":"tools/list","method":"tools/call","params":{"name":"safe","name":"evil"}}"#,
     );
-    // Also deep inside a long string, past an escaped quote.
-    let long = format!(
-        r#"{{"jsonrpc":"2.0","id":1,"method":"m","params":{{"x":"{}\"{}\ud800"}}}}"#,
-        "a".repeat(40),
-        "b".repeat(40)
-    );
-    assert!(Incoming::parse(long.as_bytes()).is_err());
-    // A valid pair still passes (through the parsed path).
-    let msg = single(br#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"x":"\ud83d\ude00"}}"#);
-    assert_eq!(msg.params().and_then(|p| p.get("x")), Some(&json!("😀")));
-    // Too deep inside a payload: the same error as a whole parse gives.
-    let deep = format!(
-        r#"{{"jsonrpc":"2.0","id":1,"method":"m","params":{}1{}}}"#,
-        "[".repeat(130),
-        "]".repeat(130)
-    );
-    assert!(Incoming::parse(deep.as_bytes()).is_err());
-    // Many brackets but shallow (some inside a string, behind an escaped
-    // quote), and an escaped backslash before "ud": the walk clears them,
-    // the raw path stays.
-    let wide = format!(
-        r#"{{"jsonrpc":"2.0","id":1,"method":"m","params":{{"a":[{}],"s":"{}\"{}","p":"C:\\udev"}}}}"#,
-        vec!["[]"; 100].join(","),
-        "x".repeat(30),
-        "[".repeat(130)
-    );
-    let Incoming::Single(Ok(msg)) = Incoming::parse(wide.as_bytes()).expect("parses") else {
-        panic!("a request");
-    };
-    let Message::Request(req) = &msg else {
-        panic!("a request");
-    };
-    assert!(req.params.as_ref().is_some_and(Payload::is_untouched));
+    assert_eq!(msg.method(), Some("tools/call"));
+    let params = msg.params().expect("params");
     assert_eq!(
-        msg.params().and_then(|p| p.get("p")),
-        Some(&json!("C:\\udev"))
+        params.str_member("name").expect("readable").as_deref(),
+        Some("evil")
     );
+    // What is forwarded reads the same to any reader that keeps the last
+    // (servers do): serde_json's own reading of the line written agrees.
+    let out: Value = serde_json::from_str(&written(&msg)).expect("valid JSON");
+    assert_eq!(out["params"]["name"], "evil");
+    assert_eq!(out["method"], "tools/call");
 }
 
 #[test]
 fn a_line_break_between_tokens_is_not_copied_into_the_line_we_write() {
-    // Found by fuzzing: CR and LF are blanks to JSON; a payload kept raw
-    // would carry one into the middle of the line written out.
-    for blank in ["\r", "\n", "\r\n"] {
+    // CR and LF are blanks to JSON; a payload kept as text would carry one
+    // into the middle of the line written out.
+    for blank in ["\r", "\r\n"] {
         let line =
             format!(r#"{{"jsonrpc":"2.0","id":1,"result":{{"a":1,{blank}"b":[2 {blank}]}}}}"#);
         let msg = single(line.as_bytes());
         let out = written(&msg);
         assert_eq!(out.matches(['\r', '\n']).count(), 1, "{out:?}");
-        assert!(out.ends_with("\n"));
+        assert!(out.ends_with('\n'));
         assert_eq!(msg.to_value()["result"], json!({"a": 1, "b": [2]}));
     }
 }
 
 #[test]
-fn serde_json_private_tokens_are_read_as_serde_json_reads_them() {
-    // As the first key of an object, `$serde_json::private::RawValue` makes
-    // serde_json read the member's value as JSON text for the whole object,
-    // or refuse the object. Taken raw, a layer reading the payload would
-    // have got `null`. The line is left to serde_json: the message is the
-    // one serde_json reads, or the line gets -32700 as serde_json refuses it.
+fn serde_json_private_tokens_are_ordinary_keys() {
+    // serde_json's `Value` reads an object whose first key is this token as
+    // the JSON text in that member; a peer sees an odd key and no name.
+    // mcp-chain reads it as the peer does, in every layer.
     let quirk = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"$serde_json::private::RawValue":"{\"name\":\"secret\"}"}}"#;
-    let value: Value = serde_json::from_str(quirk).expect("serde_json reads it");
-    let read = single(quirk.as_bytes());
-    assert_eq!(Message::from_value(value).as_ref(), Ok(&read));
-    assert_eq!(
-        read.params().and_then(|p| p.get("name")),
-        Some(&json!("secret"))
-    );
-    for refused in [
-        r#"{"$serde_json::private::RawValue":32}"#,
-        r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":{"\u0024serde_json::private::RawValue":1}}}"#,
-    ] {
-        assert!(serde_json::from_str::<Value>(refused).is_err(), "{refused}");
-        assert!(Incoming::parse(refused.as_bytes()).is_err(), "{refused}");
-    }
+    let msg = single(quirk.as_bytes());
+    let params = msg.params().expect("params");
+    assert_eq!(params.str_member("name"), Ok(None));
+    let value = params.to_value().expect("readable");
+    assert!(value.get("name").is_none(), "{value}");
 }
 
 #[test]
-fn numbers_beyond_f64_are_refused_not_forwarded_unread() {
-    // serde_json refuses them when it reads the value; a payload skipped
-    // raw and read later by a layer would be unreadable there (a filter
-    // would judge a tools/call without its name). Refused like before.
-    for number in [
-        "1e999",
-        "-2.5E+400",
-        &"9".repeat(400),
-        "54775777777751e4775",
-    ] {
+fn what_serde_json_cannot_read_is_forwarded_unread_and_refused_when_read() {
+    // serde_json passes these over as text but refuses to read them: a
+    // layer asking gets an error, never a null.
+    for number in ["1e999", "-2.5E+400", &"9".repeat(400)] {
         let line = format!(
-            r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"secret","arguments":{{"x":{number}}}}}}}"#
+            r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"t","arguments":{{"x":{number}}}}}}}"#
         );
-        assert!(Incoming::parse(line.as_bytes()).is_err(), "{number}");
+        let msg = single(line.as_bytes());
+        let params = msg.params().expect("params");
+        assert!(params.is_untouched());
+        assert!(params.to_value().is_err(), "{number}");
+        assert!(params.member("arguments").is_err(), "{number}");
+        // The name beside it reads as any reader reads it.
+        assert_eq!(
+            params.str_member("name").expect("readable").as_deref(),
+            Some("t")
+        );
+        assert!(written(&msg).contains(number), "{number}");
     }
-    // In range, or only spelled like a big number: the raw path.
-    for number in ["1e300", "1e-400", "-0.0e0", &"9".repeat(299), r#""1e999""#] {
-        let line = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"m","params":{{"x":{number}}}}}"#);
-        let Message::Request(req) = single(line.as_bytes()) else {
-            panic!("a request");
-        };
-        assert!(
-            req.params.as_ref().is_some_and(Payload::is_untouched),
-            "{number}"
-        );
-        assert!(
-            req.params.as_deref().is_some_and(|p| p["x"] != Value::Null),
-            "{number}"
-        );
+    // A lone surrogate escape is refused with the line, wherever it is, as
+    // a whole parse refuses it.
+    for at in [r#""name":"\ud800""#, r#""arguments":{"x":["\uDBFF"]}"#] {
+        let line = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"m","params":{{{at}}}}}"#);
+        assert!(Incoming::parse(line.as_bytes()).is_err(), "{line}");
     }
 }
 
@@ -324,610 +233,116 @@ fn jsonrpc_is_compared_as_text_whatever_its_spelling() {
         br#"{"id":1,"method":"ping"}"#,
     ] {
         let Ok(Incoming::Single(Err(invalid))) = Incoming::parse(bad) else {
-            panic!(
-                "{} should be an invalid request",
-                String::from_utf8_lossy(bad)
-            );
+            panic!("{} should be invalid", String::from_utf8_lossy(bad));
         };
         assert_eq!(invalid.id, Some(RequestId::from(1u64)));
     }
 }
 
 #[test]
-fn one_member_is_read_without_parsing_the_rest() {
-    let msg = single(
-        br#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"big"}],"isError":false,"isError":true}}"#,
-    );
-    let Message::Response(resp) = &msg else {
-        panic!("a response");
-    };
-    // The last of duplicate keys, as a whole parse gives.
-    assert_eq!(resp.result.member("isError").as_deref(), Some(&json!(true)));
-    assert_eq!(resp.result.member("missing"), None);
-    assert!(
-        resp.result.is_untouched(),
-        "member() must not parse the whole"
-    );
-    // Not an object: no members.
-    let list = single(br#"{"jsonrpc":"2.0","id":2,"result":[1,2]}"#);
-    let Message::Response(list) = &list else {
-        panic!("a response");
-    };
-    assert_eq!(list.result.member("0"), None);
-    // A key spelled with an escape is still that key; a name that appears
-    // only inside a value is not a member.
-    for (line, expected) in [
-        (
-            br#"{"jsonrpc":"2.0","id":3,"result":{"is\u0045rror":true}}"#.as_slice(),
-            Some(json!(true)),
-        ),
-        (
-            br#"{"jsonrpc":"2.0","id":4,"result":{"content":[{"type":"text","text":"isError"}]}}"#,
-            None,
-        ),
-        (
-            br#"{"jsonrpc":"2.0","id":5,"result":{"content":[{"isError":true}]}}"#,
-            None,
-        ),
-    ] {
-        let Message::Response(resp) = single(line) else {
-            panic!("a response");
-        };
-        assert_eq!(
-            resp.result
-                .member("isError")
-                .map(std::borrow::Cow::into_owned),
-            expected
-        );
-    }
-    // Once parsed, read from the value.
-    let parsed = Payload::from(json!({"isError": true}));
-    assert_eq!(parsed.member("isError").as_deref(), Some(&json!(true)));
-}
-
-/// The params of the request on `line`.
-fn params_of(line: &str) -> Payload {
-    match single(line.as_bytes()) {
-        Message::Request(r) => r.params.expect("params"),
-        other => panic!("a request, got {other:?}"),
-    }
-}
-
-#[test]
-fn a_string_member_is_read_from_the_bytes_when_they_say_it_plainly() {
-    let call = |params: &str| {
-        params_of(&format!(
-            r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{params}}}"#
-        ))
-    };
-    let many: String = (0..20).map(|n| format!(r#""k{n}":{n},"#)).collect();
-    // (params, the name, whether reading it left the bytes unread)
-    for (params, name, unread) in [
-        (
-            r#"{"name":"read", "arguments": {"path":"/a"}}"#.to_owned(),
-            Some("read"),
-            true,
-        ),
-        (
-            r#"{"arguments":{"name":"inner"},"name":"outer"}"#.to_owned(),
-            Some("outer"),
-            true,
-        ),
-        (r#"{"name":5}"#.to_owned(), None, true),
-        (r#"{"arguments":{}}"#.to_owned(), None, true),
-        (r#"[{"name":"x"}]"#.to_owned(), None, true),
-        // What only a parse can settle, and what the peer then receives.
-        (
-            r#"{"name":"safe","name":"evil"}"#.to_owned(),
-            Some("evil"),
-            false,
-        ),
-        (
-            r#"{"name":"safe","name":"evil"}"#.to_owned(),
-            Some("evil"),
-            false,
-        ),
-        (
-            r#"{"name":"tab\there"}"#.to_owned(),
-            Some("tab\there"),
-            false,
-        ),
-        (format!(r#"{{{many}"name":"last"}}"#), Some("last"), false),
-        (
-            r#"{"na\u006de":"safe","name":"evil"}"#.to_owned(),
-            Some("evil"),
-            false,
-        ),
-        (
-            r#"{"name":"safe","arguments":{},"na\u006de":"evil"}"#.to_owned(),
-            Some("evil"),
-            false,
-        ),
-        (
-            r#"{"uri":"file:///a","name":"n"}"#.to_owned(),
-            Some("n"),
-            true,
-        ),
-    ] {
-        let payload = call(&params);
-        // What the line's outline noted gives what a look at the text does.
-        let fresh = Payload::raw(raw_value(&params));
-        assert_eq!(fresh.str_member("name"), name, "{params}");
-        assert_eq!(payload.str_member("name"), name, "{params}");
-        assert_eq!(payload.is_untouched(), unread, "{params}");
-        // Again, from where the first read found it.
-        assert_eq!(payload.str_member("name"), name, "{params}");
-    }
-    // Another member than the one last found is looked for again.
-    let payload = call(r#"{"uri" : "u", "name":"n", "nam":"e"}"#);
-    for (key, value) in [("name", "n"), ("uri", "u"), ("nam", "e"), ("name", "n")] {
-        assert_eq!(payload.str_member(key), Some(value));
-    }
-    assert_eq!(payload.str_member("na"), None);
-    assert!(payload.is_untouched());
-    let parsed = Payload::from(json!({"name": "x"}));
-    assert_eq!(parsed.str_member("name"), Some("x"));
-}
-
-#[test]
-fn a_string_member_set_in_the_bytes_leaves_the_rest_as_sent() {
-    let line = |params: &str| {
-        format!(r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{params}}}"#)
-    };
-    for (params, value, expected) in [
-        (
-            r#"{"name" : "b_read" , "arguments": {"path": "/a"}}"#,
-            "read",
-            r#"{"name" : "read" , "arguments": {"path": "/a"}}"#,
-        ),
-        (r#"{"name":"x"}"#, r#"q"u\o"#, r#"{"name":"q\"u\\o"}"#),
-        // Parsed first: one name, the last, as the layers read it.
-        (r#"{"name":"a","name":"b"}"#, "c", r#"{"name":"c"}"#),
-    ] {
-        let mut payload = params_of(&line(params));
-        // Set twice: the second finds the member where the first wrote it.
-        payload.set_str_member("name", "between");
-        assert_eq!(payload.str_member("name"), Some("between"), "{params}");
-        payload.set_str_member("name", value);
-        assert_eq!(payload.str_member("name"), Some(value), "{params}");
-        let mut msg = single(line(params).as_bytes());
-        if let Message::Request(r) = &mut msg {
-            r.params = Some(payload);
-        }
-        assert_eq!(written(&msg), format!("{}\n", line(expected)), "{params}");
-        // What is written is what a parse of it gives.
-        assert_eq!(single(line(expected).as_bytes()).params(), msg.params());
-    }
-}
-
-/// The result of `line`, as received (raw) and as already parsed.
-fn both_results(line: &str) -> (Payload, Payload) {
-    let Message::Response(resp) = single(line.as_bytes()) else {
-        panic!("a response");
-    };
-    let parsed = Payload::from(resp.result.clone().into_value());
-    (resp.result, parsed)
-}
-
-/// What a rewrite and a filter do to a list: rename with a prefix, describe
-/// one item anew, drop what is named `*secret*`.
-fn rename(item: &mut Item<'_>) -> bool {
-    let Some(name) = item.str_member("name").map(|n| n.into_owned()) else {
-        return true;
-    };
-    item.insert("name", format!("b_{name}").into());
-    if name == "two" {
-        item.insert("description", "new".into());
-        if let Some(Value::Object(props)) = item
-            .get_mut("inputSchema")
-            .and_then(|s| s.get_mut("properties"))
-        {
-            props.remove("hidden");
-        }
-    }
-    true
-}
-
-fn drop_secret(item: &mut Item<'_>) -> bool {
-    !item
-        .str_member("name")
-        .unwrap_or_default()
-        .contains("secret")
-}
-
-#[test]
-fn list_items_are_edited_as_a_parsed_value_would_be() {
-    // Blanks, escapes in keys and strings, nesting, items that are not
-    // objects, items without a name, a name twice in an item, members
-    // around the list.
-    let line = r#"{"jsonrpc":"2.0","id":1,"result":{ "_meta" : {"a":[1,{"b":"]"}]},
-        "tools" : [ {"name":"one","x":[1, 2]} , {"na\u006de":"two","description":"old",
-        "inputSchema":{"type":"object","properties":{"hidden":{},"kept":{"d":"\"}"}}}},
-        {"name":"my_secret"}, 42, "text", null, {"title":"nameless"},
-        {"name":"dup","name":"twice_secret"}, {"name":"t\u00e9l\u00e9"} ],
-        "nextCursor":"c"}}"#
-        .replace('\n', " ");
-    let (mut raw, mut parsed) = both_results(&line);
-    for payload in [&mut raw, &mut parsed] {
-        payload.edit_items("tools", rename);
-        payload.edit_items("tools", drop_secret);
-    }
-    assert!(!parsed.is_untouched());
-    let expected = json!({"_meta": {"a": [1, {"b": "]"}]}, "tools": [
-        {"name": "b_one", "x": [1, 2]},
-        {"name": "b_two", "description": "new",
-            "inputSchema": {"type": "object", "properties": {"kept": {"d": "\"}"}}}},
-        42, "text", null, {"title": "nameless"},
-        {"name": "b_télé"}], "nextCursor": "c"});
-    assert_eq!(*parsed, expected);
-    let text = serde_json::to_string(&raw).expect("serializes");
-    assert_eq!(
-        serde_json::from_str::<Value>(&text).expect("valid JSON"),
-        expected
-    );
-    // Everything the layers did not touch is the sender's text, down to the
-    // blanks between items kept side by side.
-    assert!(
-        text.starts_with(r#"{"_meta":{"a":[1,{"b":"]"}]},"tools":[{"name":"b_one","x":[1, 2]}"#),
-        "{text}"
-    );
-    assert!(
-        text.ends_with(
-            r#",42, "text", null, {"title":"nameless"},{"name":"b_télé"}],"nextCursor":"c"}"#
-        ),
-        "{text}"
-    );
-}
-
-#[test]
-fn a_long_list_is_edited_from_its_outline_as_a_parsed_value_would_be() {
-    // The same hostile items as above, enough of them for the payload to
-    // keep the outline its line's check recorded.
-    let items = r#"[{"name":"inner"}], {"name":"one","x":[1, 2]} , {"na\u006de":"two",
-        "description":"old",
-        "inputSchema":{"type":"object","properties":{"hidden":{},"kept":{"d":"\"}"}}}},
-        {"name":"my_secret"}, 42, "text", null, {"title":"nameless"},
-        {"name":"dup","name":"twice_secret"}, {"name":"t\u00e9l\u00e9","x" : 1 ,"y":2}"#
-        .replace('\n', " ");
-    let line = format!(
-        r#"{{"jsonrpc":"2.0","id":1,"result":{{ "_meta" : {{"a":[1,{{"b":"]"}}]}},
-        "tools" : [ {items}, {items}, {items} ], "nextCursor":"c"}}}}"#
-    )
-    .replace('\n', " ");
-    let (mut raw, mut parsed) = both_results(&line);
-    assert!(raw.is_outlined(), "a list of 30 items keeps its outline");
-    for payload in [&mut raw, &mut parsed] {
-        payload.edit_items("tools", rename);
-        payload.edit_items("tools", drop_secret);
-    }
-    let text = serde_json::to_string(&raw).expect("serializes");
-    assert_eq!(
-        serde_json::from_str::<Value>(&text).expect("valid JSON"),
-        *parsed
-    );
-    assert_eq!(parsed["tools"].as_array().map(Vec::len), Some(24));
-}
-
-#[test]
-fn a_long_list_in_a_batch_is_edited_as_a_parsed_value_would_be() {
-    // In a batch a result is one level deeper than the outline goes for
-    // a single message: its items' members must still be found.
-    let tools: Vec<String> = (0..20)
-        .map(|i| format!(r#"{{"name":"t{i}","d":1}},{{"name":"my_secret_{i}"}}"#))
-        .collect();
-    let line = format!(
-        r#"[{{"jsonrpc":"2.0","id":1,"result":{{"tools":[{}]}}}},{{"jsonrpc":"2.0","id":2,"result":{{}}}}]"#,
-        tools.join(",")
-    );
-    let Ok(Incoming::Batch(messages)) = Incoming::parse(line.as_bytes()) else {
-        panic!("a batch");
-    };
-    let Some(Ok(Message::Response(resp))) = messages.into_iter().next() else {
-        panic!("a response");
-    };
-    let mut raw = resp.result;
-    let mut parsed = Payload::from(raw.clone().into_value());
-    for payload in [&mut raw, &mut parsed] {
-        payload.edit_items("tools", rename);
-        payload.edit_items("tools", drop_secret);
-    }
-    let text = serde_json::to_string(&raw).expect("serializes");
-    assert_eq!(serde_json::from_str::<Value>(&text).expect("JSON"), *parsed);
-    assert_eq!(parsed["tools"].as_array().map(Vec::len), Some(20));
-    assert_eq!(parsed["tools"][0]["name"], "b_t0");
-}
-
-#[test]
-fn a_list_nobody_changed_stays_the_senders_bytes() {
-    let line = r#"{"jsonrpc":"2.0","id":1,"result":{"tools":[ {"name":"a" }, {"name":"b"}]}}"#;
-    let (mut raw, _) = both_results(line);
-    raw.edit_items("tools", |_| true);
-    raw.edit_items("prompts", |_| false);
-    assert!(raw.is_untouched());
-    let msg = Message::Response(Response {
-        id: 1.into(),
-        result: raw,
-        extra: Map::new(),
-    });
-    assert!(written(&msg).contains(r#"[ {"name":"a" }, {"name":"b"}]"#));
-}
-
-#[test]
-fn a_result_with_a_key_twice_is_edited_as_parsed() {
-    // serde_json keeps the last "tools": so must the edit.
-    let line = r#"{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"x"}],"tools":[{"name":"y"},{"name":"z_secret"}]}}"#;
-    let (mut raw, _) = both_results(line);
-    raw.edit_items("tools", rename);
-    raw.edit_items("tools", drop_secret);
-    assert_eq!(*raw, json!({"tools": [{"name": "b_y"}]}));
-}
-
-#[test]
-fn a_list_that_is_not_an_array_is_left_alone() {
-    for result in [
-        r#"{"tools":{"name":"a"}}"#,
-        r#"{"tools":"a"}"#,
-        r#"[{"name":"a"}]"#,
-        "7",
-    ] {
-        let line = format!(r#"{{"jsonrpc":"2.0","id":1,"result":{result}}}"#);
-        let (mut raw, _) = both_results(&line);
-        raw.edit_items("tools", |_| false);
-        assert!(raw.is_untouched(), "{result}");
-        assert_eq!(serde_json::to_string(&raw).expect("serializes"), result);
-    }
-}
-
-#[test]
-fn a_second_edit_reads_what_the_first_wrote() {
-    // The second edit uses the positions the first recorded; it must see
-    // the new names, and an edit after a drop must still line up.
-    let tools: Vec<Value> = (0..50)
-        .map(|i| json!({"name": format!("t{i}"), "description": "d \"q\" \\ é", "n": i}))
-        .collect();
-    let line =
-        serde_json::to_string(&json!({"jsonrpc":"2.0","id":1,"result":{"tools":tools,"x":1}}))
-            .expect("serializes");
-    let (mut raw, mut parsed) = both_results(&line);
-    for payload in [&mut raw, &mut parsed] {
-        // Some items changed, some dropped, the rest copied: those move.
-        payload.edit_items("tools", |item| {
-            let name = item
-                .str_member("name")
-                .map(|n| n.into_owned())
-                .unwrap_or_default();
-            if name.ends_with('0') {
-                item.insert("seen", 1.into());
-            }
-            !name.ends_with('3')
-        });
-        payload.edit_items("tools", rename);
-        payload.edit_items("tools", |item| {
-            item.str_member("name")
-                .is_some_and(|n| n.starts_with("b_t"))
-        });
-        payload.edit_items("tools", |item| {
-            item.insert(
-                "name",
-                item.str_member("name").map(|n| n.to_uppercase()).into(),
-            );
-            true
-        });
-    }
-    assert_eq!(*raw, *parsed);
-    assert_eq!(raw["tools"].as_array().map(Vec::len), Some(45));
-    assert_eq!(
-        raw["tools"][0],
-        json!({"name": "B_T0", "description": "d \"q\" \\ é", "n": 0, "seen": 1})
-    );
-    assert_eq!(
-        raw["tools"][1],
-        json!({"name": "B_T1", "description": "d \"q\" \\ é", "n": 1})
-    );
-}
-#[test]
-fn names_spliced_in_and_passes_that_change_nothing_leave_the_list_indexed() {
-    // Each pass reads the list through what the one before it left: the
-    // index a keep-everything pass found, the index a splice shifted.
-    let tools: Vec<Value> = (0..40)
-        .map(|i| json!({"description": "d \"q\" é", "name": format!("t{i}"), "n": [i]}))
-        .collect();
-    let line =
-        serde_json::to_string(&json!({"jsonrpc":"2.0","id":1,"result":{"x":1,"tools":tools}}))
-            .expect("serializes");
-    let (mut raw, mut parsed) = both_results(&line);
-    let mut seen = [Vec::new(), Vec::new()];
-    for (payload, seen) in [&mut raw, &mut parsed].into_iter().zip(&mut seen) {
-        let spliced = payload.prefix_items("tools", "name", "b_", |_| {});
-        if !spliced {
-            payload.edit_items("tools", rename);
-        }
-        payload.edit_items("tools", |item| {
-            seen.extend(item.str_member("name").map(|n| n.into_owned()));
-            true
-        });
-        payload.edit_items("tools", |item| {
-            item.str_member("name").is_some_and(|n| !n.ends_with('7'))
-        });
-        if !payload.prefix_items("tools", "name", "c_", |_| {}) {
-            payload.edit_items("tools", |item| {
-                let name = item.str_member("name").map(|n| format!("c_{n}"));
-                item.insert("name", name.into());
-                true
-            });
-        }
-        payload.edit_items("tools", |item| {
-            seen.extend(item.str_member("name").map(|n| n.into_owned()));
-            true
-        });
-    }
-    assert!(raw.is_untouched(), "the raw path stayed raw");
-    assert_eq!(seen[0], seen[1]);
-    assert_eq!(seen[0].len(), 40 + 36);
-    assert_eq!(*raw, *parsed);
-    assert_eq!(
-        raw["tools"][7],
-        json!({"description": "d \"q\" é", "name": "c_b_t8", "n": [8]})
-    );
-}
-
-#[test]
-fn messages_stay_small() {
-    // Every message crosses the relay inside futures that are moved (and
-    // copied) at each step: a byte here is paid many times per message. A
-    // payload keeps its parsed value boxed, and where it lies in a shared
-    // line; an error answer keeps its error boxed.
-    assert!(
-        std::mem::size_of::<Payload>() <= 56,
-        "{}",
-        std::mem::size_of::<Payload>()
-    );
-    assert!(
-        std::mem::size_of::<Message>() <= 184,
-        "{}",
-        std::mem::size_of::<Message>()
-    );
-}
-
-/// Messages of every shape `write_line` meets: ids of each kind, escaped
-/// methods and ids, with and without payloads, extra members, errors, and
-/// input with blanks.
-const SHAPES: [&str; 15] = [
-    r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a\"b","arguments":{}}}"#,
-    r#"{"jsonrpc":"2.0","id":"s\u00e9\"q","method":"m\u00e9"}"#,
-    r#"{"jsonrpc":"2.0","id":"s\t","method":"m\n"}"#,
-    r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":1}}"#,
-    r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
-    r#"{"jsonrpc":"2.0","id":-0,"result":{"content":[{"type":"text","text":"é"}]}}"#,
-    r#"{"jsonrpc":"2.0","id":0,"result":{}}"#,
-    r#"{"jsonrpc":"2.0","id":9007199254740993,"result":{}}"#,
-    r#"{"jsonrpc":"2.0","id":18446744073709551615,"result":{}}"#,
-    r#"{"jsonrpc":"2.0","id":-7,"result":{}}"#,
-    r#"{"jsonrpc":"2.0","id":1.5,"method":"m","params":[1]}"#,
-    r#"{"jsonrpc":"2.0","id":1e2,"result":{}}"#,
-    r#"{"jsonrpc":"2.0","id":2,"error":{"code":-32601,"message":"no"}}"#,
-    r#"{"jsonrpc":"2.0","id":3,"result":[1,2],"_meta":{"x":1}}"#,
-    r#" { "jsonrpc" : "2.0" , "id" : 4 , "method" : "m" , "params" : { "a" : [ 1 , 2 ] } } "#,
-];
-
-#[test]
-fn json_len_is_what_write_line_writes() {
-    let lines = SHAPES;
-    for line in lines {
-        let mut msg = single(line.as_bytes());
-        for _ in 0..2 {
-            let mut written = Vec::new();
-            msg.write_line(&mut written);
-            assert_eq!(msg.json_len(), written.len() - 1, "{line}");
-            // Read (parsed) payloads are counted as they will be written.
-            if let Message::Request(Request {
-                params: Some(p), ..
-            })
-            | Message::Notification(Notification {
-                params: Some(p), ..
-            })
-            | Message::Response(Response { result: p, .. }) = &mut msg
-            {
-                p.as_object_mut();
-            }
-        }
-    }
-}
-
-#[test]
-fn the_usual_shapes_are_written_by_hand_as_serde_json_writes_them() {
-    let lines = SHAPES;
+fn json_len_is_what_write_line_writes_and_the_line_is_what_serde_json_writes() {
+    let lines = [
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"},"z":[1,"é\n"]}"#,
+        r#"{"jsonrpc":"2.0","method":"n"}"#,
+        r#"{"jsonrpc":"2.0","id":"s\"q","result":{"a":1}}"#,
+        r#"{"jsonrpc":"2.0","id":null,"error":{"code":-1,"message":"m","data":[1]}}"#,
+        r#"{"jsonrpc":"2.0","id":2.5e3,"result":[]}"#,
+    ];
     for line in lines {
         let msg = single(line.as_bytes());
-        let mut written = Vec::new();
-        msg.write_line(&mut written);
-        let mut expected = serde_json::to_vec(&msg).expect("a message");
-        expected.push(b'\n');
+        let out = written(&msg);
+        assert_eq!(msg.json_len() + 1, out.len(), "{line}");
+        let reference: Value = serde_json::from_str(line).expect("valid");
         assert_eq!(
-            String::from_utf8_lossy(&written),
-            String::from_utf8_lossy(&expected),
-            "{line}"
+            out.trim_end(),
+            serde_json::to_string(&reference).expect("json")
         );
     }
 }
 
 #[test]
 fn a_line_written_around_its_payload_is_the_line_once_it_is_put_back() {
-    for line in [
-        r#"{"jsonrpc":"2.0","id":7,"result":{"tools":[{"name":"a"}]}}"#,
-        r#"{"jsonrpc":"2.0","id":"s","method":"tools/call","params":{"name":"echo"}}"#,
-        r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"p":1}}"#,
-        r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#,
-        r#"{"jsonrpc":"2.0","id":1,"error":{"code":-1,"message":"m"}}"#,
-        r#"{"jsonrpc":"2.0","id":1,"result":{},"extra":true}"#,
-    ] {
-        let read = || match Incoming::parse(line.as_bytes()) {
-            Ok(Incoming::Single(Ok(msg))) => msg,
-            other => panic!("{line}: {other:?}"),
-        };
-        let mut whole = Vec::new();
-        read().write_line(&mut whole);
-        // Handed over whenever there is a payload as it was sent, and
-        // only then; below the size asked for, written in place.
-        let mut around = Vec::new();
-        let handed = read().write_line_around(&mut around, 0);
-        let plain = !line.contains("error") && !line.contains("extra") && !line.contains("ping");
-        assert_eq!(handed.is_some(), plain, "{line}");
-        if let Some((at, text)) = handed {
-            assert_eq!(
-                &text[..],
-                &line[line.len() - 1 - text.len()..line.len() - 1]
-            );
-            around.splice(at..at, text.bytes());
-        }
-        assert_eq!(around, whole, "{line}");
-        let mut small = Vec::new();
-        assert!(read().write_line_around(&mut small, line.len()).is_none());
-        assert_eq!(small, whole, "{line}");
-    }
+    let text = "x".repeat(BIG_PAYLOAD_BYTES);
+    let line = format!(r#"{{"jsonrpc":"2.0","id":1,"result":{{"t":"{text}"}},"after":1}}"#);
+    let msg = single(line.as_bytes());
+    let mut whole = Vec::new();
+    msg.write_line(&mut whole);
+    let mut out = b"before".to_vec();
+    let (at, payload) = msg.write_line_around(&mut out).expect("big");
+    out.splice(at..at, payload.as_bytes().iter().copied());
+    assert_eq!(&out[b"before".len()..], &whole[..]);
+    // A small one is written whole.
+    let small = single(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#);
+    assert!(small.write_line_around(&mut Vec::new()).is_none());
 }
 
 #[test]
 fn a_payload_left_in_its_line_reads_and_writes_as_a_copied_one() {
-    let tools: Vec<Value> = (0..50)
-        .map(|i| json!({"name": format!("t{i}"), "description": "d \"q\" é"}))
-        .collect();
-    let line = serde_json::to_string(&json!({"jsonrpc":"2.0","id":3,"result":{"tools":tools}}))
-        .expect("serializes");
-    // The line sits in a bigger buffer, between others.
-    let before = "{\"before\":1}\n";
-    let buf = format!("{before}{line}\n{{\"after\":2}}").into_bytes();
-    let at = before.len()..before.len() + line.len();
-    let read = |big| match Incoming::parse_shared(std::sync::Arc::new(buf.clone()), at.clone(), big)
-    {
-        Ok(Incoming::Single(Ok(msg))) => msg,
-        other => panic!("{other:?}"),
+    let text = "y".repeat(BIG_PAYLOAD_BYTES);
+    let line =
+        format!(r#"xx{{"jsonrpc":"2.0","id":1,"result":{{"t":"{text}","isError":true}}}}yy"#);
+    let buf = Arc::new(line.into_bytes());
+    let at = 2..buf.len() - 2;
+    let Ok(Incoming::Single(Ok(shared))) = Incoming::parse_shared(buf.clone(), at.clone()) else {
+        panic!("a message");
     };
-    let copied = || match Incoming::parse(line.as_bytes()) {
-        Ok(Incoming::Single(Ok(msg))) => msg,
-        other => panic!("{other:?}"),
+    let copied = single(&buf[at]);
+    assert_eq!(written(&shared), written(&copied));
+    let Message::Response(r) = &shared else {
+        panic!("a response");
     };
-    let written = |msg: &Message| {
-        let mut out = Vec::new();
-        msg.write_line(&mut out);
-        out
+    assert_eq!(r.result.member("isError"), Ok(Some(json!(true))));
+}
+
+#[test]
+fn a_batch_is_read_element_by_element_and_its_answers_written_as_an_array() {
+    let line = br#"[{"jsonrpc":"2.0","id":1,"method":"a","params":{"k":[1]}},[1],"s",{"id":2}]"#;
+    let Ok(Incoming::Batch(items)) = Incoming::parse(line) else {
+        panic!("a batch");
     };
-    let prefixed = |mut msg: Message| {
-        let Message::Response(resp) = &mut msg else {
-            panic!("a response");
-        };
-        assert!(resp.result.prefix_items("tools", "name", "p_", |_| {}));
-        assert!(resp.result.is_untouched(), "edited as text");
-        msg
-    };
-    for big in [0, line.len()] {
-        assert_eq!(written(&read(big)), written(&copied()));
-        let serialized = |msg: Message| serde_json::to_string(&msg).expect("serializes");
-        assert_eq!(serialized(read(big)), serialized(copied()));
-        // Edited (as text), it is the copied one edited alike.
-        let (shared, own) = (prefixed(read(big)), prefixed(copied()));
-        assert_eq!(written(&shared), written(&own));
-        assert_eq!(shared, own);
-        assert_eq!(read(big), copied());
-    }
+    assert_eq!(items.len(), 4);
+    assert!(items[0].is_ok() && items[1].is_err() && items[2].is_err());
+    assert_eq!(
+        items[3].as_ref().err().and_then(|e| e.id.clone()),
+        Some(2.into())
+    );
+    let answers = [
+        Message::response(1.into(), json!({})),
+        Message::response(2.into(), json!([])),
+    ];
+    let mut out = Vec::new();
+    Message::write_batch(&answers, &mut out);
+    let read: Value = serde_json::from_slice(&out).expect("valid");
+    assert_eq!(
+        read,
+        json!([{"jsonrpc":"2.0","id":1,"result":{}},{"jsonrpc":"2.0","id":2,"result":[]}])
+    );
+}
+
+#[test]
+fn the_id_of_an_answer_too_deep_or_too_long_to_parse_is_still_found() {
+    let nest = |n| format!("{}1{}", "[".repeat(n), "]".repeat(n));
+    // Deeper than serde_json reads a line, in a payload or elsewhere: the
+    // line is refused, and its id found all the same.
+    let deep = format!(r#"{{"jsonrpc":"2.0","id":7,"result":{}}}"#, nest(200));
+    assert!(Incoming::parse(deep.as_bytes()).is_err());
+    assert_eq!(response_id(deep.as_bytes()), Some(7.into()));
+    let deep = format!(
+        r#"{{"jsonrpc":"2.0","id":7,"error":{{"code":1,"message":"m","data":{}}}}}"#,
+        nest(200)
+    );
+    assert!(Incoming::parse(deep.as_bytes()).is_err());
+    assert_eq!(response_id(deep.as_bytes()), Some(7.into()));
+    let cut = r#"{"jsonrpc":"2.0","id":"a","result":{"content":[{"text":"aaaa"#;
+    assert_eq!(response_id(cut.as_bytes()), Some("a".into()));
+    // Skipped values may be as deep as they like: an id after one counts.
+    let late = format!(
+        r#"{{"result":{},"id":1,"error":{{"data":{}}}}}"#,
+        nest(200),
+        nest(200)
+    );
+    assert_eq!(response_id(late.as_bytes()), Some(1.into()));
+    // A request is not an answer; an id after the cut is lost.
+    assert_eq!(response_id(br#"{"id":1,"method":"m","params":[[["#), None);
+    assert_eq!(response_id(br#"{"result":{"text":"aaaa"#), None);
 }

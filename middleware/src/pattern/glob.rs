@@ -10,7 +10,6 @@
 //! add 1.5 MiB of RSS for it).
 
 use super::Syntax;
-use crate::message::{find_short, SHORT};
 use memchr::memmem::Finder;
 
 /// One piece of a glob.
@@ -276,5 +275,23 @@ fn class(chars: &mut std::iter::Peekable<std::str::Chars<'_>>, uri: bool) -> Res
         negated,
         ranges,
         slash: !uri,
+    })
+}
+
+/// Up to this many bytes, a text is searched byte by byte: a tool's name is
+/// too short for `memmem`'s set-up to pay (see docs/benchmarks.md).
+const SHORT: usize = 64;
+
+/// Where `needle` (not empty) first occurs in `haystack`, byte by byte:
+/// for a haystack of up to [`SHORT`] bytes.
+fn find_short(needle: &[u8], haystack: &[u8]) -> Option<usize> {
+    let (&first, tail) = needle.split_first()?;
+    let last_start = haystack.len().checked_sub(needle.len())?;
+    (0..=last_start).find(|&at| {
+        haystack[at] == first
+            && haystack[at + 1..at + needle.len()]
+                .iter()
+                .zip(tail)
+                .all(|(a, b)| a == b)
     })
 }

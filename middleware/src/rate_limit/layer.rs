@@ -101,10 +101,13 @@ impl Rule {
         );
         direction_ok
             && match &self.matcher {
-                Matcher::Tool(p) => matches!(
-                    Target::of(&req.method, req.params.as_ref()),
-                    Some(Target::Tool(name)) if p.is_match(name)
-                ),
+                Matcher::Tool(p) => match Target::of(&req.method, req.params.as_ref()) {
+                    Ok(Some(Target::Tool(name))) => p.is_match(&name),
+                    // A call whose tool cannot be read counts against every
+                    // tool rule: it cannot slip past a limit unjudged.
+                    Err(_) => req.method == crate::message::method::TOOLS_CALL,
+                    Ok(_) => false,
+                },
                 Matcher::Method(p) => p.is_match(&req.method),
                 Matcher::Any => true,
             }

@@ -74,8 +74,8 @@ where
                 // A cancellation for a request still held here: release it
                 // and keep the notification, since the other side never saw
                 // the request it names.
-                let target = n.params.as_deref().and_then(|p| p.get("requestId"));
-                if let Some(id) = target.and_then(RequestId::from_value) {
+                let target = n.params.as_ref().map(|p| p.member("requestId"));
+                if let Some(id) = target.and_then(|t| RequestId::from_value(&t.ok()??)) {
                     if self.shared.cancel_held(env.direction, id) {
                         return Box::pin(std::future::ready(Ok(None)));
                     }

@@ -2,8 +2,8 @@
 //! Kept apart from the `Service` plumbing so each can be read on its own.
 
 use super::layer::Rules;
-use super::names::{check_name, check_prefixed, Names};
-use crate::message::{method, ErrorCode, ErrorObject, Item, Message, Payload, Request};
+use super::names::{check_name, Names};
+use crate::message::{method, ErrorCode, ErrorObject, Item, Message, Payload, Request, Unreadable};
 use crate::target::REF_PROMPT;
 use serde_json::{json, Map, Value};
 
@@ -74,37 +74,41 @@ impl Rules {
 
     /// `tools/call` or `prompts/get`: the name back to the upstream one, then
     /// overrides, defaults and (when configured) redaction of the arguments.
+    /// Only the members changed are written anew; the rest of the params
+    /// stay the sender's text.
     fn call(&self, req: &mut Request, names: &Names, kind: &str) -> Result<(), Box<Message>> {
+        if names.is_identity() && !self.redact_arguments {
+            return Ok(());
+        }
+        let id = &req.id;
         let Some(params) = req.params.as_mut() else {
-            return Ok(());
+            return Err(unreadable(id, &Unreadable::new("params missing")));
         };
-        // Read, and when only the name changes, replaced, in the sender's
-        // bytes: the arguments stay as they were sent.
-        let Some(name) = params.str_member("name") else {
-            return Ok(());
+        let name = match params.str_member("name") {
+            Ok(Some(name)) => name.into_owned(),
+            Ok(None) => return Err(unreadable(id, &Unreadable::new("params.name missing"))),
+            Err(e) => return Err(unreadable(id, &e)),
         };
-        let Some(upstream) = names.upstream_name(name) else {
-            return Err(unknown(req.id.clone(), kind, name));
+        let Some(upstream) = names.upstream_name(&name) else {
+            return Err(unknown(id.clone(), kind, &name));
         };
         let item = names.item(upstream);
-        let renamed = (upstream != name).then(|| upstream.to_owned());
-        if let Some(upstream) = renamed {
-            params.set_str_member("name", &upstream);
+        if upstream != name {
+            let upstream = Value::from(upstream);
+            params
+                .set_member("name", upstream)
+                .map_err(|e| unreadable(id, &e))?;
         }
         let has_args = item.is_some_and(|i| !i.arguments.is_empty() || !i.defaults.is_empty());
         if !(has_args || self.redact_arguments) {
             return Ok(());
         }
-        let Value::Object(params) = &mut **params else {
-            return Ok(());
+        let read = params.member("arguments").map_err(|e| unreadable(id, &e))?;
+        let mut args = match read {
+            None | Some(Value::Null) => Value::Object(Map::new()),
+            Some(args) => args,
         };
-        let args = params
-            .entry("arguments")
-            .or_insert_with(|| Value::Object(Map::new()));
-        if args.is_null() && has_args {
-            *args = Value::Object(Map::new());
-        }
-        if let (Some(item), Value::Object(args)) = (item, &mut *args) {
+        if let (Some(item), Value::Object(args)) = (item, &mut args) {
             for (k, v) in &item.arguments {
                 args.insert(k.clone(), v.clone());
             }
@@ -113,43 +117,60 @@ impl Rules {
             }
         }
         if self.redact_arguments {
-            self.redactor.all_strings(args);
+            self.redactor.all_strings(&mut args);
         }
-        Ok(())
+        params
+            .set_member("arguments", args)
+            .map_err(|e| unreadable(id, &e))
     }
 
     /// `completion/complete` for a prompt's argument names the prompt too.
     fn completion(&self, req: &mut Request) -> Result<(), Box<Message>> {
-        let r = req.params.as_deref_mut().and_then(|p| p.get_mut("ref"));
-        let Some(Value::Object(r)) = r else {
+        if self.prompts.is_identity() {
             return Ok(());
+        }
+        let id = &req.id;
+        let Some(params) = req.params.as_mut() else {
+            return Err(unreadable(id, &Unreadable::new("params missing")));
+        };
+        let mut r = match params.member("ref") {
+            Ok(Some(r)) => r,
+            Ok(None) => return Err(unreadable(id, &Unreadable::new("params.ref missing"))),
+            Err(e) => return Err(unreadable(id, &e)),
         };
         if r.get("type").and_then(Value::as_str) != Some(REF_PROMPT) {
             return Ok(());
         }
         let Some(Value::String(name)) = r.get_mut("name") else {
-            return Ok(());
+            let e = Unreadable::new("params.ref.name is not a string");
+            return Err(unreadable(id, &e));
         };
-        match self.prompts.upstream_name(name).map(str::to_owned) {
-            Some(upstream) => {
-                if *name != upstream {
-                    *name = upstream;
-                }
-                Ok(())
-            }
-            None => Err(unknown(req.id.clone(), "prompt", name)),
+        let Some(upstream) = self.prompts.upstream_name(name) else {
+            return Err(unknown(id.clone(), "prompt", name));
+        };
+        if name == upstream {
+            return Ok(());
         }
+        *name = upstream.to_owned();
+        params.set_member("ref", r).map_err(|e| unreadable(id, &e))
     }
 
     /// Edits the answer to a request, as `post` says.
     pub(super) fn answer(&self, post: Post, answer: &mut Message) {
         match answer {
             Message::Response(resp) => {
+                let mut edited = Ok(());
                 if let Some(listing) = post.listing {
-                    self.listing(listing, &mut resp.result);
+                    edited = self.listing(listing, &mut resp.result);
                 }
-                if post.content {
-                    self.redactor.content(&mut resp.result);
+                if post.content && edited.is_ok() {
+                    edited = resp.result.value_mut().map(|v| self.redactor.content(v));
+                }
+                // What cannot be read cannot be renamed or redacted: the
+                // client gets an error, not the server's text unedited.
+                if let Err(e) = edited {
+                    tracing::warn!(layer = LAYER, error = %e, "refused an answer it cannot read");
+                    *answer = *unreadable(&resp.id, &e);
                 }
             }
             Message::Error(e) if post.error => self.redactor.string(&mut e.error.message),
@@ -157,47 +178,45 @@ impl Rules {
         }
     }
 
-    fn listing(&self, listing: Listing, result: &mut Payload) {
+    fn listing(&self, listing: Listing, result: &mut Payload) -> Result<(), Unreadable> {
         if matches!(listing, Listing::Tools | Listing::Discover) {
-            rename_items(result, "tools", &self.tools, "tool");
+            result.edit_items("tools", |item| rename_item(&self.tools, item, "tool"))?;
         }
         if matches!(listing, Listing::Prompts | Listing::Discover) {
-            rename_items(result, "prompts", &self.prompts, "prompt");
+            result.edit_items("prompts", |item| rename_item(&self.prompts, item, "prompt"))?;
         }
+        Ok(())
     }
 
     /// Edits a message from the server on its way to the client: log
-    /// messages are redacted like results.
-    pub(super) fn server_message(&self, msg: &mut Message) {
+    /// messages are redacted like results. False when the message must not
+    /// go on: a log message that cannot be read cannot be redacted.
+    pub(super) fn server_message(&self, msg: &mut Message) -> bool {
         if self.redactor.is_empty() {
-            return;
+            return true;
         }
-        if let Message::Notification(note) = msg {
-            if note.method == method::NOTIFICATION_MESSAGE {
-                if let Some(data) = note.params.as_deref_mut().and_then(|p| p.get_mut("data")) {
+        let Message::Notification(note) = msg else {
+            return true;
+        };
+        if note.method != method::NOTIFICATION_MESSAGE {
+            return true;
+        }
+        let Some(params) = note.params.as_mut() else {
+            return true;
+        };
+        match params.value_mut() {
+            Ok(params) => {
+                if let Some(data) = params.get_mut("data") {
                     self.redactor.all_strings(data);
                 }
+                true
+            }
+            Err(e) => {
+                tracing::warn!(layer = LAYER, error = %e, "dropped a log message it cannot read");
+                false
             }
         }
     }
-}
-
-/// Renames the items of the list `key` (`tools`, `prompts`). With only a
-/// prefix configured, the names are spliced into the text as it stands;
-/// otherwise (or when the list is not plain enough for that) each item is
-/// read, renamed and given its settings in turn.
-fn rename_items(result: &mut Payload, key: &str, names: &Names, kind: &str) {
-    if let Some(prefix) = names.only_prefix() {
-        let prefixed = result.prefix_items(key, "name", prefix, |upstream| {
-            if let Err(e) = check_prefixed(prefix, upstream) {
-                tracing::warn!(layer = LAYER, kind, name = %upstream, "produced name: {e}");
-            }
-        });
-        if prefixed {
-            return;
-        }
-    }
-    result.edit_items(key, |item| rename_item(names, item, kind));
 }
 
 /// Renames one item of a list and applies its settings. False (drop it)
@@ -205,6 +224,8 @@ fn rename_items(result: &mut Payload, key: &str, names: &Names, kind: &str) {
 fn rename_item(names: &Names, item: &mut Item<'_>, kind: &str) -> bool {
     // Read while the name is borrowed from the item; changed after.
     let (client, settings) = {
+        // A nameless item cannot be renamed; the filter, when there is
+        // one, judges it.
         let Some(upstream) = item.str_member("name") else {
             return true;
         };
@@ -225,11 +246,11 @@ fn rename_item(names: &Names, item: &mut Item<'_>, kind: &str) -> bool {
         (renamed, names.item(&upstream))
     };
     if let Some(client) = client {
-        item.insert("name", client.into());
+        item.set("name", client.into());
     }
     if let Some(settings) = settings {
         if let Some(description) = &settings.description {
-            item.insert("description", description.clone().into());
+            item.set("description", description.clone().into());
         }
         if kind == "tool" {
             hide_in_schema(
@@ -287,6 +308,14 @@ fn hide_in_prompt(
             }
         }
     }
+}
+
+/// The answer to a request this layer must edit but cannot read: refused
+/// (-32602), never passed unedited.
+fn unreadable(id: &crate::RequestId, e: &Unreadable) -> Box<Message> {
+    let message = format!("cannot read the request: {e}");
+    let error = ErrorObject::refusal(ErrorCode::INVALID_PARAMS, LAYER, "unreadable", &message);
+    Box::new(Message::error(Some(id.clone()), error))
 }
 
 /// The answer to a call by a name this layer does not show: the same as a

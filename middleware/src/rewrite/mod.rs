@@ -59,7 +59,7 @@
 //! let layer = config.validate().expect("valid names");
 //! let server = tower::service_fn(|env: Envelope| async move {
 //!     // The server sees its own name.
-//!     assert_eq!(env.message.params().expect("params")["name"], "read_file");
+//!     assert_eq!(env.message.to_value()["params"]["name"], "read_file");
 //!     let id = env.message.id().cloned().expect("a request");
 //!     Ok::<_, BoxError>(Some(Message::response(id, json!({"content": []}))))
 //! });

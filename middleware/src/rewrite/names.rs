@@ -57,15 +57,6 @@ pub(super) fn check_name(name: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// [`check_name`] of `prefix` + `name`, for a prefix checked at load time,
-/// without building the name unless it fails.
-pub(super) fn check_prefixed(prefix: &str, name: &str) -> Result<(), String> {
-    if name.bytes().all(name_byte) && prefix.len() + name.len() <= MAX_NAME_CHARS {
-        return Ok(());
-    }
-    check_name(&format!("{prefix}{name}"))
-}
-
 /// A TOML key as it would appear in a dotted path: bare when it can be.
 pub(super) fn key(k: &str) -> Cow<'_, str> {
     if !k.is_empty()
@@ -159,12 +150,6 @@ impl Names {
     /// True when nothing is renamed, prefixed or changed.
     pub(super) fn is_identity(&self) -> bool {
         self.prefix.is_empty() && self.items.is_empty()
-    }
-
-    /// The prefix, when it is all there is: every item is renamed the same
-    /// way and none has settings of its own (nor can shadow another).
-    pub(super) fn only_prefix(&self) -> Option<&str> {
-        (!self.prefix.is_empty() && self.items.is_empty()).then_some(self.prefix.as_str())
     }
 
     pub(super) fn item(&self, upstream: &str) -> Option<&Item> {

@@ -58,7 +58,9 @@ where
                 Err(answer) => return Box::pin(ready(Ok(Some(*answer)))),
             },
             (Direction::ToClient, msg) => {
-                self.rules.server_message(msg);
+                if !self.rules.server_message(msg) {
+                    return Box::pin(ready(Ok(None)));
+                }
                 Default::default()
             }
             _ => Default::default(),

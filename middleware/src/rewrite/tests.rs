@@ -117,7 +117,7 @@ async fn result(svc: &mut Rewrite<Peer>, method: &str, params: Value) -> Value {
     )
     .await
     {
-        Some(Message::Response(r)) => r.result.into_value(),
+        Some(Message::Response(r)) => r.result.into_value().expect("readable"),
         other => panic!("expected a result, got {other:?}"),
     }
 }
@@ -126,8 +126,9 @@ fn last_params(seen: &Seen) -> Value {
     let seen = seen.lock().expect("not poisoned");
     seen.last()
         .and_then(Message::params)
-        .cloned()
         .expect("a request reached the server")
+        .to_value()
+        .expect("readable")
 }
 
 #[tokio::test]

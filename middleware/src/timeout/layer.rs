@@ -69,8 +69,8 @@ impl Rules {
     /// The deadline for `req`: a matching `tools` entry for `tools/call`,
     /// else a matching `methods` entry, else `default`.
     pub(super) fn deadline_for(&self, req: &Request) -> Deadline {
-        if let Some(Target::Tool(name)) = Target::of(&req.method, req.params.as_ref()) {
-            if let Some((_, d)) = self.tools.iter().find(|(p, _)| p.is_match(name)) {
+        if let Ok(Some(Target::Tool(name))) = Target::of(&req.method, req.params.as_ref()) {
+            if let Some((_, d)) = self.tools.iter().find(|(p, _)| p.is_match(&name)) {
                 return *d;
             }
         }

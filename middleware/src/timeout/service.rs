@@ -188,10 +188,10 @@ async fn next_progress(notify: Option<&Notify>) {
 /// `params._meta.progressToken` of a request. Only `_meta` is read: the
 /// arguments (a file's contents, say) stay unparsed.
 fn progress_token(params: Option<&Payload>) -> Option<RequestId> {
-    RequestId::from_value(params?.member("_meta")?.get("progressToken")?)
+    RequestId::from_value(params?.member("_meta").ok()??.get("progressToken")?)
 }
 
 /// `params.progressToken` of a `notifications/progress`.
 fn progress_token_of_notification(params: Option<&Payload>) -> Option<RequestId> {
-    RequestId::from_value(&*params?.member("progressToken")?)
+    RequestId::from_value(&params?.member("progressToken").ok()??)
 }

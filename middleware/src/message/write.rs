@@ -1,0 +1,150 @@
+//! Messages out, one line of JSON each: the envelope written as serde_json
+//! writes it, the payloads as they stand (see [`Payload::write`]).
+
+use super::{ErrorObject, Message, RequestId};
+use crate::payload::{Text, BIG_PAYLOAD_BYTES};
+use serde::ser::{Serialize, SerializeMap, Serializer};
+
+// === impl Message ===
+
+impl Message {
+    /// Appends the message as one line of JSON (with its `\n`).
+    pub fn write_line(&self, out: &mut Vec<u8>) {
+        self.write_json(out, false);
+        out.push(b'\n');
+    }
+
+    /// [`Self::write_line`], except that a payload of
+    /// [`BIG_PAYLOAD_BYTES`] or more that goes out as the sender's text is
+    /// not copied into `out`: it is handed back, with where in `out` it
+    /// belongs (the rest of the line is in `out` around that point), so
+    /// that a writer can send it from where it is, in one `writev` with
+    /// the bytes around it.
+    pub fn write_line_around(self, out: &mut Vec<u8>) -> Option<(usize, Text)> {
+        let big = self
+            .payload()
+            .and_then(|p| p.text())
+            .is_some_and(|text| text.len() >= BIG_PAYLOAD_BYTES);
+        if !big {
+            self.write_line(out);
+            return None;
+        }
+        let at = self.write_json(out, true);
+        out.push(b'\n');
+        let text = self.into_payload().and_then(|p| p.into_text());
+        Some((at?, text?))
+    }
+
+    /// Appends `messages` as one line: a JSON array (a batch's answers).
+    pub fn write_batch(messages: &[Message], out: &mut Vec<u8>) {
+        out.push(b'[');
+        for (n, message) in messages.iter().enumerate() {
+            if n > 0 {
+                out.push(b',');
+            }
+            message.write_json(out, false);
+        }
+        out.extend_from_slice(b"]\n");
+    }
+
+    /// How many bytes [`Self::write_line`] writes, without the newline. A
+    /// payload that is the sender's text is counted, not copied.
+    pub fn json_len(&self) -> usize {
+        let mut head = Vec::new();
+        self.write_json(&mut head, true);
+        head.len() + self.payload().map_or(0, |p| p.json_len())
+    }
+
+    /// Writes the message as JSON: exactly what serde_json writes for its
+    /// members in this order. With `skip_payload`, the payload's place is
+    /// left empty and returned.
+    pub(super) fn write_json(&self, out: &mut Vec<u8>, skip_payload: bool) -> Option<usize> {
+        out.extend_from_slice(br#"{"jsonrpc":"2.0""#);
+        let mut payload_at = None;
+        let (payload, key, extra) = match self {
+            Self::Request(r) => {
+                out.extend_from_slice(br#","id":"#);
+                write_id(&r.id, out);
+                out.extend_from_slice(br#","method":"#);
+                write_str(&r.method, out);
+                (r.params.as_ref(), &br#","params":"#[..], &r.extra)
+            }
+            Self::Notification(n) => {
+                out.extend_from_slice(br#","method":"#);
+                write_str(&n.method, out);
+                (n.params.as_ref(), &br#","params":"#[..], &n.extra)
+            }
+            Self::Response(r) => {
+                out.extend_from_slice(br#","id":"#);
+                write_id(&r.id, out);
+                (Some(&r.result), &br#","result":"#[..], &r.extra)
+            }
+            Self::Error(e) => {
+                out.extend_from_slice(br#","id":"#);
+                match &e.id {
+                    Some(id) => write_id(id, out),
+                    None => out.extend_from_slice(b"null"),
+                }
+                out.extend_from_slice(br#","error":"#);
+                serde_json::to_writer(&mut *out, &ErrorSer(&e.error))
+                    .expect("an error object always serializes");
+                (None, &b""[..], &e.extra)
+            }
+        };
+        if let Some(payload) = payload {
+            out.extend_from_slice(key);
+            payload_at = Some(out.len());
+            if !skip_payload {
+                payload.write(out);
+            }
+        }
+        for (name, value) in extra {
+            out.push(b',');
+            write_str(name, out);
+            out.push(b':');
+            serde_json::to_writer(&mut *out, value).expect("a Value always serializes");
+        }
+        out.push(b'}');
+        payload_at
+    }
+}
+
+/// Writes `s` as a JSON string, as serde_json does: a string with nothing
+/// to escape (most names and methods) as it stands.
+pub(crate) fn write_str(s: &str, out: &mut Vec<u8>) {
+    if s.bytes().all(|c| c >= 0x20 && c != b'"' && c != b'\\') {
+        out.reserve(s.len() + 2);
+        out.push(b'"');
+        out.extend_from_slice(s.as_bytes());
+        out.push(b'"');
+    } else {
+        serde_json::to_writer(out, s).expect("a string always serializes into a Vec");
+    }
+}
+
+fn write_id(id: &RequestId, out: &mut Vec<u8>) {
+    match id {
+        RequestId::Number(n) => out.extend_from_slice(n.to_string().as_bytes()),
+        RequestId::String(s) => write_str(s, out),
+    }
+}
+
+/// Serializes an [`ErrorObject`] without building an intermediate `Value`.
+struct ErrorSer<'a>(&'a ErrorObject);
+
+impl Serialize for ErrorSer<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let e = self.0;
+        let len = 2 + usize::from(e.data.is_some()) + e.extra.len();
+        let mut map = s.serialize_map(Some(len))?;
+        map.serialize_entry("code", &e.code.0)?;
+        map.serialize_entry("message", &e.message)?;
+        if let Some(d) = &e.data {
+            map.serialize_entry("data", d)?;
+        }
+        for (k, v) in &e.extra {
+            map.serialize_entry(k, v)?;
+        }
+        map.end()
+    }
+}

@@ -1,0 +1,303 @@
+//! An object read one level deep: its members in order, each value left as
+//! the text serde_json found for it until someone reads or changes it. This
+//! is what lets a layer read a tool's `name` without parsing its arguments,
+//! or drop one tool of a thousand without parsing any schema.
+//!
+//! Every value here is found by serde_json: a member's place is where the
+//! `&RawValue` serde_json gave for it lies in the text. Of duplicate keys
+//! the last counts, in the place of the first, as in a parsed `Value` and
+//! as servers read them.
+
+use super::value;
+use serde::de::{DeserializeSeed, Deserializer, MapAccess, Visitor};
+use serde_json::value::RawValue;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::fmt;
+use std::ops::Range;
+
+/// One member of an object.
+#[derive(Debug, Clone)]
+pub(crate) struct Member {
+    pub(crate) key: Key,
+    pub(crate) value: Slot,
+}
+
+/// A member's name: where it stands in the text when it is written without
+/// escapes (most are), or decoded.
+#[derive(Debug, Clone)]
+pub(crate) enum Key {
+    At(Range<usize>),
+    Own(Box<str>),
+}
+
+/// A member's value.
+#[derive(Debug, Clone)]
+pub(crate) enum Slot {
+    /// As received: where its text is.
+    At(Range<usize>),
+    /// Set or changed by a layer.
+    Value(Value),
+    /// An array whose items a layer edits (see `list`).
+    List(Vec<super::list::Entry>),
+}
+
+// === impl Key ===
+
+impl Key {
+    /// The decoded name, as bytes.
+    pub(crate) fn bytes<'a>(&'a self, text: &'a [u8]) -> &'a [u8] {
+        match self {
+            Self::At(at) => &text[at.clone()],
+            Self::Own(name) => name.as_bytes(),
+        }
+    }
+}
+
+/// An object read one level deep.
+#[derive(Debug)]
+pub(crate) struct Read {
+    pub(crate) members: Vec<Member>,
+    /// Whether every key is written once and without escapes. If not, a
+    /// reader that keeps the first of duplicate keys, or reads escapes in
+    /// its own way, could see other members than mcp-chain does: what a
+    /// layer read of it is then written from what was read.
+    pub(crate) plain: bool,
+}
+
+/// Reads the object `text` one level deep. The places in the members are
+/// offsets in `text` plus `base` (a list item is read on its own but its
+/// places are kept in the payload's text).
+pub(crate) fn members(text: &[u8], base: usize) -> Result<Read, serde_json::Error> {
+    let mut de = serde_json::Deserializer::from_slice(text);
+    let read = de.deserialize_map(Members { text, base })?;
+    de.end()?;
+    Ok(read)
+}
+
+/// Where `part`, a slice serde_json borrowed from `text`, lies in it.
+pub(crate) fn place(text: &[u8], part: &[u8]) -> Range<usize> {
+    let start = part.as_ptr() as usize - text.as_ptr() as usize;
+    start..start + part.len()
+}
+
+/// The index of the member named `name`, if there is one.
+pub(crate) fn find(members: &[Member], text: &[u8], name: &str) -> Option<usize> {
+    members
+        .iter()
+        .position(|m| m.key.bytes(text) == name.as_bytes())
+}
+
+/// Reads a member's value as a `Value`.
+pub(crate) fn read(slot: &Slot, text: &[u8]) -> Result<Value, serde_json::Error> {
+    match slot {
+        Slot::At(at) => value::parse(&text[at.clone()]),
+        Slot::Value(v) => Ok(v.clone()),
+        Slot::List(_) => {
+            let mut out = Vec::new();
+            write_slot(slot, text, &mut out);
+            value::parse(&out)
+        }
+    }
+}
+
+/// Writes an object's members as JSON.
+pub(crate) fn write(members: &[Member], text: &[u8], out: &mut Vec<u8>) {
+    out.push(b'{');
+    for (n, member) in members.iter().enumerate() {
+        if n > 0 {
+            out.push(b',');
+        }
+        match &member.key {
+            // Borrowed by serde_json, so written without escapes: as it
+            // stands, it is the same JSON string.
+            Key::At(at) => {
+                out.push(b'"');
+                out.extend_from_slice(&text[at.clone()]);
+                out.push(b'"');
+            }
+            Key::Own(name) => crate::message::write_str(name, out),
+        }
+        out.push(b':');
+        write_slot(&member.value, text, out);
+    }
+    out.push(b'}');
+}
+
+pub(crate) fn write_slot(slot: &Slot, text: &[u8], out: &mut Vec<u8>) {
+    match slot {
+        Slot::At(at) => out.extend_from_slice(&text[at.clone()]),
+        Slot::Value(v) => serde_json::to_writer(out, v).expect("a Value always serializes"),
+        Slot::List(entries) => super::list::write(entries, text, out),
+    }
+}
+
+/// The visitor for [`members`].
+struct Members<'t> {
+    text: &'t [u8],
+    base: usize,
+}
+
+impl<'de> Visitor<'de> for Members<'_> {
+    type Value = Read;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Read, A::Error> {
+        let mut members: Vec<Member> = Vec::new();
+        let mut plain = true;
+        // Past a few members, where each name is, so that a hostile object
+        // with a million keys is not compared pairwise.
+        let mut index: Option<HashMap<Vec<u8>, usize>> = None;
+        let at = |part: &[u8]| {
+            let place = place(self.text, part);
+            place.start + self.base..place.end + self.base
+        };
+        while let Some(name) = map.next_key_seed(KeySeed)? {
+            let raw: &RawValue = map.next_value()?;
+            let key = match name {
+                Name::Borrowed(s) => Key::At(at(s.as_bytes())),
+                Name::Own(s) => {
+                    plain = false;
+                    Key::Own(s.into_boxed_str())
+                }
+            };
+            let value = Slot::At(at(raw.get().as_bytes()));
+            let bytes = name_bytes(&key, self.text, self.base);
+            let seen = match &mut index {
+                Some(index) => index.get(bytes).copied(),
+                None => members
+                    .iter()
+                    .position(|m| name_bytes(&m.key, self.text, self.base) == bytes),
+            };
+            match seen {
+                Some(n) => {
+                    plain = false;
+                    members[n].value = value;
+                }
+                None => {
+                    if let Some(index) = &mut index {
+                        index.insert(bytes.to_vec(), members.len());
+                    }
+                    members.push(Member { key, value });
+                }
+            }
+            if index.is_none() && members.len() > INDEXED_FROM {
+                let names = members.iter().enumerate();
+                index = Some(
+                    names
+                        .map(|(n, m)| (name_bytes(&m.key, self.text, self.base).to_vec(), n))
+                        .collect(),
+                );
+            }
+        }
+        Ok(Read { members, plain })
+    }
+}
+
+/// From this many members on, names are found through a map.
+const INDEXED_FROM: usize = 16;
+
+fn name_bytes<'a>(key: &'a Key, text: &'a [u8], base: usize) -> &'a [u8] {
+    match key {
+        Key::At(at) => &text[at.start - base..at.end - base],
+        Key::Own(name) => name.as_bytes(),
+    }
+}
+
+/// A member name as serde_json hands it over: borrowed from the text when
+/// it has no escapes, decoded otherwise.
+pub(crate) enum Name<'de> {
+    Borrowed(&'de str),
+    Own(String),
+}
+
+pub(crate) struct KeySeed;
+
+impl<'de> DeserializeSeed<'de> for KeySeed {
+    type Value = Name<'de>;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Name<'de>, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl<'de> Visitor<'de> for KeySeed {
+    type Value = Name<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a member name")
+    }
+
+    fn visit_borrowed_str<E>(self, s: &'de str) -> Result<Name<'de>, E> {
+        Ok(Name::Borrowed(s))
+    }
+
+    fn visit_str<E>(self, s: &str) -> Result<Name<'de>, E> {
+        Ok(Name::Own(s.to_owned()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names_and_values(text: &str) -> Vec<(String, String)> {
+        let t = text.as_bytes();
+        let members = members(t, 0).expect("an object").members;
+        let show = |slot: &Slot| match slot {
+            Slot::At(at) => String::from_utf8_lossy(&t[at.clone()]).into_owned(),
+            _ => unreachable!("only places after a read"),
+        };
+        members
+            .iter()
+            .map(|m| {
+                let name = String::from_utf8_lossy(m.key.bytes(t)).into_owned();
+                (name, show(&m.value))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn members_are_read_in_order_with_the_last_of_a_name_in_the_first_place() {
+        let got = names_and_values(r#"{ "a" : [1, 2] ,"b":{"x":1},"\u0061":"last","c":null}"#);
+        let want = [("a", r#""last""#), ("b", r#"{"x":1}"#), ("c", "null")];
+        let want: Vec<_> = want
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn many_members_are_deduplicated_through_the_index() {
+        let mut text = String::from("{");
+        for n in 0..100 {
+            text.push_str(&format!("\"k{}\":{n},", n % 40));
+        }
+        text.push_str("\"end\":0}");
+        let got = names_and_values(&text);
+        assert_eq!(got.len(), 41);
+        assert_eq!(got[0], ("k0".to_string(), "80".to_string()));
+        let reference: Value = serde_json::from_str(&text).expect("valid");
+        let keys: Vec<&String> = reference.as_object().expect("object").keys().collect();
+        assert_eq!(keys, got.iter().map(|(k, _)| k).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn keys_written_twice_or_with_escapes_are_not_plain() {
+        let plain = |text: &str| members(text.as_bytes(), 0).expect("an object").plain;
+        assert!(plain(r#"{"a":1,"b":{"a":2,"a":3}}"#));
+        assert!(!plain(r#"{"a":1,"a":2}"#));
+        assert!(!plain(r#"{"\u0061":1}"#));
+    }
+
+    #[test]
+    fn what_is_not_an_object_is_an_error() {
+        for bad in ["[]", "1", r#""s""#, "{", r#"{"a":1}x"#] {
+            assert!(members(bad.as_bytes(), 0).is_err(), "{bad}");
+        }
+    }
+}
