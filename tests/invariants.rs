@@ -1,4 +1,4 @@
-//! DESIGN.md's invariants, each with a test that fails without it: order,
+//! The invariants of docs/architecture.md, each with a test that fails without it: order,
 //! concurrency, both directions through the chain.
 
 mod support;

@@ -36,7 +36,7 @@ pub struct Envelope {
     pub message: Message,
     /// Set by the side that will write the answer; the connector at the
     /// other end keeps it and waits on it after handing over the answer, so
-    /// that an answer never overtakes what its sender sent next (DESIGN.md,
+    /// that an answer never overtakes what its sender sent next (docs/architecture.md,
     /// invariant 1). Layers pass it along untouched.
     pub delivered: Option<Delivered>,
 }

@@ -6,7 +6,7 @@
 //! requests it is the downstream connector (writing to our stdout).
 //!
 //! Each connector numbers the requests it sends with its own `u64` ids and
-//! maps the answers back (DESIGN.md, invariant 3): the peer never sees the
+//! maps the answers back (docs/architecture.md, invariant 3): the peer never sees the
 //! ids of the other side, two sides may use the same ids, and mcp-chain may
 //! send requests of its own without colliding. `notifications/cancelled`
 //! is translated the same way; one for a request no longer in flight is

@@ -173,7 +173,7 @@ pub(super) fn unreadable_result(id: RequestId, e: &Unreadable) -> Message {
 }
 
 /// The answer to a request for a hidden item or method, shaped like the
-/// server's own answer for a missing one (DESIGN.md, Errors).
+/// server's own answer for a missing one (docs/architecture.md, Errors).
 pub(super) fn denial(id: RequestId, method: &str, target: Option<&Target<'_>>) -> Message {
     let (code, message, detail) = match target {
         None => (

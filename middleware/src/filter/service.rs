@@ -111,7 +111,7 @@ where
 
     fn call(&mut self, env: Envelope) -> ResponseFuture {
         // Judged and forwarded here, before the future is returned, so
-        // messages leave in the order they arrived (DESIGN.md, invariant 1).
+        // messages leave in the order they arrived (docs/architecture.md, invariant 1).
         match self.judge(env.direction, &env.message) {
             Verdict::Pass => crate::boxed(self.inner.call(env)),
             Verdict::Prune(listing) => {

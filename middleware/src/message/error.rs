@@ -68,7 +68,7 @@ impl ErrorObject {
 
     /// An error mcp-chain answers itself on behalf of `layer`: the message
     /// names mcp-chain and the layer, `data` carries `layer` and `reason`
-    /// for programs (DESIGN.md, Errors).
+    /// for programs (docs/architecture.md, Errors).
     pub fn refusal(code: ErrorCode, layer: &str, reason: &str, message: &str) -> Self {
         let mut data = Map::new();
         data.insert("layer".into(), layer.into());

@@ -3,7 +3,7 @@
 //! and a rewrite renames it without parsing its schema, and an item no
 //! layer changed is written back as the sender's text.
 
-use super::object::{self, find, Key, Member, Slot};
+use super::object::{self, find, Member, Slot};
 use serde_json::value::RawValue;
 use serde_json::Value;
 use std::borrow::Cow;
@@ -102,16 +102,9 @@ impl<'a> Item<'a> {
     /// Sets the member `name` (added at the end when there is none). Does
     /// nothing to an item that is not a readable object.
     pub fn set(&mut self, name: &str, value: Value) {
-        let Some(members) = self.entry.members.as_mut() else {
-            return;
-        };
-        self.entry.changed = true;
-        match find(members, self.text, name) {
-            Some(n) => members[n].value = Slot::Value(value),
-            None => members.push(Member {
-                key: Key::Own(name.into()),
-                value: Slot::Value(value),
-            }),
+        if let Some(members) = self.entry.members.as_mut() {
+            self.entry.changed = true;
+            object::set(members, self.text, name, value);
         }
     }
 

@@ -8,10 +8,11 @@
 //! the last counts, in the place of the first, as in a parsed `Value` and
 //! as servers read them.
 
-use super::value;
+use super::{value, Text};
 use serde::de::{DeserializeSeed, Deserializer, MapAccess, Visitor};
 use serde_json::value::RawValue;
 use serde_json::Value;
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt;
 use std::ops::Range;
@@ -91,14 +92,39 @@ pub(crate) fn find(members: &[Member], text: &[u8], name: &str) -> Option<usize>
 /// Reads a member's value as a `Value`.
 pub(crate) fn read(slot: &Slot, text: &[u8]) -> Result<Value, serde_json::Error> {
     match slot {
-        Slot::At(at) => value::parse(&text[at.clone()]),
         Slot::Value(v) => Ok(v.clone()),
-        Slot::List(_) => {
+        _ => value::parse(&text_of(slot, text)),
+    }
+}
+
+/// A member's value as JSON text: where it is in `text`, or written anew.
+pub(crate) fn text_of<'a>(slot: &Slot, text: &'a [u8]) -> Cow<'a, [u8]> {
+    match slot {
+        Slot::At(at) => Cow::Borrowed(&text[at.clone()]),
+        _ => {
             let mut out = Vec::new();
             write_slot(slot, text, &mut out);
-            value::parse(&out)
+            Cow::Owned(out)
         }
     }
+}
+
+/// Sets the member `name` (added at the end when there is none).
+pub(crate) fn set(members: &mut Vec<Member>, text: &[u8], name: &str, value: Value) {
+    match find(members, text, name) {
+        Some(n) => members[n].value = Slot::Value(value),
+        None => members.push(Member {
+            key: Key::Own(name.into()),
+            value: Slot::Value(value),
+        }),
+    }
+}
+
+/// An object's members written anew, as a payload's text.
+pub(crate) fn written(members: &[Member], text: &[u8]) -> Text {
+    let mut out = Vec::new();
+    write(members, text, &mut out);
+    Text::written(out)
 }
 
 /// Writes an object's members as JSON.

@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, HashMap};
 /// The longest name mcp-chain produces. The 2025-11-25 specification says
 /// tool names SHOULD be 1 to 128 characters
 /// (<https://modelcontextprotocol.io/specification/2025-11-25/server/tools#tool-names>),
-/// but clients that hand tools to a model cap them at 64 (DESIGN.md, rewrite),
+/// but clients that hand tools to a model cap them at 64 (docs/layers/rewrite.md),
 /// so 64 is the limit that keeps a renamed tool usable everywhere.
 pub(super) const MAX_NAME_CHARS: usize = 64;
 

@@ -51,7 +51,7 @@ where
 
     fn call(&mut self, mut env: Envelope) -> ResponseFuture {
         // Edited and forwarded here, before the future is returned, so
-        // messages leave in the order they arrived (DESIGN.md, invariant 1).
+        // messages leave in the order they arrived (docs/architecture.md, invariant 1).
         let post = match (env.direction, &mut env.message) {
             (Direction::ToServer, Message::Request(req)) => match self.rules.request(req) {
                 Ok(post) => post,
