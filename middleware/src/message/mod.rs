@@ -22,7 +22,7 @@ pub use crate::payload::{Item, Payload, Text, Unreadable, BIG_PAYLOAD_BYTES};
 pub use error::{ErrorCode, ErrorObject};
 pub use id::RequestId;
 pub use parse::response_id;
-pub(crate) use write::write_str;
+pub(crate) use write::{write_str, Count, Out};
 
 use serde_json::{Map, Value};
 

@@ -22,8 +22,8 @@ use std::sync::Arc;
 
 const VERSION: &str = "2.0";
 
-/// The visits of a JSON value that is neither an object nor an array: each
-/// gives `$answer`.
+/// The visits of a JSON value that is neither an object, an array nor a
+/// string: each gives `$answer`.
 macro_rules! scalars_are_not_messages {
     ($answer:expr) => {
         fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
@@ -36,9 +36,6 @@ macro_rules! scalars_are_not_messages {
             Ok($answer)
         }
         fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
-            Ok($answer)
-        }
-        fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
             Ok($answer)
         }
         fn visit_unit<E>(self) -> Result<Self::Value, E> {
@@ -74,7 +71,14 @@ impl Incoming {
 }
 
 fn read(line: Line<'_>) -> Result<Incoming, serde_json::Error> {
-    let mut de = serde_json::Deserializer::from_slice(line.line);
+    // UTF-8 checked once for the whole line, so that serde_json need not
+    // check each value it passes over again.
+    let Ok(text) = std::str::from_utf8(line.line) else {
+        // serde_json's own words for where it stops, when it has some.
+        let error = serde_json::from_slice::<Value>(line.line).err();
+        return Err(error.unwrap_or_else(|| serde::de::Error::custom("invalid UTF-8")));
+    };
+    let mut de = serde_json::Deserializer::from_str(text);
     let incoming = de.deserialize_any(line)?;
     de.end()?;
     Ok(incoming)
@@ -94,8 +98,8 @@ impl Line<'_> {
     /// A payload as received, checked for what serde_json does not check
     /// when it passes over a value (see [`check`]).
     fn payload<E: serde::de::Error>(&self, raw: &RawValue) -> Result<Payload, E> {
+        check(raw.get(), self.outer).map_err(E::custom)?;
         let part = raw.get().as_bytes();
-        check(part, self.outer).map_err(E::custom)?;
         Ok(Payload::from_text(match self.shared {
             Some((buf, start)) => {
                 let at = place(self.line, part);
@@ -115,6 +119,7 @@ impl Line<'_> {
             match name {
                 "params" => fields.params = Some(self.payload(map.next_value()?)?),
                 "result" => fields.result = Some(self.payload(map.next_value()?)?),
+                "jsonrpc" => fields.jsonrpc = Some(map.next_value_seed(Version)?),
                 _ => fields.set(name, map.next_value_seed(ValueSeed)?),
             }
         }
@@ -150,6 +155,10 @@ impl<'de> Visitor<'de> for Line<'de> {
         Ok(Incoming::Batch(messages))
     }
 
+    fn visit_str<E>(self, _: &str) -> Result<Incoming, E> {
+        Ok(Incoming::Single(Err(not_an_object())))
+    }
+
     scalars_are_not_messages!(Incoming::Single(Err(not_an_object())));
 }
 
@@ -182,6 +191,10 @@ impl<'de> Visitor<'de> for Element<'de> {
         Ok(Err(not_an_object()))
     }
 
+    fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+        Ok(Err(not_an_object()))
+    }
+
     scalars_are_not_messages!(Err(not_an_object()));
 }
 
@@ -190,6 +203,41 @@ pub(super) fn not_an_object() -> Invalid {
         id: None,
         reason: "a message must be a JSON object",
     }
+}
+
+/// Reads `jsonrpc`: whether it is the string `"2.0"`, however spelled.
+struct Version;
+
+impl<'de> DeserializeSeed<'de> for Version {
+    type Value = bool;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<bool, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Version {
+    type Value = bool;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("\"2.0\"")
+    }
+
+    fn visit_str<E>(self, s: &str) -> Result<bool, E> {
+        Ok(s == VERSION)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<bool, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(false)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<bool, A::Error> {
+        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+        Ok(false)
+    }
+
+    scalars_are_not_messages!(false);
 }
 
 /// A message object's members: the envelope's own apart, every other one in

@@ -10,6 +10,7 @@ use serde::ser::{Serialize, SerializeMap, Serializer};
 impl Message {
     /// Appends the message as one line of JSON (with its `\n`).
     pub fn write_line(&self, out: &mut Vec<u8>) {
+        out.reserve(64 + self.payload().and_then(|p| p.text()).map_or(0, |t| t.len()));
         self.write_json(out, false);
         out.push(b'\n');
     }
@@ -44,88 +45,129 @@ impl Message {
             }
             message.write_json(out, false);
         }
-        out.extend_from_slice(b"]\n");
+        out.put(b"]\n");
     }
 
-    /// How many bytes [`Self::write_line`] writes, without the newline. A
-    /// payload that is the sender's text is counted, not copied.
+    /// How many bytes [`Self::write_line`] writes, without the newline:
+    /// counted, not written.
     pub fn json_len(&self) -> usize {
-        let mut head = Vec::new();
-        self.write_json(&mut head, true);
-        head.len() + self.payload().map_or(0, |p| p.json_len())
+        let mut count = Count(0);
+        self.write_json(&mut count, true);
+        count.0 + self.payload().map_or(0, |p| p.json_len())
     }
 
     /// Writes the message as JSON: exactly what serde_json writes for its
     /// members in this order. With `skip_payload`, the payload's place is
     /// left empty and returned.
-    pub(super) fn write_json(&self, out: &mut Vec<u8>, skip_payload: bool) -> Option<usize> {
-        out.extend_from_slice(br#"{"jsonrpc":"2.0""#);
+    pub(super) fn write_json(&self, out: &mut impl Out, skip_payload: bool) -> Option<usize> {
+        out.put(br#"{"jsonrpc":"2.0""#);
         let mut payload_at = None;
         let (payload, key, extra) = match self {
             Self::Request(r) => {
-                out.extend_from_slice(br#","id":"#);
+                out.put(br#","id":"#);
                 write_id(&r.id, out);
-                out.extend_from_slice(br#","method":"#);
+                out.put(br#","method":"#);
                 write_str(&r.method, out);
                 (r.params.as_ref(), &br#","params":"#[..], &r.extra)
             }
             Self::Notification(n) => {
-                out.extend_from_slice(br#","method":"#);
+                out.put(br#","method":"#);
                 write_str(&n.method, out);
                 (n.params.as_ref(), &br#","params":"#[..], &n.extra)
             }
             Self::Response(r) => {
-                out.extend_from_slice(br#","id":"#);
+                out.put(br#","id":"#);
                 write_id(&r.id, out);
                 (Some(&r.result), &br#","result":"#[..], &r.extra)
             }
             Self::Error(e) => {
-                out.extend_from_slice(br#","id":"#);
+                out.put(br#","id":"#);
                 match &e.id {
                     Some(id) => write_id(id, out),
-                    None => out.extend_from_slice(b"null"),
+                    None => out.put(b"null"),
                 }
-                out.extend_from_slice(br#","error":"#);
+                out.put(br#","error":"#);
                 serde_json::to_writer(&mut *out, &ErrorSer(&e.error))
                     .expect("an error object always serializes");
                 (None, &b""[..], &e.extra)
             }
         };
         if let Some(payload) = payload {
-            out.extend_from_slice(key);
-            payload_at = Some(out.len());
+            out.put(key);
+            payload_at = Some(out.written());
             if !skip_payload {
-                payload.write(out);
+                payload.write_to(out);
             }
         }
         for (name, value) in extra {
-            out.push(b',');
+            out.put(b",");
             write_str(name, out);
-            out.push(b':');
+            out.put(b":");
             serde_json::to_writer(&mut *out, value).expect("a Value always serializes");
         }
-        out.push(b'}');
+        out.put(b"}");
         payload_at
     }
 }
 
 /// Writes `s` as a JSON string, as serde_json does: a string with nothing
 /// to escape (most names and methods) as it stands.
-pub(crate) fn write_str(s: &str, out: &mut Vec<u8>) {
+pub(crate) fn write_str(s: &str, out: &mut impl Out) {
     if s.bytes().all(|c| c >= 0x20 && c != b'"' && c != b'\\') {
-        out.reserve(s.len() + 2);
-        out.push(b'"');
-        out.extend_from_slice(s.as_bytes());
-        out.push(b'"');
+        out.put(b"\"");
+        out.put(s.as_bytes());
+        out.put(b"\"");
     } else {
         serde_json::to_writer(out, s).expect("a string always serializes into a Vec");
     }
 }
 
-fn write_id(id: &RequestId, out: &mut Vec<u8>) {
+fn write_id(id: &RequestId, out: &mut impl Out) {
     match id {
-        RequestId::Number(n) => out.extend_from_slice(n.to_string().as_bytes()),
+        RequestId::Number(n) => serde_json::to_writer(out, n).expect("a number always serializes"),
         RequestId::String(s) => write_str(s, out),
+    }
+}
+
+/// Where JSON is written: a line's buffer, or a count of its bytes.
+pub(crate) trait Out: std::io::Write {
+    fn put(&mut self, bytes: &[u8]);
+
+    /// How many bytes were written so far.
+    fn written(&self) -> usize;
+}
+
+impl Out for Vec<u8> {
+    fn put(&mut self, bytes: &[u8]) {
+        self.extend_from_slice(bytes);
+    }
+
+    fn written(&self) -> usize {
+        self.len()
+    }
+}
+
+/// Counts what would be written.
+pub(crate) struct Count(pub(crate) usize);
+
+impl std::io::Write for Count {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0 += buf.len();
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Out for Count {
+    fn put(&mut self, bytes: &[u8]) {
+        self.0 += bytes.len();
+    }
+
+    fn written(&self) -> usize {
+        self.0
     }
 }
 

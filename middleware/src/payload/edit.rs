@@ -2,8 +2,9 @@
 //! What a layer did not change stays the sender's text.
 
 use super::object::{self, find, Slot};
-use super::{list, value, Item, Object, Payload, Repr, Text, Unreadable};
+use super::{list, value, Item, Look, Object, Payload, Repr, Text, Unreadable};
 use serde_json::Value;
+use std::sync::OnceLock;
 
 // === impl Payload ===
 
@@ -26,7 +27,7 @@ impl Payload {
     /// none); the other members stay as they are. `Err` when this is not an
     /// object.
     pub fn set_member(&mut self, name: &str, value: Value) -> Result<(), Unreadable> {
-        let o = self.object()?;
+        let o = self.object(None)?;
         o.changed = true;
         object::set(&mut o.members, o.text.as_bytes(), name, value);
         Ok(())
@@ -42,7 +43,7 @@ impl Payload {
         key: &str,
         mut edit: impl FnMut(&mut Item<'_>) -> bool,
     ) -> Result<(), Unreadable> {
-        let o = self.object()?;
+        let o = self.object(Some(key))?;
         let text = o.text.as_bytes();
         let Some(n) = find(&o.members, text, key) else {
             return Ok(());
@@ -71,45 +72,75 @@ impl Payload {
         Ok(())
     }
 
-    /// Moves a value read whole into the representation, for a change.
+    /// Moves what a read found into the representation, for a change.
     fn settle(&mut self) {
-        if let Some(Ok(value)) = self.whole.take() {
-            self.repr = Repr::Value(value);
+        match self.look.take() {
+            Some(Look::Whole(value)) => self.repr = Repr::Value(value),
+            Some(Look::Members(members)) => {
+                let text = self.take_text();
+                self.repr = Repr::Object(Box::new(Object::new(text, members, false)))
+            }
+            Some(Look::Failed(_)) | None => {}
         }
     }
 
-    /// The payload read one level deep, as an object, for a change. Keys
-    /// that are not plain are settled first: the value is read whole and
-    /// written anew, so from then on it says plainly what was read.
-    fn object(&mut self) -> Result<&mut Object, Unreadable> {
+    /// The text, taken out of a payload that is still text (`repr` is left
+    /// to be set by the caller).
+    fn take_text(&mut self) -> Text {
+        match std::mem::replace(&mut self.repr, Repr::Value(Box::default())) {
+            Repr::Text(text) => text,
+            _ => unreachable!("looked at only while it is text"),
+        }
+    }
+
+    /// The payload read one level deep, as an object, for a change, with
+    /// the member `list` (when not read yet) read as a list in the same
+    /// pass. Keys that are not plain are settled first: the value is read
+    /// whole and written anew, so from then on it says plainly what was
+    /// read.
+    fn object(&mut self, list: Option<&str>) -> Result<&mut Object, Unreadable> {
         self.settle();
-        if let Repr::Text(text) = &self.repr {
-            let read = object::members(text.as_bytes(), 0);
-            if !read.map_err(|_| Unreadable::not_an_object())?.plain {
-                let value = value::parse(text.as_bytes()).map_err(Unreadable::json)?;
-                self.repr = Repr::Value(Box::new(value));
+        let mut changed = false;
+        loop {
+            match &self.repr {
+                Repr::Object(_) => break,
+                Repr::Value(value) => {
+                    // Built or changed as a whole: its text, read as
+                    // received text is.
+                    let text = serde_json::to_vec(value).expect("a Value always serializes");
+                    self.repr = Repr::Text(Text::written(text));
+                    changed = true;
+                }
+                Repr::Text(text) => {
+                    let bytes = text.as_bytes();
+                    let read = object::members_with_list(bytes, 0, list)
+                        .map_err(|e| unreadable(bytes, list, e))?;
+                    self.repr = if read.plain {
+                        let text = self.take_text();
+                        Repr::Object(Box::new(Object::new(text, read.members, changed)))
+                    } else {
+                        let value = value::parse(bytes).map_err(Unreadable::json)?;
+                        Repr::Value(Box::new(value))
+                    };
+                }
             }
         }
-        let mut changed = false;
-        if let Repr::Value(value) = &self.repr {
-            // Built or changed as a whole: its text, read as received text is.
-            let text = serde_json::to_vec(value).expect("a Value always serializes");
-            self.repr = Repr::Text(Text::written(text));
-            changed = true;
-        }
-        if let Repr::Text(text) = &self.repr {
-            let read = object::members(text.as_bytes(), 0);
-            let members = read.map_err(|_| Unreadable::not_an_object())?.members;
-            let text = text.clone();
-            self.repr = Repr::Object(Box::new(Object {
-                text,
-                members,
-                changed,
-            }));
-        }
         match &mut self.repr {
-            Repr::Object(o) => Ok(o),
-            Repr::Text(_) | Repr::Value(_) => unreachable!("just read one level deep"),
+            Repr::Object(o) => {
+                // Whatever comes next may change it.
+                o.written = OnceLock::new();
+                Ok(o)
+            }
+            Repr::Text(_) | Repr::Value(_) => unreachable!("the loop ends on an object"),
         }
+    }
+}
+
+/// Why a text could not be read one level deep (with `list` as a list).
+fn unreadable(text: &[u8], list: Option<&str>, e: serde_json::Error) -> Unreadable {
+    match (text.first(), list) {
+        (Some(b'{'), Some(key)) => Unreadable::new(format!("\"{key}\" is not a list: {e}")),
+        (Some(b'{'), None) => Unreadable::json(e),
+        _ => Unreadable::not_an_object(),
     }
 }

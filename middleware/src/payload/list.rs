@@ -4,56 +4,146 @@
 //! layer changed is written back as the sender's text.
 
 use super::object::{self, find, Member, Slot};
-use serde_json::value::RawValue;
+use super::value::{self, ValueSeed};
+use crate::message::Out;
+use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 use std::borrow::Cow;
+use std::fmt;
 use std::ops::Range;
 
-/// One item of a list, as found in the payload's text.
+/// One item of a list, as read.
 #[derive(Debug, Clone)]
-pub(crate) struct Entry {
-    /// Where its text is.
-    at: Range<usize>,
-    /// Its members, when it is an object serde_json reads.
-    members: Option<Vec<Member>>,
-    /// Whether a layer changed a member (then it is written from them).
-    changed: bool,
+pub(crate) enum Entry {
+    /// An object, read one level deep; `changed` when a layer changed a
+    /// member (or its keys are not plain): then it is written from them.
+    Object { members: Vec<Member>, changed: bool },
+    /// Anything else, read whole (a list of tools holds only objects).
+    Other(Value),
 }
 
-/// Splits the array at `at` in `text` into its items. `Err` when it is not
+/// Reads the array at `at` in `text` into its items. `Err` when it is not
 /// an array.
 pub(crate) fn entries(text: &[u8], at: Range<usize>) -> Result<Vec<Entry>, serde_json::Error> {
-    let items: Vec<&RawValue> = serde_json::from_slice(&text[at.clone()])?;
-    let entries = items.into_iter().map(|item| {
-        let place = object::place(&text[at.clone()], item.get().as_bytes());
-        let at = at.start + place.start..at.start + place.end;
-        let read = match text[at.start] {
-            b'{' => object::members(&text[at.clone()], at.start).ok(),
-            _ => None,
-        };
-        // An item whose keys are not plain is written from what was read.
-        let changed = read.as_ref().is_some_and(|read| !read.plain);
-        Entry {
-            at,
-            members: read.map(|read| read.members),
-            changed,
-        }
-    });
-    Ok(entries.collect())
+    let mut de = serde_json::Deserializer::from_str(value::utf8(&text[at.clone()])?);
+    let entries = ListSeed {
+        text: &text[at.clone()],
+        base: at.start,
+    }
+    .deserialize(&mut de)?;
+    de.end()?;
+    Ok(entries)
 }
 
-pub(crate) fn write(entries: &[Entry], text: &[u8], out: &mut Vec<u8>) {
-    out.push(b'[');
+pub(crate) fn write(entries: &[Entry], text: &[u8], out: &mut impl Out) {
+    out.put(b"[");
     for (n, entry) in entries.iter().enumerate() {
         if n > 0 {
-            out.push(b',');
+            out.put(b",");
         }
-        match &entry.members {
-            Some(members) if entry.changed => object::write(members, text, out),
-            _ => out.extend_from_slice(&text[entry.at.clone()]),
+        match entry {
+            Entry::Object { members, .. } => object::write(members, text, out),
+            Entry::Other(value) => {
+                serde_json::to_writer(&mut *out, value).expect("a Value always serializes")
+            }
         }
     }
-    out.push(b']');
+    out.put(b"]");
+}
+
+/// Reads a list whose items' places are kept as offsets in `text` plus
+/// `base` (see [`object::members`]), each object item one level deep, in
+/// the same pass.
+pub(crate) struct ListSeed<'t> {
+    pub(crate) text: &'t [u8],
+    pub(crate) base: usize,
+}
+
+impl<'de> DeserializeSeed<'de> for ListSeed<'_> {
+    type Value = Vec<Entry>;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Vec<Entry>, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ListSeed<'_> {
+    type Value = Vec<Entry>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an array")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<Entry>, A::Error> {
+        let mut entries = Vec::with_capacity(seq.size_hint().unwrap_or(0));
+        let item = || Item1 {
+            text: self.text,
+            base: self.base,
+        };
+        while let Some(entry) = seq.next_element_seed(item())? {
+            entries.push(entry);
+        }
+        Ok(entries)
+    }
+}
+
+/// Reads one item of a list.
+struct Item1<'t> {
+    text: &'t [u8],
+    base: usize,
+}
+
+impl<'de> DeserializeSeed<'de> for Item1<'_> {
+    type Value = Entry;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Entry, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Item1<'_> {
+    type Value = Entry;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Entry, A::Error> {
+        let read = object::read_map(self.text, self.base, map)?;
+        // An item whose keys are not plain is written from what was read.
+        Ok(Entry::Object {
+            changed: !read.plain,
+            members: read.members,
+        })
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Entry, A::Error> {
+        ValueSeed.visit_seq(seq).map(Entry::Other)
+    }
+
+    fn visit_bool<E>(self, b: bool) -> Result<Entry, E> {
+        Ok(Entry::Other(Value::Bool(b)))
+    }
+
+    fn visit_i64<E>(self, n: i64) -> Result<Entry, E> {
+        Ok(Entry::Other(n.into()))
+    }
+
+    fn visit_u64<E>(self, n: u64) -> Result<Entry, E> {
+        Ok(Entry::Other(n.into()))
+    }
+
+    fn visit_f64<E: serde::de::Error>(self, n: f64) -> Result<Entry, E> {
+        ValueSeed.visit_f64(n).map(Entry::Other)
+    }
+
+    fn visit_str<E>(self, s: &str) -> Result<Entry, E> {
+        Ok(Entry::Other(s.into()))
+    }
+
+    fn visit_unit<E>(self) -> Result<Entry, E> {
+        Ok(Entry::Other(Value::Null))
+    }
 }
 
 /// One item of a list, handed to a layer's edit (see
@@ -71,19 +161,31 @@ impl<'a> Item<'a> {
     }
 
     pub(crate) fn is_changed(&self) -> bool {
-        self.entry.changed
+        matches!(self.entry, Entry::Object { changed: true, .. })
     }
 
-    /// Whether the item is an object serde_json reads. A layer that cannot
-    /// read an item it must judge drops it.
-    pub fn is_readable(&self) -> bool {
-        self.entry.members.is_some()
+    fn members(&self) -> Option<&[Member]> {
+        match &self.entry {
+            Entry::Object { members, .. } => Some(members),
+            Entry::Other(_) => None,
+        }
+    }
+
+    /// The members, for a change.
+    fn members_mut(&mut self) -> Option<&mut Vec<Member>> {
+        match &mut self.entry {
+            Entry::Object { members, changed } => {
+                *changed = true;
+                Some(members)
+            }
+            Entry::Other(_) => None,
+        }
     }
 
     /// The string member `name`. `None` when the item is not a readable
     /// object, has no such member, or it is not a string.
     pub fn str_member(&self, name: &str) -> Option<Cow<'_, str>> {
-        let members = self.entry.members.as_ref()?;
+        let members = self.members()?;
         match &members[find(members, self.text, name)?].value {
             Slot::At(at) => read_str(&self.text[at.clone()]),
             Slot::Value(Value::String(s)) => Some(Cow::Borrowed(s)),
@@ -94,7 +196,7 @@ impl<'a> Item<'a> {
     /// The member `name`, parsed. `None` when the item is not a readable
     /// object, has no such member, or it cannot be read.
     pub fn member(&self, name: &str) -> Option<Value> {
-        let members = self.entry.members.as_ref()?;
+        let members = self.members()?;
         let slot = &members[find(members, self.text, name)?].value;
         object::read(slot, self.text).ok()
     }
@@ -102,9 +204,9 @@ impl<'a> Item<'a> {
     /// Sets the member `name` (added at the end when there is none). Does
     /// nothing to an item that is not a readable object.
     pub fn set(&mut self, name: &str, value: Value) {
-        if let Some(members) = self.entry.members.as_mut() {
-            self.entry.changed = true;
-            object::set(members, self.text, name, value);
+        let text = self.text;
+        if let Some(members) = self.members_mut() {
+            object::set(members, text, name, value);
         }
     }
 
@@ -112,14 +214,13 @@ impl<'a> Item<'a> {
     /// item is not a readable object, has no such member, or it cannot be
     /// read.
     pub fn get_mut(&mut self, name: &str) -> Option<&mut Value> {
-        let members = self.entry.members.as_mut()?;
-        let n = find(members, self.text, name)?;
-        let member = &mut members[n];
+        let text = self.text;
+        let n = find(self.members()?, text, name)?;
+        let member = &mut self.members_mut()?[n];
         if let Slot::At(_) | Slot::List(_) = member.value {
-            let value = object::read(&member.value, self.text).ok()?;
+            let value = object::read(&member.value, text).ok()?;
             member.value = Slot::Value(value);
         }
-        self.entry.changed = true;
         match &mut member.value {
             Slot::Value(value) => Some(value),
             Slot::At(_) | Slot::List(_) => None,
@@ -128,9 +229,13 @@ impl<'a> Item<'a> {
 }
 
 /// A JSON string's contents, borrowed when it has no escapes.
+/// `text` is a value serde_json passed: a string without an escape is its
+/// contents between the quotes as they stand; any other goes to serde_json.
 pub(crate) fn read_str(text: &[u8]) -> Option<Cow<'_, str>> {
-    if let Ok(s) = serde_json::from_slice::<&str>(text) {
-        return Some(Cow::Borrowed(s));
+    if let [b'"', inner @ .., b'"'] = text {
+        if !inner.contains(&b'\\') {
+            return std::str::from_utf8(inner).ok().map(Cow::Borrowed);
+        }
     }
     serde_json::from_slice::<String>(text).ok().map(Cow::Owned)
 }

@@ -23,6 +23,7 @@ pub(crate) mod value;
 pub use list::Item;
 pub use text::{Text, BIG_PAYLOAD_BYTES};
 
+use crate::message::{Count, Out};
 use object::{find, Member, Slot};
 use serde::ser::{Error as _, Serialize, Serializer};
 use serde_json::value::RawValue;
@@ -35,10 +36,22 @@ use std::sync::OnceLock;
 #[derive(Clone)]
 pub struct Payload {
     repr: Repr,
-    /// The whole value, once a read found the text's keys not plain (see
-    /// `object::Read::plain`): from then on it is read and written from
-    /// this. Set through `&self`, by the first layer that reads.
-    whole: OnceLock<Result<Box<Value>, Unreadable>>,
+    /// What the first read of the text found, kept for the next (each layer
+    /// asks for a tool's name): set through `&self`, by the first layer
+    /// that reads. Taken into `repr` by the first change.
+    look: OnceLock<Look>,
+}
+
+/// The text read one level deep by the first layer that asked.
+#[derive(Clone)]
+enum Look {
+    /// Its members, their values still places in the text.
+    Members(Vec<Member>),
+    /// Its keys are not plain (see `object::Read::plain`): the value read
+    /// whole, which it is read and written from from then on.
+    Whole(Box<Value>),
+    /// Not an object, or not readable.
+    Failed(Unreadable),
 }
 
 #[derive(Clone)]
@@ -58,6 +71,29 @@ struct Object {
     members: Vec<Member>,
     /// Whether a layer changed anything: if not, the text is written.
     changed: bool,
+    /// What a change comes to, once written (the audit counts an edited
+    /// list, then it is written out): dropped by the next change.
+    written: OnceLock<Box<[u8]>>,
+}
+
+impl Object {
+    fn new(text: Text, members: Vec<Member>, changed: bool) -> Self {
+        Self {
+            text,
+            members,
+            changed,
+            written: OnceLock::new(),
+        }
+    }
+
+    /// The object as JSON, written once.
+    fn written(&self) -> &[u8] {
+        self.written.get_or_init(|| {
+            let mut out = Vec::new();
+            object::write(&self.members, self.text.as_bytes(), &mut out);
+            out.into()
+        })
+    }
 }
 
 /// What a layer could not read in a payload, and why.
@@ -95,15 +131,15 @@ impl Payload {
     fn with(repr: Repr) -> Self {
         Self {
             repr,
-            whole: OnceLock::new(),
+            look: OnceLock::new(),
         }
     }
 
     /// The sender's text, while no layer has changed the payload (nor read
     /// one whose keys are not plain).
     pub fn text(&self) -> Option<&Text> {
-        match (&self.repr, self.whole.get()) {
-            (_, Some(Ok(_))) => None,
+        match (&self.repr, self.look.get()) {
+            (_, Some(Look::Whole(_))) => None,
             (Repr::Text(text), _) => Some(text),
             (Repr::Object(o), _) if !o.changed => Some(&o.text),
             (Repr::Object(_) | Repr::Value(_), _) => None,
@@ -135,8 +171,8 @@ impl Payload {
 
     /// The whole value, parsed.
     pub fn to_value(&self) -> Result<Value, Unreadable> {
-        match (&self.repr, self.whole.get()) {
-            (_, Some(Ok(value))) | (Repr::Value(value), _) => Ok((**value).clone()),
+        match (&self.repr, self.look.get()) {
+            (_, Some(Look::Whole(value))) | (Repr::Value(value), _) => Ok((**value).clone()),
             _ => value::parse(&self.to_bytes()).map_err(Unreadable::json),
         }
     }
@@ -150,7 +186,7 @@ impl Payload {
     /// when there is no such member. `Err` when this is not an object or
     /// the member cannot be read.
     pub fn member(&self, name: &str) -> Result<Option<Value>, Unreadable> {
-        if let (Repr::Text(text), None) = (&self.repr, self.whole.get()) {
+        if let (Repr::Text(text), None) = (&self.repr, self.look.get()) {
             // Any spelling of the name holds it or an escape: a 10 MB
             // result with neither is not read to find out.
             let text = text.as_bytes();
@@ -187,46 +223,40 @@ impl Payload {
     /// Where the member `name` is: read one level deep from the text when
     /// its keys are plain, else from the whole value.
     fn find_member(&self, name: &str) -> Result<Option<Found<'_>>, Unreadable> {
-        match (&self.repr, self.whole.get()) {
-            (_, Some(Ok(value))) | (Repr::Value(value), _) => in_value(value, name),
-            (Repr::Text(text), _) => {
-                let text = text.as_bytes();
-                let read = object::members(text, 0).map_err(|_| Unreadable::not_an_object())?;
-                if !read.plain {
-                    return in_value(self.whole(text)?, name);
-                }
-                let found = find(&read.members, text, name);
-                Ok(found.map(|n| Found::Text(object::text_of(&read.members[n].value, text))))
-            }
-            (Repr::Object(o), _) => {
+        let text = match &self.repr {
+            Repr::Value(value) => return in_value(value, name),
+            Repr::Object(o) => {
                 let text = o.text.as_bytes();
-                Ok(
+                return Ok(
                     find(&o.members, text, name).map(|n| match &o.members[n].value {
                         Slot::Value(value) => Found::Value(value),
                         slot => Found::Text(object::text_of(slot, text)),
                     }),
-                )
+                );
             }
+            Repr::Text(text) => text.as_bytes(),
+        };
+        match self.look.get_or_init(|| Look::of(text)) {
+            Look::Members(members) => Ok(find(members, text, name)
+                .map(|n| Found::Text(object::text_of(&members[n].value, text)))),
+            Look::Whole(value) => in_value(value, name),
+            Look::Failed(e) => Err(e.clone()),
         }
-    }
-
-    /// Reads the text whole, once: for a payload whose keys are not plain.
-    fn whole(&self, text: &[u8]) -> Result<&Value, Unreadable> {
-        let read = self
-            .whole
-            .get_or_init(|| value::parse(text).map(Box::new).map_err(Unreadable::json));
-        read.as_deref().map_err(Clone::clone)
     }
 
     /// Appends the payload as JSON.
     pub fn write(&self, out: &mut Vec<u8>) {
-        match (&self.repr, self.whole.get()) {
-            (_, Some(Ok(value))) | (Repr::Value(value), _) => {
+        self.write_to(out);
+    }
+
+    pub(crate) fn write_to(&self, out: &mut impl Out) {
+        match (&self.repr, self.look.get()) {
+            (_, Some(Look::Whole(value))) | (Repr::Value(value), _) => {
                 serde_json::to_writer(out, value).expect("a Value always serializes")
             }
-            (Repr::Object(o), _) if o.changed => object::write(&o.members, o.text.as_bytes(), out),
-            (Repr::Text(text), _) => out.extend_from_slice(text.as_bytes()),
-            (Repr::Object(o), _) => out.extend_from_slice(o.text.as_bytes()),
+            (Repr::Object(o), _) if o.changed => out.put(o.written()),
+            (Repr::Text(text), _) => out.put(text.as_bytes()),
+            (Repr::Object(o), _) => out.put(o.text.as_bytes()),
         }
     }
 
@@ -244,7 +274,22 @@ impl Payload {
 
     /// How many bytes [`Self::write`] writes.
     pub fn json_len(&self) -> usize {
-        self.to_bytes().len()
+        let mut count = Count(0);
+        self.write_to(&mut count);
+        count.0
+    }
+}
+
+impl Look {
+    fn of(text: &[u8]) -> Self {
+        match object::members(text, 0) {
+            Err(_) => Self::Failed(Unreadable::not_an_object()),
+            Ok(read) if read.plain => Self::Members(read.members),
+            Ok(_) => match value::parse(text) {
+                Ok(value) => Self::Whole(Box::new(value)),
+                Err(e) => Self::Failed(Unreadable::json(e)),
+            },
+        }
     }
 }
 

@@ -8,7 +8,8 @@
 //! the last counts, in the place of the first, as in a parsed `Value` and
 //! as servers read them.
 
-use super::{value, Text};
+use super::{list, value, Text};
+use crate::message::Out;
 use serde::de::{DeserializeSeed, Deserializer, MapAccess, Visitor};
 use serde_json::value::RawValue;
 use serde_json::Value;
@@ -40,7 +41,7 @@ pub(crate) enum Slot {
     /// Set or changed by a layer.
     Value(Value),
     /// An array whose items a layer edits (see `list`).
-    List(Vec<super::list::Entry>),
+    List(Vec<list::Entry>),
 }
 
 // === impl Key ===
@@ -70,10 +71,34 @@ pub(crate) struct Read {
 /// offsets in `text` plus `base` (a list item is read on its own but its
 /// places are kept in the payload's text).
 pub(crate) fn members(text: &[u8], base: usize) -> Result<Read, serde_json::Error> {
-    let mut de = serde_json::Deserializer::from_slice(text);
-    let read = de.deserialize_map(Members { text, base })?;
+    members_with_list(text, base, None)
+}
+
+/// [`members`], with the member named `list` read as a list, its items one
+/// level deep, in the same pass (see [`list::entries`]).
+pub(crate) fn members_with_list(
+    text: &[u8],
+    base: usize,
+    list: Option<&str>,
+) -> Result<Read, serde_json::Error> {
+    let mut de = serde_json::Deserializer::from_str(value::utf8(text)?);
+    let read = de.deserialize_map(Members { text, base, list })?;
     de.end()?;
     Ok(read)
+}
+
+/// Reads the members of a map serde_json is in the middle of (a list item).
+pub(crate) fn read_map<'de, A: MapAccess<'de>>(
+    text: &[u8],
+    base: usize,
+    map: A,
+) -> Result<Read, A::Error> {
+    Members {
+        text,
+        base,
+        list: None,
+    }
+    .visit_map(map)
 }
 
 /// Where `part`, a slice serde_json borrowed from `text`, lies in it.
@@ -128,33 +153,33 @@ pub(crate) fn written(members: &[Member], text: &[u8]) -> Text {
 }
 
 /// Writes an object's members as JSON.
-pub(crate) fn write(members: &[Member], text: &[u8], out: &mut Vec<u8>) {
-    out.push(b'{');
+pub(crate) fn write(members: &[Member], text: &[u8], out: &mut impl Out) {
+    out.put(b"{");
     for (n, member) in members.iter().enumerate() {
         if n > 0 {
-            out.push(b',');
+            out.put(b",");
         }
         match &member.key {
             // Borrowed by serde_json, so written without escapes: as it
             // stands, it is the same JSON string.
             Key::At(at) => {
-                out.push(b'"');
-                out.extend_from_slice(&text[at.clone()]);
-                out.push(b'"');
+                out.put(b"\"");
+                out.put(&text[at.clone()]);
+                out.put(b"\"");
             }
             Key::Own(name) => crate::message::write_str(name, out),
         }
-        out.push(b':');
+        out.put(b":");
         write_slot(&member.value, text, out);
     }
-    out.push(b'}');
+    out.put(b"}");
 }
 
-pub(crate) fn write_slot(slot: &Slot, text: &[u8], out: &mut Vec<u8>) {
+pub(crate) fn write_slot(slot: &Slot, text: &[u8], out: &mut impl Out) {
     match slot {
-        Slot::At(at) => out.extend_from_slice(&text[at.clone()]),
-        Slot::Value(v) => serde_json::to_writer(out, v).expect("a Value always serializes"),
-        Slot::List(entries) => super::list::write(entries, text, out),
+        Slot::At(at) => out.put(&text[at.clone()]),
+        Slot::Value(v) => serde_json::to_writer(&mut *out, v).expect("a Value always serializes"),
+        Slot::List(entries) => list::write(entries, text, out),
     }
 }
 
@@ -162,6 +187,8 @@ pub(crate) fn write_slot(slot: &Slot, text: &[u8], out: &mut Vec<u8>) {
 struct Members<'t> {
     text: &'t [u8],
     base: usize,
+    /// The member read as a list, if any.
+    list: Option<&'t str>,
 }
 
 impl<'de> Visitor<'de> for Members<'_> {
@@ -182,7 +209,20 @@ impl<'de> Visitor<'de> for Members<'_> {
             place.start + self.base..place.end + self.base
         };
         while let Some(name) = map.next_key_seed(KeySeed)? {
-            let raw: &RawValue = map.next_value()?;
+            let is_list = self.list.is_some_and(|list| match &name {
+                Name::Borrowed(s) => *s == list,
+                Name::Own(s) => s == list,
+            });
+            let value = if is_list {
+                let seed = list::ListSeed {
+                    text: self.text,
+                    base: self.base,
+                };
+                Slot::List(map.next_value_seed(seed)?)
+            } else {
+                let raw: &RawValue = map.next_value()?;
+                Slot::At(at(raw.get().as_bytes()))
+            };
             let key = match name {
                 Name::Borrowed(s) => Key::At(at(s.as_bytes())),
                 Name::Own(s) => {
@@ -190,7 +230,6 @@ impl<'de> Visitor<'de> for Members<'_> {
                     Key::Own(s.into_boxed_str())
                 }
             };
-            let value = Slot::At(at(raw.get().as_bytes()));
             let bytes = name_bytes(&key, self.text, self.base);
             let seen = match &mut index {
                 Some(index) => index.get(bytes).copied(),

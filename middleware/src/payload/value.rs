@@ -9,9 +9,16 @@ use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Number, Value};
 use std::fmt;
 
+/// A payload's text as a `str`. mcp-chain keeps only UTF-8 (a line is
+/// checked whole when it is read), so this is a check, not a conversion;
+/// serde_json then reads it without checking each value again.
+pub(crate) fn utf8(text: &[u8]) -> Result<&str, serde_json::Error> {
+    std::str::from_utf8(text).map_err(serde::de::Error::custom)
+}
+
 /// Reads `text`, which must be one JSON value, as a `Value`.
 pub(crate) fn parse(text: &[u8]) -> Result<Value, serde_json::Error> {
-    let mut de = serde_json::Deserializer::from_slice(text);
+    let mut de = serde_json::Deserializer::from_str(utf8(text)?);
     let value = ValueSeed.deserialize(&mut de)?;
     de.end()?;
     Ok(value)
@@ -98,17 +105,18 @@ pub(crate) const MAX_DEPTH: usize = 127;
 ///
 /// Only a text that could fail is walked: nesting needs an opening
 /// bracket a level, and a surrogate escape starts `\ud` or `\uD`.
-pub(crate) fn check(text: &[u8], outer: usize) -> Result<(), serde_json::Error> {
+pub(crate) fn check(text: &str, outer: usize) -> Result<(), serde_json::Error> {
+    let (json, text) = (text, text.as_bytes());
     let room = MAX_DEPTH.saturating_sub(outer);
     let deep = memchr::memchr2_iter(b'[', b'{', text).nth(room).is_some();
     let surrogate = || {
-        memchr::memmem::find_iter(text, b"\\u")
-            .any(|at| matches!(text.get(at + 2), Some(b'd' | b'D')))
+        let escape = |at: usize| text.get(at + 1..at + 3);
+        memchr::memchr_iter(b'\\', text).any(|at| matches!(escape(at), Some([b'u', b'd' | b'D'])))
     };
     if !deep && !surrogate() {
         return Ok(());
     }
-    let mut de = serde_json::Deserializer::from_slice(text);
+    let mut de = serde_json::Deserializer::from_str(json);
     Check { room }.deserialize(&mut de)
 }
 
@@ -212,9 +220,9 @@ mod tests {
         let nest = |n: usize| format!("{}1{}", "[".repeat(n), "]".repeat(n));
         for outer in [0, 1, 2] {
             let fits = nest(MAX_DEPTH - outer);
-            assert!(check(fits.as_bytes(), outer).is_ok(), "{outer}");
+            assert!(check(&fits, outer).is_ok(), "{outer}");
             let deeper = nest(MAX_DEPTH - outer + 1);
-            assert!(check(deeper.as_bytes(), outer).is_err(), "{outer}");
+            assert!(check(&deeper, outer).is_err(), "{outer}");
         }
         // The same limit as serde_json reading the value inside one object.
         let line = |n: usize| format!(r#"{{"a":{}}}"#, nest(n));
@@ -222,11 +230,11 @@ mod tests {
         assert!(serde_json::from_str::<Value>(&line(MAX_DEPTH)).is_err());
         // Brackets in strings are no nesting.
         let wide = format!(r#"["{}"]"#, "[".repeat(500));
-        assert!(check(wide.as_bytes(), 1).is_ok());
+        assert!(check(&wide, 1).is_ok());
         // Lone surrogates are refused, pairs and look-alikes are not.
-        assert!(check(br#"{"a":["\uD800"]}"#, 1).is_err());
-        assert!(check(br#"{"a":"\ud83d\ude00"}"#, 1).is_ok());
-        assert!(check(br#"{"a":"\\ud800"}"#, 1).is_ok());
+        assert!(check(r#"{"a":["\uD800"]}"#, 1).is_err());
+        assert!(check(r#"{"a":"\ud83d\ude00"}"#, 1).is_ok());
+        assert!(check(r#"{"a":"\\ud800"}"#, 1).is_ok());
     }
 
     #[test]
