@@ -325,3 +325,109 @@ fn bad_patterns_are_errors_naming_their_key() {
     let err = cfg.validate().expect_err("bad regex");
     assert!(err.starts_with("resources.deny[0]: "), "{err}");
 }
+
+// === fail closed ===
+
+/// A request the filter must judge but cannot read is refused with
+/// -32602 naming the layer; the server never sees it.
+#[tokio::test]
+async fn a_request_whose_item_cannot_be_read_is_refused_not_passed() {
+    let (mut svc, seen) = filter(empty);
+    let cases = [
+        ("tools/call", Some(json!({"name": 5}))),
+        ("tools/call", Some(json!({"name": null}))),
+        (
+            "tools/call",
+            Some(json!({"arguments": {"path": "/etc/passwd"}})),
+        ),
+        ("tools/call", Some(json!(["read_file"]))),
+        ("tools/call", None),
+        (
+            "resources/read",
+            Some(json!({"uri": ["file:///etc/passwd"]})),
+        ),
+        ("prompts/get", Some(json!({}))),
+        ("completion/complete", Some(json!({"ref": "secret_x"}))),
+        (
+            "completion/complete",
+            Some(json!({"ref": {"type": "ref/prompt"}})),
+        ),
+    ];
+    for (method, params) in cases {
+        let answer = send(
+            &mut svc,
+            Direction::ToServer,
+            Message::request(1, method, params),
+        )
+        .await;
+        let (code, message, data) = error_of(answer);
+        assert_eq!(code, -32602, "{method}: {message}");
+        assert!(message.starts_with("mcp-chain filter:"), "{message}");
+        assert_eq!(data["layer"], "filter");
+        assert_eq!(data["reason"], "unreadable");
+    }
+    assert!(seen.lock().expect("not poisoned").is_empty());
+}
+
+#[tokio::test]
+async fn the_last_of_duplicate_names_is_the_one_judged() {
+    let (mut svc, seen) = filter(empty);
+    let line = br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read_file","na\u006de":"read_secret"}}"#;
+    let Ok(crate::message::Incoming::Single(Ok(msg))) = crate::message::Incoming::parse(line)
+    else {
+        panic!("a request");
+    };
+    let (code, message, _) = error_of(send(&mut svc, Direction::ToServer, msg).await);
+    assert_eq!(
+        (code, message.as_str()),
+        (-32602, "Unknown tool: read_secret")
+    );
+    assert!(seen.lock().expect("not poisoned").is_empty());
+}
+
+#[tokio::test]
+async fn a_resource_update_whose_uri_cannot_be_read_is_dropped() {
+    let (mut svc, seen) = filter(empty);
+    let note = Message::notification("notifications/resources/updated", Some(json!({"uri": 7})));
+    assert!(send(&mut svc, Direction::ToClient, note).await.is_none());
+    assert!(seen.lock().expect("not poisoned").is_empty());
+}
+
+fn odd_tools(_: &str) -> Value {
+    json!({"tools": [
+        {"name": "read_a"}, {"name": 5}, {"title": "no name"}, "read_b", ["read_c"],
+        {"name": "list_d"},
+    ]})
+}
+
+#[tokio::test]
+async fn listed_items_that_cannot_be_judged_are_dropped_under_an_allow_list() {
+    let (mut svc, _) = filter(odd_tools);
+    let list = Message::request(1, "tools/list", None);
+    let result = result_of(send(&mut svc, Direction::ToServer, list).await);
+    assert_eq!(
+        result,
+        json!({"tools": [{"name": "read_a"}, {"name": "list_d"}]})
+    );
+}
+
+fn not_a_list(_: &str) -> Value {
+    json!({"tools": {"name": "read_secret"}})
+}
+
+fn not_an_object(_: &str) -> Value {
+    json!([{"name": "read_secret"}])
+}
+
+/// A list result the filter cannot read never reaches the client as it is.
+#[tokio::test]
+async fn a_list_result_that_cannot_be_read_becomes_an_error() {
+    for result in [not_a_list as fn(&str) -> Value, not_an_object] {
+        let (mut svc, _) = filter(result);
+        let list = Message::request(1, "tools/list", None);
+        let (code, message, data) = error_of(send(&mut svc, Direction::ToServer, list).await);
+        assert_eq!(code, -32603, "{message}");
+        assert_eq!(data["reason"], "unreadable");
+        assert!(message.starts_with("mcp-chain filter:"), "{message}");
+    }
+}

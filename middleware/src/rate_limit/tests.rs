@@ -264,3 +264,24 @@ fn config_errors_name_the_key() {
     assert!(parse(json!({"rules": [{"rate": "1/s", "per": "tool"}]})).is_err());
     assert!(parse(json!({"rules": [{"rate": "1/s", "direction": "sideways"}]})).is_err());
 }
+
+/// A call whose tool cannot be read cannot slip past a tool's limit: it
+/// counts against every tool rule.
+#[tokio::test(start_paused = true)]
+async fn a_call_whose_tool_cannot_be_read_counts_against_tool_rules() {
+    let seen = Seen::default();
+    let mut svc = layer(json!({"rules": [{"tool": "search*", "rate": "1/s", "burst": 1}]}))
+        .layer(server(seen.clone()));
+    let unnamed = |id: u64| {
+        let params = json!({"name": ["search_docs"], "arguments": {}});
+        Envelope::new(
+            Direction::ToServer,
+            Message::request(id, method::TOOLS_CALL, Some(params)),
+        )
+    };
+    assert!(is_ok(&send(&mut svc, unnamed(1)).await));
+    refusal_data(send(&mut svc, unnamed(2)).await);
+    refusal_data(send(&mut svc, tool_call(3, "search_docs")).await);
+    assert!(is_ok(&send(&mut svc, ping(4)).await));
+    assert_eq!(count(&seen, method::TOOLS_CALL), 1);
+}

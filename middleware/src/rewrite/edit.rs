@@ -138,8 +138,13 @@ impl Rules {
             Ok(None) => return Err(unreadable(id, &Unreadable::new("params.ref missing"))),
             Err(e) => return Err(unreadable(id, &e)),
         };
-        if r.get("type").and_then(Value::as_str) != Some(REF_PROMPT) {
-            return Ok(());
+        match r.get("type").and_then(Value::as_str) {
+            Some(REF_PROMPT) => {}
+            Some(_) => return Ok(()),
+            None => {
+                let e = Unreadable::new("params.ref.type is not a string");
+                return Err(unreadable(id, &e));
+            }
         }
         let Some(Value::String(name)) = r.get_mut("name") else {
             let e = Unreadable::new("params.ref.name is not a string");

@@ -376,3 +376,83 @@ fn other_load_errors_name_their_key() {
     };
     assert!(load_error(cfg).starts_with("redact_arguments: "));
 }
+
+// === fail closed ===
+
+fn refusal_of(answer: Option<Message>) -> (i64, Value) {
+    match answer {
+        Some(Message::Error(e)) => (e.error.code.0, e.error.data.unwrap_or(Value::Null)),
+        other => panic!("expected an error answer, got {other:?}"),
+    }
+}
+
+/// A call this layer must map back (it renames) but whose name it cannot
+/// read is refused, not passed under a name it never judged.
+#[tokio::test]
+async fn a_call_whose_name_cannot_be_read_is_refused() {
+    let (mut svc, seen) = rewrite(config());
+    for (method, params) in [
+        ("tools/call", Some(json!({"name": 5}))),
+        ("tools/call", Some(json!({"arguments": {}}))),
+        ("tools/call", None),
+        ("prompts/get", Some(json!(["p_summarize"]))),
+        (
+            "completion/complete",
+            Some(json!({"ref": {"type": "ref/prompt", "name": 1}})),
+        ),
+        ("completion/complete", Some(json!({"ref": 1}))),
+    ] {
+        let msg = Message::request(1, method, params);
+        let (code, data) = refusal_of(send(&mut svc, Direction::ToServer, msg).await);
+        assert_eq!(code, -32602, "{method}");
+        assert_eq!(
+            (data["layer"].as_str(), data["reason"].as_str()),
+            (Some("rewrite"), Some("unreadable"))
+        );
+    }
+    assert!(seen.lock().expect("not poisoned").is_empty());
+}
+
+/// A line from the server, as the relay would hand it over.
+fn received(line: &str) -> Message {
+    match crate::message::Incoming::parse(line.as_bytes()) {
+        Ok(crate::message::Incoming::Single(Ok(msg))) => msg,
+        other => panic!("{line}: {other:?}"),
+    }
+}
+
+/// A result this layer must redact but cannot read (serde_json passes
+/// over 1e999 but will not read it) does not reach the client unredacted.
+#[tokio::test]
+async fn a_result_that_cannot_be_redacted_becomes_an_error() {
+    let line = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"result":{{"content":[{{"type":"text","text":"{KEY}"}}],"n":1e999}}}}"#
+    );
+    let peer = tower::service_fn(move |_: Envelope| -> ResponseFuture {
+        let answer = received(&line);
+        Box::pin(async move { Ok(Some(answer)) })
+    });
+    let mut svc = config()
+        .validate()
+        .expect("valid config")
+        .layer(BoxCloneService::new(peer));
+    let call = Message::request(1, "tools/call", Some(json!({"name": "fs_list_dir"})));
+    let answer = send(&mut svc, Direction::ToServer, call).await;
+    let (code, data) = refusal_of(answer);
+    assert_eq!(
+        (code, data["reason"].as_str()),
+        (-32602, Some("unreadable"))
+    );
+}
+
+#[tokio::test]
+async fn a_log_message_that_cannot_be_redacted_is_dropped() {
+    let (mut svc, seen) = rewrite(config());
+    let line = format!(
+        r#"{{"jsonrpc":"2.0","method":"notifications/message","params":{{"level":"info","data":"{KEY}","n":1e999}}}}"#
+    );
+    assert!(send(&mut svc, Direction::ToClient, received(&line))
+        .await
+        .is_none());
+    assert!(seen.lock().expect("not poisoned").is_empty());
+}
