@@ -9,8 +9,9 @@
 //! - [`cli`]: the command line (clap).
 //! - `logging`: tracing to stderr.
 //! - [`config`]: TOML → checked [`config::Config`] (`${VAR}`, places in errors).
-//! - `front`: newline-delimited JSON framing, our stdio pipes, the writer task.
-//! - `upstream`: the child process: spawn, stderr drain, process-group shutdown.
+//! - `transport`: how bytes reach a peer: newline-delimited JSON framing, our
+//!   stdio pipes, the child process (spawn, stderr drain, process-group
+//!   shutdown), the outgoing queues and their writer task.
 //! - `connector`: the innermost service of each chain: id mapping, pending answers.
 //! - `chain`: `[[middleware]]` → the two tower stacks.
 //! - [`relay`]: the read loops, dispatch, and shutdown order.
@@ -25,8 +26,7 @@ pub mod relay;
 
 mod chain;
 mod connector;
-mod front;
-mod upstream;
+mod transport;
 
 use cli::{Cli, Command};
 use config::{Config, UpstreamConfig};
@@ -147,8 +147,8 @@ fn serve(config: &Config, server: &[String]) -> ExitCode {
         }
     };
     let result = runtime.block_on(async {
-        let stdin = front::stdio::stdin().map_err(|e| format!("stdin: {e}"))?;
-        let stdout = front::stdio::stdout().map_err(|e| format!("stdout: {e}"))?;
+        let stdin = transport::stdio::stdin().map_err(|e| format!("stdin: {e}"))?;
+        let stdout = transport::stdio::stdout().map_err(|e| format!("stdout: {e}"))?;
         relay::run(config, &upstream, stdin, stdout, signals())
             .await
             .map_err(|e| e.to_string())

@@ -1,5 +1,5 @@
 use super::*;
-use crate::front::queue::Taken;
+use crate::transport::queue::Taken;
 use mcp_chain_middleware::Direction;
 use serde_json::json;
 use tower::ServiceExt;
@@ -133,7 +133,7 @@ async fn close_answers_everything_in_flight_and_later() {
 #[tokio::test]
 async fn a_full_queue_makes_the_caller_wait() {
     let (mut conn, mut queue) = connector();
-    let pad = "p".repeat(crate::front::queue::MAX_QUEUED_BYTES);
+    let pad = "p".repeat(crate::transport::queue::MAX_QUEUED_BYTES);
     let big = env(Message::notification("n", Some(json!({ "pad": pad }))));
     drop(conn.ready().await.expect("ready").call(big));
     let blocked = tokio::time::timeout(std::time::Duration::from_millis(50), conn.ready()).await;

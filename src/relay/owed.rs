@@ -11,7 +11,7 @@
 //! one of its tokens until it is written.
 
 use super::side::write_answer;
-use crate::front::queue::Queue;
+use crate::transport::queue::Queue;
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use mcp_chain_middleware::{BoxError, DeliveryTicket, Message, RequestId, ResponseFuture};
 use std::future::{poll_fn, Future};
@@ -243,7 +243,7 @@ async fn answer(incoming: Receiver, reply: Queue, peer: &'static str) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::front::queue::Taken;
+    use crate::transport::queue::Taken;
     use mcp_chain_middleware::envelope::delivery;
     use serde_json::{json, Value};
     use tokio::sync::oneshot;

@@ -3,9 +3,9 @@
 
 use crate::chain::ChainService;
 use crate::connector::Connector;
-use crate::front::codec::{Frame, FrameReader};
-use crate::front::queue::Queue;
-use crate::front::writer::Outgoing;
+use crate::transport::codec::{Frame, FrameReader};
+use crate::transport::queue::Queue;
+use crate::transport::writer::Outgoing;
 use crate::relay::owed::Owed;
 use mcp_chain_middleware::envelope::delivery;
 use mcp_chain_middleware::message::{response_id, Incoming, Invalid};

@@ -7,7 +7,7 @@
 //! nobody drains fills up and stalls the server.
 
 use crate::config::UpstreamConfig;
-use crate::front::stdio::widen;
+use crate::transport::stdio::widen;
 use rustix::process::{kill_process_group, Pid, Signal};
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;

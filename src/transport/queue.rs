@@ -10,7 +10,7 @@
 //! behind them stops reading: memory stays bounded whatever the message
 //! size, and the pressure reaches the other peer.
 
-use crate::front::writer::Outgoing;
+use crate::transport::writer::Outgoing;
 use mcp_chain_middleware::message::Text;
 use std::future::poll_fn;
 use std::io::{self, IoSlice};
