@@ -12,16 +12,11 @@
 //! Each stack ends in a connector, which writes to the peer and matches
 //! its answers.
 
-use mcp_chain_middleware::audit::AuditLayer;
-use mcp_chain_middleware::filter::FilterLayer;
-use mcp_chain_middleware::log::LogLayer;
-use mcp_chain_middleware::rate_limit::RateLimitLayer;
-use mcp_chain_middleware::rewrite::RewriteLayer;
-use mcp_chain_middleware::timeout::TimeoutLayer;
+pub(crate) use crate::layers::AnyLayer;
 use mcp_chain_middleware::{BoxError, Envelope, Message, ResponseFuture};
 use std::fmt;
 use std::task::{Context, Poll};
-use tower::{Layer, Service};
+use tower::Service;
 
 /// A chain (or a part of one) with its type erased.
 ///
@@ -93,41 +88,6 @@ impl Clone for ChainService {
 impl fmt::Debug for ChainService {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("ChainService")
-    }
-}
-
-/// One validated `[[middleware]]` entry.
-#[derive(Debug, Clone)]
-pub(crate) enum AnyLayer {
-    Audit(AuditLayer),
-    Filter(FilterLayer),
-    Rewrite(RewriteLayer),
-    RateLimit(RateLimitLayer),
-    Timeout(TimeoutLayer),
-    Log(LogLayer),
-}
-
-impl AnyLayer {
-    pub(crate) fn name(&self) -> &'static str {
-        match self {
-            Self::Audit(_) => "audit",
-            Self::Filter(_) => "filter",
-            Self::Rewrite(_) => "rewrite",
-            Self::RateLimit(_) => "rate_limit",
-            Self::Timeout(_) => "timeout",
-            Self::Log(_) => "log",
-        }
-    }
-
-    fn wrap(&self, inner: ChainService) -> ChainService {
-        match self {
-            Self::Audit(l) => ChainService::new(l.layer(inner)),
-            Self::Filter(l) => ChainService::new(l.layer(inner)),
-            Self::Rewrite(l) => ChainService::new(l.layer(inner)),
-            Self::RateLimit(l) => ChainService::new(l.layer(inner)),
-            Self::Timeout(l) => ChainService::new(l.layer(inner)),
-            Self::Log(l) => ChainService::new(l.layer(inner)),
-        }
     }
 }
 

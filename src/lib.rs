@@ -13,6 +13,7 @@
 //!   stdio pipes, the child process (spawn, stderr drain, process-group
 //!   shutdown), the outgoing queues and their writer task.
 //! - `connector`: the innermost service of each chain: id mapping, pending answers.
+//! - `layers`: the one table of the layers a `[[middleware]]` entry names.
 //! - `chain`: `[[middleware]]` → the two tower stacks.
 //! - [`relay`]: the read loops, dispatch, and shutdown order.
 //!
@@ -26,6 +27,7 @@ pub mod relay;
 
 mod chain;
 mod connector;
+mod layers;
 mod transport;
 
 use cli::{Cli, Command};

@@ -1,12 +1,7 @@
 //! The TOML file as written: a serde mirror, checked for unknown keys.
 //! Meaning is given to it in `validate.rs`.
 
-use mcp_chain_middleware::audit::AuditConfig;
-use mcp_chain_middleware::filter::FilterConfig;
-use mcp_chain_middleware::log::LogConfig;
-use mcp_chain_middleware::rate_limit::RateLimitConfig;
-use mcp_chain_middleware::rewrite::RewriteConfig;
-use mcp_chain_middleware::timeout::TimeoutConfig;
+pub(crate) use crate::layers::MiddlewareFile;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 
@@ -47,29 +42,4 @@ pub(crate) struct ProxyFile {
     /// How long to wait at shutdown for answers still owed, then for the
     /// server to exit ("250ms", "5s").
     pub(crate) shutdown_grace: Option<String>,
-}
-
-/// One `[[middleware]]` table; `type` picks the layer.
-#[derive(Debug, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
-pub(crate) enum MiddlewareFile {
-    Audit(AuditConfig),
-    Filter(FilterConfig),
-    Rewrite(RewriteConfig),
-    RateLimit(RateLimitConfig),
-    Timeout(TimeoutConfig),
-    Log(LogConfig),
-}
-
-impl MiddlewareFile {
-    pub(crate) fn type_name(&self) -> &'static str {
-        match self {
-            Self::Audit(_) => "audit",
-            Self::Filter(_) => "filter",
-            Self::Rewrite(_) => "rewrite",
-            Self::RateLimit(_) => "rate_limit",
-            Self::Timeout(_) => "timeout",
-            Self::Log(_) => "log",
-        }
-    }
 }

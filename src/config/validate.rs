@@ -1,9 +1,8 @@
 //! From the file as written to a checked [`Config`]: layers built, limits
 //! checked, every problem reported with its place.
 
-use super::file::{ConfigFile, MiddlewareFile, UpstreamFile};
+use super::file::{ConfigFile, UpstreamFile};
 use super::{Config, RestartPolicy, UpstreamConfig};
-use crate::chain::AnyLayer;
 pub(crate) use mcp_chain_middleware::units::parse_duration;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -60,7 +59,7 @@ pub(super) fn validate(file: ConfigFile) -> Result<Config, Vec<Problem>> {
         let offset = entry.span().start;
         let entry = entry.into_inner();
         let name = entry.type_name();
-        match layer(entry) {
+        match entry.validate() {
             Ok(layer) => chain.push(layer),
             Err(e) => problems.push((Some(offset), format!("middleware[{index}] ({name}): {e}"))),
         }
@@ -104,15 +103,4 @@ fn upstream(file: UpstreamFile, problems: &mut Vec<Problem>) -> UpstreamConfig {
         cwd: file.cwd.map(PathBuf::from),
         restart,
     }
-}
-
-fn layer(entry: MiddlewareFile) -> Result<AnyLayer, String> {
-    Ok(match entry {
-        MiddlewareFile::Audit(cfg) => AnyLayer::Audit(cfg.validate()?),
-        MiddlewareFile::Filter(cfg) => AnyLayer::Filter(cfg.validate()?),
-        MiddlewareFile::Rewrite(cfg) => AnyLayer::Rewrite(cfg.validate()?),
-        MiddlewareFile::RateLimit(cfg) => AnyLayer::RateLimit(cfg.validate()?),
-        MiddlewareFile::Timeout(cfg) => AnyLayer::Timeout(cfg.validate()?),
-        MiddlewareFile::Log(cfg) => AnyLayer::Log(cfg.validate()?),
-    })
 }

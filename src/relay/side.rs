@@ -3,10 +3,10 @@
 
 use crate::chain::ChainService;
 use crate::connector::Connector;
+use crate::relay::owed::Owed;
 use crate::transport::codec::{Frame, FrameReader};
 use crate::transport::queue::Queue;
 use crate::transport::writer::Outgoing;
-use crate::relay::owed::Owed;
 use mcp_chain_middleware::envelope::delivery;
 use mcp_chain_middleware::message::{response_id, Incoming, Invalid};
 use mcp_chain_middleware::{

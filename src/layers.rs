@@ -1,0 +1,87 @@
+//! The one table of the layers a `[[middleware]]` entry can name.
+//!
+//! Each line gives the layer's `type` in the TOML, its config (the serde
+//! mirror, with a `validate` that compiles it) and the validated layer. From
+//! it come the config file's `MiddlewareFile`, the validated `AnyLayer`, and
+//! how each wraps the rest of a chain: adding a layer is adding a line here.
+
+use crate::chain::ChainService;
+use mcp_chain_middleware::{audit, filter, log, rate_limit, rewrite, timeout};
+use serde::Deserialize;
+use tower::Layer;
+
+macro_rules! layers {
+    ($($variant:ident => $name:literal, $config:ty, $layer:ty;)*) => {
+        /// One `[[middleware]]` table as written; `type` picks the layer.
+        #[derive(Debug, Deserialize)]
+        #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+        pub(crate) enum MiddlewareFile {
+            $($variant($config),)*
+        }
+
+        /// One validated `[[middleware]]` entry.
+        #[derive(Debug, Clone)]
+        pub(crate) enum AnyLayer {
+            $($variant($layer),)*
+        }
+
+        impl MiddlewareFile {
+            pub(crate) fn type_name(&self) -> &'static str {
+                match self {
+                    $(Self::$variant(_) => $name,)*
+                }
+            }
+
+            /// Checks the entry and compiles what it names (patterns,
+            /// durations, rates) once.
+            pub(crate) fn validate(&self) -> Result<AnyLayer, String> {
+                Ok(match self {
+                    $(Self::$variant(config) => AnyLayer::$variant(config.validate()?),)*
+                })
+            }
+        }
+
+        impl AnyLayer {
+            pub(crate) fn name(&self) -> &'static str {
+                match self {
+                    $(Self::$variant(_) => $name,)*
+                }
+            }
+
+            /// This layer around `inner`.
+            pub(crate) fn wrap(&self, inner: ChainService) -> ChainService {
+                match self {
+                    $(Self::$variant(layer) => ChainService::new(layer.layer(inner)),)*
+                }
+            }
+        }
+    };
+}
+
+layers! {
+    Audit => "audit", audit::AuditConfig, audit::AuditLayer;
+    Filter => "filter", filter::FilterConfig, filter::FilterLayer;
+    Rewrite => "rewrite", rewrite::RewriteConfig, rewrite::RewriteLayer;
+    RateLimit => "rate_limit", rate_limit::RateLimitConfig, rate_limit::RateLimitLayer;
+    Timeout => "timeout", timeout::TimeoutConfig, timeout::TimeoutLayer;
+    Log => "log", log::LogConfig, log::LogLayer;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The name each line gives is the `type` serde reads (a layer that
+    /// needs a setting is refused for that, not for its type).
+    #[test]
+    fn each_type_name_is_the_one_serde_reads() {
+        for name in ["audit", "filter", "rewrite", "rate_limit", "timeout", "log"] {
+            match toml::from_str::<MiddlewareFile>(&format!("type = \"{name}\"")) {
+                Ok(entry) => assert_eq!(entry.type_name(), name),
+                Err(e) => assert!(!e.to_string().contains("unknown variant"), "{name}: {e}"),
+            }
+        }
+        let unknown = toml::from_str::<MiddlewareFile>("type = \"nope\"");
+        assert!(unknown.is_err_and(|e| e.to_string().contains("unknown variant")));
+    }
+}
