@@ -2,7 +2,7 @@
 //! writes it, the payloads as they stand (see [`Payload::write`]).
 
 use super::{ErrorObject, Message, RequestId};
-use crate::payload::{Text, BIG_PAYLOAD_BYTES};
+use crate::payload::{Payload, Text, BIG_PAYLOAD_BYTES};
 use serde::ser::{Serialize, SerializeMap, Serializer};
 
 // === impl Message ===
@@ -10,7 +10,7 @@ use serde::ser::{Serialize, SerializeMap, Serializer};
 impl Message {
     /// Appends the message as one line of JSON (with its `\n`).
     pub fn write_line(&self, out: &mut Vec<u8>) {
-        out.reserve(64 + self.payload().and_then(|p| p.text()).map_or(0, |t| t.len()));
+        out.reserve(64 + self.payload().map_or(0, Payload::json_len));
         self.write_json(out, false);
         out.push(b'\n');
     }

@@ -89,7 +89,7 @@ impl Object {
     /// The object as JSON, written once.
     fn written(&self) -> &[u8] {
         self.written.get_or_init(|| {
-            let mut out = Vec::new();
+            let mut out = Vec::with_capacity(self.text.len() + 64);
             object::write(&self.members, self.text.as_bytes(), &mut out);
             out.into()
         })
