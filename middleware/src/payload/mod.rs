@@ -73,7 +73,7 @@ struct Object {
     changed: bool,
     /// What a change comes to, once written (the audit counts an edited
     /// list, then it is written out): dropped by the next change.
-    written: OnceLock<Box<[u8]>>,
+    written: OnceLock<Vec<u8>>,
 }
 
 impl Object {
@@ -91,7 +91,7 @@ impl Object {
         self.written.get_or_init(|| {
             let mut out = Vec::with_capacity(self.text.len() + 64);
             object::write(&self.members, self.text.as_bytes(), &mut out);
-            out.into()
+            out
         })
     }
 }

@@ -108,7 +108,8 @@ pub(crate) const MAX_DEPTH: usize = 127;
 pub(crate) fn check(text: &str, outer: usize) -> Result<(), serde_json::Error> {
     let (json, text) = (text, text.as_bytes());
     let room = MAX_DEPTH.saturating_sub(outer);
-    let deep = memchr::memchr2_iter(b'[', b'{', text).nth(room).is_some();
+    // A text shorter than the room left cannot hold that many brackets.
+    let deep = text.len() > room && memchr::memchr2_iter(b'[', b'{', text).nth(room).is_some();
     let surrogate = || {
         let escape = |at: usize| text.get(at + 1..at + 3);
         memchr::memchr_iter(b'\\', text).any(|at| matches!(escape(at), Some([b'u', b'd' | b'D'])))
