@@ -16,8 +16,8 @@ mod handshake;
 
 pub(crate) use handshake::Handshake;
 
+use crate::transport::queue::Outgoing;
 use crate::transport::queue::Queue;
-use crate::transport::writer::Outgoing;
 use mcp_chain_middleware::message::{method, Message, Notification, Request};
 use mcp_chain_middleware::{
     BoxError, Delivered, Envelope, ErrorCode, ErrorObject, RequestId, ResponseFuture,

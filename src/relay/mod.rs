@@ -15,6 +15,7 @@
 //! or notification it waits until the answer is written, so an answer is
 //! never overtaken by what its sender sent after it.
 
+mod answer;
 mod owed;
 mod side;
 mod supervisor;

@@ -10,7 +10,7 @@
 //! Shutdown waits on the [`TaskTracker`] as before: every owed answer holds
 //! one of its tokens until it is written.
 
-use super::side::write_answer;
+use super::answer::write_answer;
 use crate::transport::queue::Queue;
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use mcp_chain_middleware::{BoxError, DeliveryTicket, Message, RequestId, ResponseFuture};

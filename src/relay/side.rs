@@ -1,17 +1,18 @@
 //! One peer's reading side: what it sends goes down a chain toward the other
 //! peer; the answers it sends settle the requests it was sent.
 
+use super::answer::{invalid_answer, settle, write_answer};
 use crate::chain::ChainService;
 use crate::connector::Connector;
 use crate::relay::owed::Owed;
 use crate::transport::codec::{Frame, FrameReader};
+use crate::transport::queue::Outgoing;
 use crate::transport::queue::Queue;
-use crate::transport::writer::Outgoing;
 use mcp_chain_middleware::envelope::delivery;
 use mcp_chain_middleware::message::{response_id, Incoming, Invalid};
 use mcp_chain_middleware::{
-    BoxError, Delivered, DeliveryTicket, Direction, Envelope, ErrorCode, ErrorObject, Message,
-    RequestId, ResponseFuture,
+    Delivered, DeliveryTicket, Direction, Envelope, ErrorCode, ErrorObject, Message, RequestId,
+    ResponseFuture,
 };
 use std::task::{Context, Poll, Waker};
 use tokio::io::AsyncRead;
@@ -232,64 +233,9 @@ impl<R: AsyncRead + Unpin> Side<R> {
     }
 }
 
-/// Writes what the chain returned (if anything), then lets the peer's
-/// reader go on (the ticket).
-pub(super) async fn write_answer(
-    reply: &Queue,
-    out: Result<Option<Message>, BoxError>,
-    id: Option<RequestId>,
-    peer: &str,
-    ticket: Option<DeliveryTicket>,
-) {
-    if let Some(msg) = settle(out, id, peer) {
-        reply.send(Outgoing::One(msg)).await;
-    }
-    drop(ticket);
-}
-
 /// The answer a request is waiting for.
 struct Answer {
     future: ResponseFuture,
     /// `None` for a notification.
     id: Option<RequestId>,
-}
-
-fn invalid_answer(invalid: Invalid) -> Message {
-    Message::error(
-        invalid.id,
-        ErrorObject::new(
-            ErrorCode::INVALID_REQUEST,
-            format!("mcp-chain: invalid request: {}", invalid.reason),
-        ),
-    )
-}
-
-/// Turns what the chain returned into the message to write, if any: the
-/// one place a leftover `BoxError` becomes a JSON-RPC error, so no request
-/// goes unanswered.
-fn settle(
-    out: Result<Option<Message>, BoxError>,
-    id: Option<RequestId>,
-    peer: &str,
-) -> Option<Message> {
-    match (out, id) {
-        (Ok(Some(msg)), Some(_)) => Some(msg),
-        (Ok(None), _) => None,
-        (Ok(Some(msg)), None) => {
-            tracing::warn!(
-                peer,
-                kind = msg.kind(),
-                "a layer answered a notification; dropping the answer"
-            );
-            None
-        }
-        (Err(e), Some(id)) => Some(Message::error(
-            Some(id),
-            ErrorObject::new(ErrorCode::INTERNAL_ERROR, format!("mcp-chain: {e}")),
-        )),
-        (Err(e), None) => {
-            tracing::warn!(peer, error = %e, "a notification could not be relayed");
-            None
-        }
-    }
 }

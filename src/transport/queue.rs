@@ -10,14 +10,37 @@
 //! behind them stops reading: memory stays bounded whatever the message
 //! size, and the pressure reaches the other peer.
 
-use crate::transport::writer::Outgoing;
 use mcp_chain_middleware::message::Text;
+use mcp_chain_middleware::Message;
 use std::future::poll_fn;
 use std::io::{self, IoSlice};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::sync::Notify;
+
+/// What goes on one line of output.
+#[derive(Debug)]
+pub(crate) enum Outgoing {
+    One(Message),
+    /// The answers to a batch, written as one JSON array.
+    Batch(Vec<Message>),
+}
+
+impl Outgoing {
+    /// Writes the line into `buf`, except a big payload that goes out as
+    /// it stands: that is handed back with where in `buf` it belongs (see
+    /// [`Taken`]).
+    pub(crate) fn write_into(self, buf: &mut Vec<u8>) -> Option<(usize, Text)> {
+        match self {
+            Self::One(m) => m.write_line_around(buf),
+            Self::Batch(ms) => {
+                Message::write_batch(&ms, buf);
+                None
+            }
+        }
+    }
+}
 
 /// Bytes a queue holds before senders wait. A single message may take it
 /// past this (it is never split), so the bound is this plus one message.

@@ -6,8 +6,6 @@
 //! waits, the queue fills, and senders wait: memory stays bounded.
 
 use super::queue::{Queue, Taken};
-use mcp_chain_middleware::message::Text;
-use mcp_chain_middleware::Message;
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 
 /// After big writes the buffer is dropped rather than kept, so one 10 MB
@@ -16,29 +14,6 @@ use tokio::io::{AsyncWrite, AsyncWriteExt};
 /// results reuses it.
 const RETAINED_BUFFER_BYTES: usize = 4 * 1024 * 1024;
 const SMALL_WRITES_BEFORE_SHRINK: u32 = 64;
-
-/// What goes on one line of output.
-#[derive(Debug)]
-pub(crate) enum Outgoing {
-    One(Message),
-    /// The answers to a batch, written as one JSON array.
-    Batch(Vec<Message>),
-}
-
-impl Outgoing {
-    /// Writes the line into `buf`, except a big payload that goes out as
-    /// it stands: that is handed back with where in `buf` it belongs (see
-    /// [`Taken`]).
-    pub(crate) fn write_into(self, buf: &mut Vec<u8>) -> Option<(usize, Text)> {
-        match self {
-            Self::One(m) => m.write_line_around(buf),
-            Self::Batch(ms) => {
-                Message::write_batch(&ms, buf);
-                None
-            }
-        }
-    }
-}
 
 /// Writes what `queue` holds to `out` until the queue is closed and empty
 /// or the pipe breaks. A broken pipe closes the queue when `close_on_error`
