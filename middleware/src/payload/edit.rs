@@ -113,8 +113,13 @@ impl Payload {
                 }
                 Repr::Text(text) => {
                     let bytes = text.as_bytes();
+                    // With the list read in the same pass; if that fails (it
+                    // is not a list, maybe only where a key written twice
+                    // is not the last), read plainly: the last one is
+                    // judged as a list below.
                     let read = object::members_with_list(bytes, 0, list)
-                        .map_err(|e| unreadable(bytes, list, e))?;
+                        .or_else(|_| object::members(bytes, 0))
+                        .map_err(|e| unreadable(bytes, e))?;
                     self.repr = if read.plain {
                         let text = self.take_text();
                         Repr::Object(Box::new(Object::new(text, read.members, changed)))
@@ -136,11 +141,10 @@ impl Payload {
     }
 }
 
-/// Why a text could not be read one level deep (with `list` as a list).
-fn unreadable(text: &[u8], list: Option<&str>, e: serde_json::Error) -> Unreadable {
-    match (text.first(), list) {
-        (Some(b'{'), Some(key)) => Unreadable::new(format!("\"{key}\" is not a list: {e}")),
-        (Some(b'{'), None) => Unreadable::json(e),
+/// Why a text could not be read one level deep.
+fn unreadable(text: &[u8], e: serde_json::Error) -> Unreadable {
+    match text.first() {
+        Some(b'{') => Unreadable::json(e),
         _ => Unreadable::not_an_object(),
     }
 }

@@ -205,3 +205,15 @@ fn keys_not_plain_are_written_from_what_was_read() {
     p.edit_items("tools", |_| true).expect("a list");
     assert_eq!(written(&p), r#"{"tools":[{"name":"c"}]}"#);
 }
+
+#[test]
+fn of_a_list_key_written_twice_the_last_is_the_list() {
+    let mut p = result(r#"{"tools":"not a list","tools":[{"name":"a"},{"name":"b"}]}"#);
+    p.edit_items("tools", |item| {
+        item.str_member("name").as_deref() == Some("b")
+    })
+    .expect("the last is a list");
+    assert_eq!(p.to_value(), Ok(json!({"tools":[{"name":"b"}]})));
+    let mut p = result(r#"{"tools":[{"name":"a"}],"tools":"not a list"}"#);
+    assert!(p.edit_items("tools", |_| true).is_err());
+}
