@@ -60,10 +60,10 @@ impl Key {
 #[derive(Debug)]
 pub(crate) struct Read {
     pub(crate) members: Vec<Member>,
-    /// Whether every key is written once and without escapes. If not, a
-    /// reader that keeps the first of duplicate keys, or reads escapes in
-    /// its own way, could see other members than mcp-chain does: what a
-    /// layer read of it is then written from what was read.
+    /// Whether every key is written once (escapes decoded, as every reader
+    /// decodes them). If not, a reader that keeps the first of duplicate
+    /// keys could see other members than mcp-chain does: what a layer read
+    /// of it is then written from what was read, where each key is once.
     pub(crate) plain: bool,
 }
 
@@ -225,10 +225,7 @@ impl<'de> Visitor<'de> for Members<'_> {
             };
             let key = match name {
                 Name::Borrowed(s) => Key::At(at(s.as_bytes())),
-                Name::Own(s) => {
-                    plain = false;
-                    Key::Own(s.into_boxed_str())
-                }
+                Name::Own(s) => Key::Own(s.into_boxed_str()),
             };
             let bytes = name_bytes(&key, self.text, self.base);
             let seen = match &mut index {
@@ -352,11 +349,12 @@ mod tests {
     }
 
     #[test]
-    fn keys_written_twice_or_with_escapes_are_not_plain() {
+    fn keys_written_twice_are_not_plain() {
         let plain = |text: &str| members(text.as_bytes(), 0).expect("an object").plain;
         assert!(plain(r#"{"a":1,"b":{"a":2,"a":3}}"#));
+        assert!(plain(r#"{"\u0061":1,"\n":2}"#));
         assert!(!plain(r#"{"a":1,"a":2}"#));
-        assert!(!plain(r#"{"\u0061":1}"#));
+        assert!(!plain(r#"{"a":1,"\u0061":2}"#));
     }
 
     #[test]
