@@ -108,15 +108,13 @@ impl Policy {
     /// the result cannot be read: it must not reach the client unfiltered.
     pub(super) fn prune(&self, listing: Listing, result: &mut Payload) -> Result<(), Unreadable> {
         match listing {
-            Listing::Tools => prune(result, TOOLS, &self.tools, |n| self.tools.allows(n)),
-            Listing::Resources => prune(result, RESOURCES, &self.resources, |u| {
-                self.resources.allows(u)
-            }),
+            Listing::Tools => prune(result, TOOLS, &self.tools),
+            Listing::Resources => prune(result, RESOURCES, &self.resources),
             Listing::Templates => {
                 let all = self.resources.allows_all() && self.templates.allows_all();
                 prune_judged(result, TEMPLATES, all, |u| self.allows_template(u))
             }
-            Listing::Prompts => prune(result, PROMPTS, &self.prompts, |n| self.prompts.allows(n)),
+            Listing::Prompts => prune(result, PROMPTS, &self.prompts),
             Listing::Discover => [
                 Listing::Tools,
                 Listing::Resources,
@@ -129,13 +127,10 @@ impl Policy {
     }
 }
 
-fn prune(
-    result: &mut Payload,
-    kind: (&str, &str),
-    list: &PatternList,
-    keep: impl Fn(&str) -> bool,
-) -> Result<(), Unreadable> {
-    prune_judged(result, kind, list.allows_all(), keep)
+fn prune(result: &mut Payload, kind: (&str, &str), list: &PatternList) -> Result<(), Unreadable> {
+    prune_judged(result, kind, list.allows_all(), |name: &str| {
+        list.allows(name)
+    })
 }
 
 /// Keeps the items of the list `key` whose `field` `keep` allows. An item

@@ -10,7 +10,7 @@ use super::{
     ErrorObject, ErrorResponse, Incoming, Invalid, Message, Notification, Request, RequestId,
     Response,
 };
-use crate::payload::object::{place, KeySeed, Name};
+use crate::payload::object::{place, KeySeed};
 use crate::payload::value::{check, Check, ValueSeed, MAX_DEPTH};
 use crate::payload::{Payload, Text};
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
@@ -112,10 +112,7 @@ impl Line<'_> {
     fn fields<'de, A: MapAccess<'de>>(&self, mut map: A) -> Result<Fields, A::Error> {
         let mut fields = Fields::default();
         while let Some(name) = map.next_key_seed(KeySeed)? {
-            let name = match &name {
-                Name::Borrowed(s) => s,
-                Name::Own(s) => s.as_str(),
-            };
+            let name = name.as_str();
             match name {
                 "params" => fields.params = Some(self.payload(map.next_value()?)?),
                 "result" => fields.result = Some(self.payload(map.next_value()?)?),

@@ -10,7 +10,7 @@ use serde::ser::{Serialize, SerializeMap, Serializer};
 impl Message {
     /// Appends the message as one line of JSON (with its `\n`).
     pub fn write_line(&self, out: &mut Vec<u8>) {
-        out.reserve(64 + self.payload().map_or(0, Payload::json_len));
+        out.reserve(64 + self.payload().map_or(0, Payload::len_if_known));
         self.write_json(out, false);
         out.push(b'\n');
     }

@@ -76,7 +76,7 @@ impl<'de> Visitor<'de> for ListSeed<'_> {
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<Entry>, A::Error> {
         let mut entries = Vec::with_capacity(seq.size_hint().unwrap_or(0));
-        let item = || Item1 {
+        let item = || ItemSeed {
             text: self.text,
             base: self.base,
         };
@@ -88,12 +88,12 @@ impl<'de> Visitor<'de> for ListSeed<'_> {
 }
 
 /// Reads one item of a list.
-struct Item1<'t> {
+struct ItemSeed<'t> {
     text: &'t [u8],
     base: usize,
 }
 
-impl<'de> DeserializeSeed<'de> for Item1<'_> {
+impl<'de> DeserializeSeed<'de> for ItemSeed<'_> {
     type Value = Entry;
 
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Entry, D::Error> {
@@ -101,7 +101,7 @@ impl<'de> DeserializeSeed<'de> for Item1<'_> {
     }
 }
 
-impl<'de> Visitor<'de> for Item1<'_> {
+impl<'de> Visitor<'de> for ItemSeed<'_> {
     type Value = Entry;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -187,7 +187,7 @@ impl<'a> Item<'a> {
     pub fn str_member(&self, name: &str) -> Option<Cow<'_, str>> {
         let members = self.members()?;
         match &members[find(members, self.text, name)?].value {
-            Slot::At(at) => read_str(&self.text[at.clone()]),
+            Slot::At(at) => value::read_str(&self.text[at.clone()]),
             Slot::Value(Value::String(s)) => Some(Cow::Borrowed(s)),
             Slot::Value(_) | Slot::List(_) => None,
         }
@@ -226,16 +226,4 @@ impl<'a> Item<'a> {
             Slot::At(_) | Slot::List(_) => None,
         }
     }
-}
-
-/// A JSON string's contents, borrowed when it has no escapes.
-/// `text` is a value serde_json passed: a string without an escape is its
-/// contents between the quotes as they stand; any other goes to serde_json.
-pub(crate) fn read_str(text: &[u8]) -> Option<Cow<'_, str>> {
-    if let [b'"', inner @ .., b'"'] = text {
-        if !inner.contains(&b'\\') {
-            return std::str::from_utf8(inner).ok().map(Cow::Borrowed);
-        }
-    }
-    serde_json::from_slice::<String>(text).ok().map(Cow::Owned)
 }

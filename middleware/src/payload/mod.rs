@@ -209,9 +209,9 @@ impl Payload {
     pub fn str_member(&self, name: &str) -> Result<Option<Cow<'_, str>>, Unreadable> {
         let read = match self.find_member(name)? {
             None => return Ok(None),
-            Some(Found::Text(Cow::Borrowed(text))) => list::read_str(text),
+            Some(Found::Text(Cow::Borrowed(text))) => value::read_str(text),
             Some(Found::Text(Cow::Owned(text))) => {
-                list::read_str(&text).map(|s| Cow::Owned(s.into_owned()))
+                value::read_str(&text).map(|s| Cow::Owned(s.into_owned()))
             }
             Some(Found::Value(Value::String(s))) => Some(Cow::Borrowed(s.as_str())),
             Some(Found::Value(_)) => None,
@@ -269,6 +269,18 @@ impl Payload {
                 self.write(&mut out);
                 Cow::Owned(out)
             }
+        }
+    }
+
+    /// How many bytes [`Self::write`] writes, when that is known without
+    /// writing anything (a value is not serialized to be measured): for a
+    /// writer sizing its buffer.
+    pub(crate) fn len_if_known(&self) -> usize {
+        match (&self.repr, self.look.get()) {
+            (_, Some(Look::Whole(_))) | (Repr::Value(_), _) => 0,
+            (Repr::Text(text), _) => text.len(),
+            (Repr::Object(o), _) if o.changed => o.written().len(),
+            (Repr::Object(o), _) => o.text.len(),
         }
     }
 

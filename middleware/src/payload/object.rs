@@ -49,8 +49,14 @@ pub(crate) enum Slot {
 impl Key {
     /// The decoded name, as bytes.
     pub(crate) fn bytes<'a>(&'a self, text: &'a [u8]) -> &'a [u8] {
+        self.bytes_in(text, 0)
+    }
+
+    /// [`Self::bytes`], for a key whose place counts from `base` (see
+    /// [`members`]) while `text` starts there.
+    fn bytes_in<'a>(&'a self, text: &'a [u8], base: usize) -> &'a [u8] {
         match self {
-            Self::At(at) => &text[at.clone()],
+            Self::At(at) => &text[at.start - base..at.end - base],
             Self::Own(name) => name.as_bytes(),
         }
     }
@@ -209,10 +215,7 @@ impl<'de> Visitor<'de> for Members<'_> {
             place.start + self.base..place.end + self.base
         };
         while let Some(name) = map.next_key_seed(KeySeed)? {
-            let is_list = self.list.is_some_and(|list| match &name {
-                Name::Borrowed(s) => *s == list,
-                Name::Own(s) => s == list,
-            });
+            let is_list = self.list == Some(name.as_str());
             let value = if is_list {
                 let seed = list::ListSeed {
                     text: self.text,
@@ -227,12 +230,12 @@ impl<'de> Visitor<'de> for Members<'_> {
                 Name::Borrowed(s) => Key::At(at(s.as_bytes())),
                 Name::Own(s) => Key::Own(s.into_boxed_str()),
             };
-            let bytes = name_bytes(&key, self.text, self.base);
+            let bytes = key.bytes_in(self.text, self.base);
             let seen = match &mut index {
                 Some(index) => index.get(bytes).copied(),
                 None => members
                     .iter()
-                    .position(|m| name_bytes(&m.key, self.text, self.base) == bytes),
+                    .position(|m| m.key.bytes_in(self.text, self.base) == bytes),
             };
             match seen {
                 Some(n) => {
@@ -250,7 +253,7 @@ impl<'de> Visitor<'de> for Members<'_> {
                 let names = members.iter().enumerate();
                 index = Some(
                     names
-                        .map(|(n, m)| (name_bytes(&m.key, self.text, self.base).to_vec(), n))
+                        .map(|(n, m)| (m.key.bytes_in(self.text, self.base).to_vec(), n))
                         .collect(),
                 );
             }
@@ -262,18 +265,20 @@ impl<'de> Visitor<'de> for Members<'_> {
 /// From this many members on, names are found through a map.
 const INDEXED_FROM: usize = 16;
 
-fn name_bytes<'a>(key: &'a Key, text: &'a [u8], base: usize) -> &'a [u8] {
-    match key {
-        Key::At(at) => &text[at.start - base..at.end - base],
-        Key::Own(name) => name.as_bytes(),
-    }
-}
-
 /// A member name as serde_json hands it over: borrowed from the text when
 /// it has no escapes, decoded otherwise.
 pub(crate) enum Name<'de> {
     Borrowed(&'de str),
     Own(String),
+}
+
+impl Name<'_> {
+    pub(crate) fn as_str(&self) -> &str {
+        match self {
+            Self::Borrowed(s) => s,
+            Self::Own(s) => s,
+        }
+    }
 }
 
 pub(crate) struct KeySeed;

@@ -7,6 +7,7 @@
 
 use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Number, Value};
+use std::borrow::Cow;
 use std::fmt;
 
 /// A payload's text as a `str`. mcp-chain keeps only UTF-8 (a line is
@@ -188,6 +189,18 @@ impl<'de> Visitor<'de> for Check {
         }
         Ok(())
     }
+}
+
+/// A JSON string's contents, borrowed when it has no escapes. `text` is
+/// a value serde_json passed: a string without an escape is its
+/// contents between the quotes as they stand; any other goes to serde_json.
+pub(crate) fn read_str(text: &[u8]) -> Option<Cow<'_, str>> {
+    if let [b'"', inner @ .., b'"'] = text {
+        if !inner.contains(&b'\\') {
+            return std::str::from_utf8(inner).ok().map(Cow::Borrowed);
+        }
+    }
+    serde_json::from_slice::<String>(text).ok().map(Cow::Owned)
 }
 
 #[cfg(test)]
