@@ -103,23 +103,56 @@ pub(crate) const MAX_DEPTH: usize = 127;
 /// line, nests no deeper than serde_json reads, and holds no lone
 /// surrogate escape (`"\ud800"`). A line failing this is refused (-32700)
 /// as a whole parse would refuse it.
-///
-/// Only a text that could fail is walked: nesting needs an opening
-/// bracket a level, and a surrogate escape starts `\ud` or `\uD`.
 pub(crate) fn check(text: &str, outer: usize) -> Result<(), serde_json::Error> {
-    let (json, text) = (text, text.as_bytes());
     let room = MAX_DEPTH.saturating_sub(outer);
-    // A text shorter than the room left cannot hold that many brackets.
-    let deep = text.len() > room && memchr::memchr2_iter(b'[', b'{', text).nth(room).is_some();
-    let surrogate = || {
-        let escape = |at: usize| text.get(at + 1..at + 3);
-        memchr::memchr_iter(b'\\', text).any(|at| matches!(escape(at), Some([b'u', b'd' | b'D'])))
-    };
-    if !deep && !surrogate() {
+    if !could_fail(text.as_bytes(), room) {
         return Ok(());
     }
-    let mut de = serde_json::Deserializer::from_str(json);
+    let mut de = serde_json::Deserializer::from_str(text);
     Check { room }.deserialize(&mut de)
+}
+
+/// Whether [`check`] must have serde_json walk `text`, JSON serde_json
+/// accepted: it nests more than `room` levels (brackets counted outside
+/// strings), or a string in it has an escape that starts a surrogate
+/// (`\ud…`, `\uD…`). Only serde_json's walk decides; the message fuzz
+/// target holds this shortcut to serde_json's verdict on whole lines.
+fn could_fail(text: &[u8], room: usize) -> bool {
+    if text.len() <= room {
+        // Too short to nest that deep: only escapes matter.
+        let escape = |at: usize| text.get(at + 1..at + 3);
+        return memchr::memchr_iter(b'\\', text)
+            .any(|at| matches!(escape(at), Some([b'u', b'd' | b'D'])));
+    }
+    let (mut depth, mut at) = (0usize, 0);
+    while let Some(&byte) = text.get(at) {
+        at += 1;
+        match byte {
+            b'[' | b'{' => {
+                depth += 1;
+                if depth > room {
+                    return true;
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            b'"' => loop {
+                // To the closing quote, looking at each escape.
+                let Some(end) = memchr::memchr2(b'"', b'\\', &text[at..]) else {
+                    return false;
+                };
+                at += end + 1;
+                if text[at - 1] == b'"' {
+                    break;
+                }
+                if let Some([b'u', b'd' | b'D']) = text.get(at..at + 2) {
+                    return true;
+                }
+                at += 1;
+            },
+            _ => {}
+        }
+    }
+    false
 }
 
 /// Walks a value as serde_json reads it (strings decoded), keeping
@@ -245,6 +278,10 @@ mod tests {
         // Brackets in strings are no nesting.
         let wide = format!(r#"["{}"]"#, "[".repeat(500));
         assert!(check(&wide, 1).is_ok());
+        // Closing brackets and escaped quotes in strings lower no level.
+        let hidden = |n: usize| format!(r#"["]]}}\"]]\\",{}]"#, nest(n));
+        assert!(check(&hidden(MAX_DEPTH - 1), 0).is_ok());
+        assert!(check(&hidden(MAX_DEPTH), 0).is_err());
         // Lone surrogates are refused, pairs and look-alikes are not.
         assert!(check(r#"{"a":["\uD800"]}"#, 1).is_err());
         assert!(check(r#"{"a":"\ud83d\ude00"}"#, 1).is_ok());
