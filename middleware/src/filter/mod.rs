@@ -20,7 +20,11 @@
 //! for URIs `*` stops at `/` and `**` crosses it ([`crate::pattern`]). Deny
 //! wins over allow; an `allow` list means everything else of its kind is
 //! denied. A resource template must pass both `resources` and
-//! `resource_templates` (its `uriTemplate` is matched as written).
+//! `resource_templates` (its `uriTemplate` is matched as written). URIs,
+//! the requested ones and the patterns alike, are compared in the normal
+//! form of [`crate::pattern::uri`], so every spelling the server reads as
+//! the same resource is judged alike; a URI with no normal form is refused
+//! wherever resources are judged. Names are compared byte for byte.
 //!
 //! Client → server:
 //!

@@ -1,6 +1,6 @@
 //! Allow/deny pairs of patterns: deny wins, an allow list means default-deny.
 
-use super::{Pattern, Syntax};
+use super::{uri, Pattern, Syntax};
 use serde::Deserialize;
 
 /// `{ allow = [...], deny = [...] }` as written in the TOML.
@@ -41,6 +41,8 @@ impl AllowDenyConfig {
 pub struct PatternList {
     allow: Option<PatternSet>,
     deny: Option<PatternSet>,
+    /// URI patterns: a name is normalized before it is tried.
+    uris: bool,
 }
 
 /// One side of the pair. Each pattern is tried in turn; a glob without a
@@ -69,14 +71,38 @@ impl PatternSet {
 impl PatternList {
     /// `allow = None` allows everything the deny list does not name.
     pub fn new(allow: Option<Vec<Pattern>>, deny: Vec<Pattern>) -> Self {
+        let uris = allow
+            .iter()
+            .flatten()
+            .chain(&deny)
+            .any(|p| p.syntax() == Syntax::Uri);
         Self {
             allow: allow.map(PatternSet::new),
             deny: (!deny.is_empty()).then(|| PatternSet::new(deny)),
+            uris,
         }
     }
 
-    /// Whether `name` passes: not denied, and allowed when there is an allow list.
+    /// Whether `name` passes: not denied, and allowed when there is an
+    /// allow list. A URI is tried in its normal form; one that has none
+    /// passes only a list that judges nothing.
     pub fn allows(&self, name: &str) -> bool {
+        if self.allows_all() {
+            return true;
+        }
+        if !self.uris {
+            return self.allows_normal(name);
+        }
+        match uri::normalize(name) {
+            Ok(normal) => self.allows_normal(&normal),
+            Err(why) => {
+                tracing::debug!(uri = name, why, "refused a URI with no normal form");
+                false
+            }
+        }
+    }
+
+    fn allows_normal(&self, name: &str) -> bool {
         if self.deny.as_ref().is_some_and(|d| d.is_match(name)) {
             return false;
         }

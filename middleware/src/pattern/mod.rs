@@ -16,9 +16,14 @@
 //!
 //! [`PatternList`] is an allow/deny pair: deny wins over allow, and an allow
 //! list (even an empty one) means everything it does not name is denied.
+//!
+//! A list of URI patterns compares URIs in a normal form ([`uri`]): a URI
+//! that has none matches no pattern and passes no list that judges
+//! anything.
 
 mod glob;
 mod list;
+pub mod uri;
 
 pub use list::{AllowDenyConfig, PatternList};
 
@@ -69,6 +74,11 @@ impl Pattern {
                 Regex::new(&format!("^(?:{re})$"))
                     .map_err(|e| format!("bad pattern {source:?}: {e}"))?,
             ),
+            // A URI glob is matched against normalized URIs, so it is
+            // normalized too (see `uri`); a regex is taken as written.
+            None if syntax == Syntax::Uri => {
+                Matcher::Glob(glob::Glob::parse(&uri::normalize_pattern(source), syntax)?)
+            }
             None => Matcher::Glob(glob::Glob::parse(source, syntax)?),
         };
         Ok(Self {
@@ -90,6 +100,10 @@ impl Pattern {
     /// such a pattern need not try the others.
     pub fn matches_all(&self) -> bool {
         matches!(&self.matcher, Matcher::Glob(glob) if glob.matches_all())
+    }
+
+    pub fn syntax(&self) -> Syntax {
+        self.syntax
     }
 
     /// The pattern as written in the config.

@@ -431,3 +431,5 @@ async fn a_list_result_that_cannot_be_read_becomes_an_error() {
         assert!(message.starts_with("mcp-chain filter:"), "{message}");
     }
 }
+
+mod uris;
