@@ -28,6 +28,8 @@
 //! - [`log`]: a pass-through layer that traces every message.
 //! - [`pattern`]: globs and `re:` regexes, allow/deny lists.
 //! - [`target`]: the tool, resource or prompt a request is about.
+//! - [`embedded`]: what a 2026-07-28 result carries inside it: server
+//!   requests (`inputRequests`), task results, cache hints.
 //! - [`filter`]: allow/deny lists; what is denied looks missing.
 //! - [`rewrite`]: renames, descriptions, arguments, redaction.
 //! - [`audit`]: one JSON line per message and outcome, written before the
@@ -41,6 +43,7 @@
 #![forbid(unsafe_code)]
 
 pub mod audit;
+pub mod embedded;
 pub mod envelope;
 pub mod filter;
 pub mod log;

@@ -21,7 +21,9 @@
 //! `notification`); every request gets a second line when its answer comes
 //! back (`kind` = `response`), carrying the request's `direction`, `id`,
 //! `method` and target so the two pair up. `outcome` is one of `ok`,
-//! `tool_error` (a `tools/call` or `tasks/result` result with `isError:
+//! `input_required` (a 2026-07-28 result asking for the input its
+//! `input_requests` field names first), `tool_error` (a `tools/call` or
+//! `tasks/result` result with `isError:
 //! true`), `error` (with `code`),
 //! `denied`, `rate_limited` or `timed_out` (answered by the mcp-chain
 //! layer named in `layer`, with `reason`, read from the answer's

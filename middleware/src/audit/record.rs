@@ -1,6 +1,7 @@
 //! One audit line: what it holds, how the outcome is read from an answer,
 //! and the timestamp format.
 
+use crate::embedded::{is_input_required, InputRequests};
 use crate::message::{write_str, ErrorObject, Payload};
 use crate::target::Target;
 use crate::{BoxError, Direction, ErrorCode, Message, RequestId};
@@ -39,6 +40,9 @@ pub(super) struct Record<'a> {
     pub(super) duration_ms: Option<f64>,
     /// Bytes of the message as JSON, without the newline.
     pub(super) size: Option<usize>,
+    /// The methods of the server→client requests embedded in a result or
+    /// task notification (`inputRequests`), `?` for one unreadable.
+    pub(super) input_requests: Option<Vec<String>>,
     pub(super) params: Option<&'a Payload>,
     pub(super) result: Option<&'a Payload>,
     pub(super) error: Option<ErrorPayload<'a>>,
@@ -65,14 +69,25 @@ impl<'a> Record<'a> {
         }
     }
 
+    /// Sets `input_requests` from a payload that may carry them; an
+    /// unreadable map is recorded as one unreadable request.
+    pub(super) fn input_requests(&mut self, payload: &Payload) {
+        self.input_requests = match InputRequests::of(payload) {
+            Ok(None) => None,
+            Ok(Some(requests)) => Some(requests.methods().map(str::to_owned).collect()),
+            Err(_) => Some(vec!["?".to_owned()]),
+        };
+    }
+
     /// Sets the outcome, code, layer and reason of an answer (and its
     /// payload when asked for). `tool_result`: the request was a
-    /// `tools/call` or `tasks/result`, whose result may say `isError`.
+    /// `tools/call` or `tasks/result`, whose result may say `isError`;
+    /// `asks`: its result may carry `inputRequests`.
     pub(super) fn answer(
         &mut self,
         answer: &'a Result<Option<Message>, BoxError>,
         payloads: bool,
-        tool_result: bool,
+        (tool_result, asks): (bool, bool),
     ) {
         match answer {
             Ok(None) => self.outcome = Some("cancelled"),
@@ -90,6 +105,12 @@ impl<'a> Record<'a> {
                         let is_error = tool_result
                             && matches!(r.result.member("isError"), Ok(Some(Value::Bool(true))));
                         self.outcome = Some(if is_error { "tool_error" } else { "ok" });
+                        if asks {
+                            self.input_requests(&r.result);
+                            if is_input_required(&r.result) {
+                                self.outcome = Some("input_required");
+                            }
+                        }
                         // Written as it stands: unread, the sender's bytes.
                         self.result = payloads.then_some(&r.result);
                     }
@@ -150,6 +171,7 @@ impl<'a> Record<'a> {
         string_field(out, "failure", self.failure.as_deref());
         json_field(out, "duration_ms", self.duration_ms.as_ref());
         json_field(out, "size", self.size.as_ref());
+        json_field(out, "input_requests", self.input_requests.as_ref());
         json_field(out, "params", self.params);
         json_field(out, "result", self.result);
         json_field(out, "error", self.error.as_ref());
@@ -409,6 +431,7 @@ mod tests {
             failure: Some("gone".into()),
             duration_ms: Some(1.5),
             size: Some(42),
+            input_requests: Some(vec!["sampling/createMessage".into()]),
             params: Some(&params),
             result: Some(&params),
             error: Some(ErrorPayload(&error)),
@@ -426,6 +449,7 @@ mod tests {
             prompt: None,
             head: Some(&head),
             failure: record.failure.clone(),
+            input_requests: record.input_requests.clone(),
             error: Some(ErrorPayload(&error)),
             ..record
         };
@@ -452,6 +476,7 @@ mod tests {
                 "failure",
                 "duration_ms",
                 "size",
+                "input_requests",
                 "params",
                 "result",
                 "error"

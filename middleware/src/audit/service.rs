@@ -4,6 +4,7 @@ use super::config::OnWriteError;
 use super::layer::Shared;
 use super::record::{millis, Record};
 use super::sink::Queued;
+use crate::embedded::may_ask_for_input;
 use crate::message::method;
 use crate::target::Target;
 use crate::ResponseFuture;
@@ -70,6 +71,9 @@ where
         record.target(target.as_ref());
         record.size = Some(msg.json_len());
         record.params = msg.params().filter(|_| shared.payloads);
+        if let (Some(method::NOTIFICATION_TASKS), Some(params)) = (msg.method(), msg.params()) {
+            record.input_requests(params);
+        }
         let Message::Request(req) = msg else {
             // A notification (or a stray answer) cannot be refused: no one
             // would hear of it. Its line goes out with the others of this
@@ -105,6 +109,7 @@ where
                 req.method.as_str(),
                 method::TOOLS_CALL | method::TASKS_RESULT
             ),
+            asks: may_ask_for_input(&req.method),
             start: Instant::now(),
             done: false,
         };
@@ -138,6 +143,8 @@ struct Pending {
     head: Vec<u8>,
     /// A `tools/call` or `tasks/result`, whose result may say `isError`.
     tool_result: bool,
+    /// A request whose result may carry `inputRequests`.
+    asks: bool,
     start: Instant,
     done: bool,
 }
@@ -152,7 +159,7 @@ impl Pending {
 
     fn finish(mut self, answer: &Result<Option<Message>, BoxError>) {
         let mut record = self.record();
-        record.answer(answer, self.shared.payloads, self.tool_result);
+        record.answer(answer, self.shared.payloads, (self.tool_result, self.asks));
         self.shared.write_soon(&record);
         self.done = true;
     }

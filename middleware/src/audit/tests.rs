@@ -285,6 +285,46 @@ async fn only_tool_results_are_tool_errors() {
 }
 
 #[tokio::test]
+async fn requests_embedded_in_results_and_task_notifications_are_recorded() {
+    let asking = json!({"resultType": "input_required", "inputRequests": {
+        "a": {"method": "sampling/createMessage"}, "b": {"method": "elicitation/create"}}});
+    for (method, outcome, recorded) in [
+        (method::TOOLS_CALL, "input_required", true),
+        (method::TASKS_GET, "input_required", true),
+        // No client looks for them in a listing; neither does the audit.
+        (method::TOOLS_LIST, "ok", false),
+    ] {
+        let log = TempLog::new();
+        let result = asking.clone();
+        let svc = log.layer(json!({})).layer(answering(move |id| {
+            Ok(Some(Message::response(id, result.clone())))
+        }));
+        let request = Message::request(1, method, Some(json!({})));
+        let _ = svc
+            .oneshot(Envelope::new(Direction::ToServer, request))
+            .await;
+        let line = log.lines().await.pop().expect("a response line");
+        assert_eq!(line["outcome"], outcome, "{method}");
+        let methods = json!(["sampling/createMessage", "elicitation/create"]);
+        assert_eq!(
+            line.get("input_requests") == Some(&methods),
+            recorded,
+            "{method}"
+        );
+    }
+    let log = TempLog::new();
+    let svc = log.layer(json!({})).layer(answering(|_| Ok(None)));
+    let note = Message::notification(
+        method::NOTIFICATION_TASKS,
+        Some(json!({
+        "taskId": "t", "status": "input_required", "inputRequests": {"x": {"method": "roots/list"}}})),
+    );
+    let _ = svc.oneshot(Envelope::new(Direction::ToClient, note)).await;
+    let line = log.lines().await.pop().expect("a notification line");
+    assert_eq!(line["input_requests"], json!(["roots/list"]));
+}
+
+#[tokio::test]
 async fn placed_first_it_records_the_refusals_of_later_layers() {
     let log = TempLog::new();
     let limit: RateLimitConfig =

@@ -77,6 +77,7 @@
 //! ```
 
 mod config;
+mod inputs;
 mod layer;
 mod policy;
 mod service;

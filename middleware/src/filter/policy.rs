@@ -58,6 +58,12 @@ impl Policy {
         self.methods.allows(method)
     }
 
+    /// Whether any method is denied: then the requests a server embeds in
+    /// a result are judged too.
+    pub(super) fn judges_methods(&self) -> bool {
+        !self.methods.allows_all()
+    }
+
     pub(super) fn allows(&self, target: &Target<'_>) -> bool {
         match target {
             Target::Tool(name) => self.tools.allows(name),
@@ -104,9 +110,10 @@ impl Policy {
 
     /// Removes hidden items from a list result in place. Everything else in
     /// the result (`nextCursor`, `_meta`, unknown fields) is left as it is:
-    /// each page is filtered on its own and keeps its cursor. `Err` when
-    /// the result cannot be read: it must not reach the client unfiltered.
-    pub(super) fn prune(&self, listing: Listing, result: &mut Payload) -> Result<(), Unreadable> {
+    /// each page is filtered on its own and keeps its cursor. `Ok(true)`
+    /// when an item was removed. `Err` when the result cannot be read: it
+    /// must not reach the client unfiltered.
+    pub(super) fn prune(&self, listing: Listing, result: &mut Payload) -> Result<bool, Unreadable> {
         match listing {
             Listing::Tools => prune(result, TOOLS, &self.tools),
             Listing::Resources => prune(result, RESOURCES, &self.resources),
@@ -122,12 +129,12 @@ impl Policy {
                 Listing::Prompts,
             ]
             .into_iter()
-            .try_for_each(|kind| self.prune(kind, result)),
+            .try_fold(false, |pruned, kind| Ok(self.prune(kind, result)? | pruned)),
         }
     }
 }
 
-fn prune(result: &mut Payload, kind: (&str, &str), list: &PatternList) -> Result<(), Unreadable> {
+fn prune(result: &mut Payload, kind: (&str, &str), list: &PatternList) -> Result<bool, Unreadable> {
     prune_judged(result, kind, list.allows_all(), |name: &str| {
         list.allows(name)
     })
@@ -142,7 +149,7 @@ fn prune_judged(
     (key, field): (&str, &str),
     allows_all: bool,
     keep: impl Fn(&str) -> bool,
-) -> Result<(), Unreadable> {
+) -> Result<bool, Unreadable> {
     result
         .edit_items(key, |item| match item.str_member(field) {
             Some(name) => keep(&name),

@@ -1,7 +1,11 @@
 //! [`Filter`]: judges each message in `call`, answers or drops what is
 //! denied, and prunes hidden items from list results on the way back.
 
+use super::inputs::{judge_result, prune_inputs};
 use super::policy::{denial, unreadable_request, unreadable_result, Listing, Policy};
+use crate::embedded::{mark_private, may_ask_for_input};
+use crate::message::method;
+use crate::message::Response;
 use crate::target::{Kind, Target};
 use crate::{BoxError, Direction, Envelope, Message, ResponseFuture};
 use std::future::ready;
@@ -22,8 +26,9 @@ pub struct Filter<S> {
 enum Verdict {
     /// Not this filter's business: forward untouched.
     Pass,
-    /// Forward, then remove hidden items from the list result.
-    Prune(Listing),
+    /// Forward, then judge the answer: remove hidden items from a list
+    /// result (`Some`), and denied requests embedded in it (`true`).
+    After(Option<Listing>, bool),
     /// Answer the request here; the inner service never sees it.
     Answer(Box<Message>),
     /// A denied notification: it goes nowhere and gets no answer.
@@ -72,9 +77,12 @@ impl<S> Filter<S> {
                     }
                     _ => {}
                 }
-                match Listing::of(&req.method) {
-                    Some(listing) if policy.prunes(listing) => Verdict::Prune(listing),
-                    _ => Verdict::Pass,
+                let listing = Listing::of(&req.method).filter(|l| policy.prunes(*l));
+                let inputs = policy.judges_methods() && may_ask_for_input(&req.method);
+                if listing.is_some() || inputs {
+                    Verdict::After(listing, inputs)
+                } else {
+                    Verdict::Pass
                 }
             }
             Message::Notification(note) => {
@@ -109,20 +117,30 @@ where
         self.inner.poll_ready(cx)
     }
 
-    fn call(&mut self, env: Envelope) -> ResponseFuture {
+    fn call(&mut self, mut env: Envelope) -> ResponseFuture {
         // Judged and forwarded here, before the future is returned, so
         // messages leave in the order they arrived (docs/architecture.md, invariant 1).
-        match self.judge(env.direction, &env.message) {
+        let mut verdict = self.judge(env.direction, &env.message);
+        if let (Verdict::Pass, Message::Notification(note)) = (&verdict, &mut env.message) {
+            // A task notification may carry requests for the client.
+            let tasks = note.method == method::NOTIFICATION_TASKS && self.policy.judges_methods();
+            if let (Some(params), true) = (note.params.as_mut(), tasks) {
+                if let Err(e) = prune_inputs(&self.policy, params) {
+                    tracing::warn!(layer = "filter", error = %e, "dropped a notification whose input requests it cannot read");
+                    verdict = Verdict::Drop;
+                }
+            }
+        }
+        match verdict {
             Verdict::Pass => crate::boxed(self.inner.call(env)),
-            Verdict::Prune(listing) => {
+            Verdict::After(listing, inputs) => {
                 let policy = self.policy.clone();
                 let answer = self.inner.call(env);
                 Box::pin(async move {
                     let mut answer = answer.await?;
                     if let Some(Message::Response(resp)) = &mut answer {
-                        if let Err(e) = policy.prune(listing, &mut resp.result) {
-                            tracing::warn!(layer = "filter", error = %e, "refused a list result it cannot read");
-                            answer = Some(unreadable_result(resp.id.clone(), &e));
+                        if let Some(instead) = judge_answer(&policy, listing, inputs, resp) {
+                            answer = Some(instead);
                         }
                     }
                     Ok(answer)
@@ -140,4 +158,33 @@ where
             }
         }
     }
+}
+
+/// Judges an answer on its way to the client: hidden list items removed
+/// (and the list marked private to its caller), denied embedded requests
+/// removed. The answer to send instead when it must not reach the client.
+fn judge_answer(
+    policy: &Policy,
+    listing: Option<Listing>,
+    inputs: bool,
+    resp: &mut Response,
+) -> Option<Message> {
+    if let Some(listing) = listing {
+        match policy.prune(listing, &mut resp.result) {
+            Ok(false) => {}
+            Ok(true) => {
+                if let Err(e) = mark_private(&mut resp.result) {
+                    return Some(unreadable_result(resp.id.clone(), &e));
+                }
+            }
+            Err(e) => {
+                tracing::warn!(layer = "filter", error = %e, "refused a list result it cannot read");
+                return Some(unreadable_result(resp.id.clone(), &e));
+            }
+        }
+    }
+    if inputs {
+        return judge_result(policy, &resp.id, &mut resp.result);
+    }
+    None
 }

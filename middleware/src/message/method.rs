@@ -32,3 +32,12 @@ pub const NOTIFICATION_RESOURCES_UPDATED: &str = "notifications/resources/update
 /// Fetches the result of a task-augmented request (2025-11-25): for a
 /// `tools/call` run as a task, this carries the tool's result.
 pub const TASKS_RESULT: &str = "tasks/result";
+/// A task's state (2025-11-25 and the 2026-07-28 tasks extension); in the
+/// extension a completed task's state inlines the call's `result`, and one
+/// waiting on input carries `inputRequests`.
+pub const TASKS_GET: &str = "tasks/get";
+/// The client's answers to a task's `inputRequests` (tasks extension).
+pub const TASKS_UPDATE: &str = "tasks/update";
+/// A task's full state pushed by the server, as `tasks/get` would give it
+/// (tasks extension).
+pub const NOTIFICATION_TASKS: &str = "notifications/tasks";

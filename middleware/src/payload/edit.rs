@@ -36,17 +36,18 @@ impl Payload {
     /// Edits the items of the array member `key` of an object (`tools`,
     /// `prompts`, …) one by one; an item is kept when `edit` returns true.
     /// The items are read one level deep, the rest of the payload not at
-    /// all. Nothing happens when there is no such member. `Err`, with
-    /// nothing done, when this is not an object or `key` is not an array.
+    /// all. `Ok(true)` when an item was dropped or changed; nothing
+    /// happens when there is no such member. `Err`, with nothing done, when
+    /// this is not an object or `key` is not an array.
     pub fn edit_items(
         &mut self,
         key: &str,
         mut edit: impl FnMut(&mut Item<'_>) -> bool,
-    ) -> Result<(), Unreadable> {
+    ) -> Result<bool, Unreadable> {
         let o = self.object(Some(key))?;
         let text = o.text.as_bytes();
         let Some(n) = find(&o.members, text, key) else {
-            return Ok(());
+            return Ok(false);
         };
         let slot = &mut o.members[n].value;
         if let Slot::At(at) = slot {
@@ -68,8 +69,9 @@ impl Payload {
             changed |= item.is_changed();
             keep
         });
-        o.changed |= changed || entries.len() != before;
-        Ok(())
+        let changed = changed || entries.len() != before;
+        o.changed |= changed;
+        Ok(changed)
     }
 
     /// Moves what a read found into the representation, for a change.

@@ -3,6 +3,7 @@
 
 use super::layer::Rules;
 use super::names::{check_name, Names};
+use crate::embedded::{mark_private, INPUT_RESPONSES};
 use crate::message::{method, ErrorCode, ErrorObject, Item, Message, Payload, Request, Unreadable};
 use crate::target::REF_PROMPT;
 use serde_json::{json, Map, Value};
@@ -43,6 +44,9 @@ impl Rules {
     /// the rare path, and a `Message` is large).
     pub(super) fn request(&self, req: &mut Request) -> Result<Post, Box<Message>> {
         let redact = !self.redactor.is_empty();
+        if self.redact_arguments {
+            self.input_responses(req)?;
+        }
         let mut post = Post {
             error: redact,
             ..Post::default()
@@ -57,7 +61,9 @@ impl Rules {
                 post.content = redact;
             }
             method::COMPLETION_COMPLETE => self.completion(req)?,
-            method::RESOURCES_READ | method::TASKS_RESULT => post.content = redact,
+            method::RESOURCES_READ | method::TASKS_RESULT | method::TASKS_GET => {
+                post.content = redact
+            }
             method::TOOLS_LIST if !self.tools.is_identity() => post.listing = Some(Listing::Tools),
             method::PROMPTS_LIST if !self.prompts.is_identity() => {
                 post.listing = Some(Listing::Prompts)
@@ -124,6 +130,27 @@ impl Rules {
             .map_err(|e| unreadable(id, &e))
     }
 
+    /// The client's answers to a server's embedded requests (on a retry or
+    /// a `tasks/update`) are arguments too: redacted like them.
+    fn input_responses(&self, req: &mut Request) -> Result<(), Box<Message>> {
+        let id = &req.id;
+        let Some(params) = req.params.as_mut() else {
+            return Ok(());
+        };
+        let read = params
+            .member(INPUT_RESPONSES)
+            .map_err(|e| unreadable(id, &e))?;
+        let Some(mut responses) = read else {
+            return Ok(());
+        };
+        if self.redactor.all_strings(&mut responses) {
+            params
+                .set_member(INPUT_RESPONSES, responses)
+                .map_err(|e| unreadable(id, &e))?;
+        }
+        Ok(())
+    }
+
     /// `completion/complete` for a prompt's argument names the prompt too.
     fn completion(&self, req: &mut Request) -> Result<(), Box<Message>> {
         if self.prompts.is_identity() {
@@ -164,12 +191,19 @@ impl Rules {
     pub(super) fn answer(&self, post: Post, answer: &mut Message) {
         match answer {
             Message::Response(resp) => {
-                let mut edited = Ok(());
+                let mut edited = Ok(false);
                 if let Some(listing) = post.listing {
                     edited = self.listing(listing, &mut resp.result);
                 }
-                if post.content && edited.is_ok() {
-                    edited = resp.result.value_mut().map(|v| self.redactor.content(v));
+                if post.content {
+                    edited = edited.and_then(|listed| {
+                        let redacted = resp.result.value_mut().map(|v| self.redactor.content(v))?;
+                        Ok(listed | redacted)
+                    });
+                }
+                // An edited result is this chain's view, not the server's.
+                if let Ok(true) = edited {
+                    edited = mark_private(&mut resp.result).map(|()| true);
                 }
                 // What cannot be read cannot be renamed or redacted: the
                 // client gets an error, not the server's text unedited.
@@ -178,24 +212,30 @@ impl Rules {
                     *answer = *unreadable(&resp.id, &e);
                 }
             }
-            Message::Error(e) if post.error => self.redactor.string(&mut e.error.message),
+            Message::Error(e) if post.error => {
+                self.redactor.string(&mut e.error.message);
+            }
             _ => {}
         }
     }
 
-    fn listing(&self, listing: Listing, result: &mut Payload) -> Result<(), Unreadable> {
+    /// Renames in a list result; true when an item changed.
+    fn listing(&self, listing: Listing, result: &mut Payload) -> Result<bool, Unreadable> {
+        let mut changed = false;
         if matches!(listing, Listing::Tools | Listing::Discover) {
-            result.edit_items("tools", |item| rename_item(&self.tools, item, "tool"))?;
+            changed |= result.edit_items("tools", |item| rename_item(&self.tools, item, "tool"))?;
         }
         if matches!(listing, Listing::Prompts | Listing::Discover) {
-            result.edit_items("prompts", |item| rename_item(&self.prompts, item, "prompt"))?;
+            changed |=
+                result.edit_items("prompts", |item| rename_item(&self.prompts, item, "prompt"))?;
         }
-        Ok(())
+        Ok(changed)
     }
 
     /// Edits a message from the server on its way to the client: log
-    /// messages are redacted like results. False when the message must not
-    /// go on: a log message that cannot be read cannot be redacted.
+    /// messages are redacted like results, and a task notification's
+    /// inlined result like the call's. False when the message must not go
+    /// on: one that cannot be read cannot be redacted.
     pub(super) fn server_message(&self, msg: &mut Message) -> bool {
         if self.redactor.is_empty() {
             return true;
@@ -203,7 +243,8 @@ impl Rules {
         let Message::Notification(note) = msg else {
             return true;
         };
-        if note.method != method::NOTIFICATION_MESSAGE {
+        let log = note.method == method::NOTIFICATION_MESSAGE;
+        if !(log || note.method == method::NOTIFICATION_TASKS) {
             return true;
         }
         let Some(params) = note.params.as_mut() else {
@@ -211,9 +252,10 @@ impl Rules {
         };
         match params.value_mut() {
             Ok(params) => {
-                if let Some(data) = params.get_mut("data") {
-                    self.redactor.all_strings(data);
-                }
+                match params.get_mut("data") {
+                    Some(data) if log => self.redactor.all_strings(data),
+                    _ => self.redactor.content(params),
+                };
                 true
             }
             Err(e) => {

@@ -104,40 +104,46 @@ impl Redactor {
         out
     }
 
-    /// Redacts a string value in place.
-    pub(super) fn string(&self, value: &mut String) {
-        if let Cow::Owned(s) = self.apply(value) {
-            *value = s;
+    /// Redacts a string value in place. True when it changed.
+    pub(super) fn string(&self, value: &mut String) -> bool {
+        match self.apply(value) {
+            Cow::Owned(s) => {
+                *value = s;
+                true
+            }
+            Cow::Borrowed(_) => false,
         }
     }
 
     /// Redacts every string in `value`, at any depth (keys are left alone).
-    pub(super) fn all_strings(&self, value: &mut Value) {
+    /// True when one changed.
+    pub(super) fn all_strings(&self, value: &mut Value) -> bool {
         match value {
             Value::String(s) => self.string(s),
-            Value::Array(items) => items.iter_mut().for_each(|v| self.all_strings(v)),
-            Value::Object(map) => map.values_mut().for_each(|v| self.all_strings(v)),
-            _ => {}
+            Value::Array(items) => items.iter_mut().fold(false, |c, v| self.all_strings(v) | c),
+            Value::Object(map) => map.values_mut().fold(false, |c, v| self.all_strings(v) | c),
+            _ => false,
         }
     }
 
     /// Redacts the text a result carries: every string under a `"text"` key
     /// at any depth (tool `content`, embedded resources, `resources/read`
-    /// `contents`, `prompts/get` messages) and every string in
+    /// `contents`, `prompts/get` messages, a task's inlined `result`, the
+    /// messages of embedded sampling requests) and every string in
     /// `structuredContent`. Names, URIs, MIME types and `blob`s are left.
-    pub(super) fn content(&self, value: &mut Value) {
+    /// True when a string changed.
+    pub(super) fn content(&self, value: &mut Value) -> bool {
         match value {
-            Value::Array(items) => items.iter_mut().for_each(|v| self.content(v)),
-            Value::Object(map) => {
-                for (k, v) in map.iter_mut() {
-                    match (k.as_str(), v) {
-                        ("structuredContent", v) => self.all_strings(v),
-                        ("text", Value::String(s)) => self.string(s),
-                        (_, v) => self.content(v),
-                    }
-                }
-            }
-            _ => {}
+            Value::Array(items) => items.iter_mut().fold(false, |c, v| self.content(v) | c),
+            Value::Object(map) => map.iter_mut().fold(false, |changed, (k, v)| {
+                let this = match (k.as_str(), v) {
+                    ("structuredContent", v) => self.all_strings(v),
+                    ("text", Value::String(s)) => self.string(s),
+                    (_, v) => self.content(v),
+                };
+                this | changed
+            }),
+            _ => false,
         }
     }
 }

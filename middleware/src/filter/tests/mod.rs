@@ -432,4 +432,5 @@ async fn a_list_result_that_cannot_be_read_becomes_an_error() {
     }
 }
 
+mod inputs;
 mod uris;

@@ -55,6 +55,8 @@ fn server_result(method: &str) -> Value {
             ],
             "prompts": [{"name": "summarize", "arguments": [{"name": "style", "required": true}]}],
             "nextCursor": "n",
+            "ttlMs": 5000,
+            "cacheScope": "public",
         }),
         "prompts/list" => json!({"prompts": [
             {"name": "summarize", "arguments": [{"name": "style", "required": true}, {"name": "text"}]},
@@ -65,7 +67,10 @@ fn server_result(method: &str) -> Value {
             "structuredContent": {"keys": [KEY], "n": 1},
             "isError": false,
         }),
-        "resources/read" => json!({"contents": [{"uri": "f://a", "text": KEY}]}),
+        "resources/read" => json!({"contents": [{"uri": "f://a", "text": KEY}],
+            "ttlMs": 5000, "cacheScope": "public"}),
+        "tasks/get" => json!({"resultType": "complete", "taskId": "t", "status": "completed",
+            "result": {"content": [{"type": "text", "text": format!("key {KEY}")}], "isError": false}}),
         _ => json!({"echo": KEY}),
     }
 }
@@ -456,3 +461,5 @@ async fn a_log_message_that_cannot_be_redacted_is_dropped() {
         .is_none());
     assert!(seen.lock().expect("not poisoned").is_empty());
 }
+
+mod tasks;
