@@ -320,6 +320,29 @@ async def test_resources_list_and_read(chain: Chain):
             with pytest.raises(MCPError) as err:
                 await conn.session.read_resource(hidden)
             assert err.value.error.code in (-32002, -32602), err.value.error
+            # Every spelling the server may read as the same resource is
+            # refused too, and never reaches it.
+            for spelling in equivalent_spellings(hidden):
+                with pytest.raises(MCPError) as err:
+                    await conn.session.read_resource(spelling)
+                assert err.value.error.code == -32002, (spelling, err.value.error)
+                sent = [m for m in conn.outgoing("resources/read") if m["params"]["uri"] == spelling]
+                assert sent, f"the client sent another spelling than {spelling}"
+
+
+def equivalent_spellings(uri: str) -> list[str]:
+    """RFC 3986 equivalents of `uri` (scheme://host/dir/.../name)."""
+    scheme, rest = uri.split("://", 1)
+    host, path = rest.split("/", 1)
+    folder, _, name = path.rpartition("/")
+    last = folder.rsplit("/", 1)[-1]
+    return [
+        f"{scheme.upper()}://{rest}",
+        f"{scheme}://{host.upper()}/{path}",
+        f"{scheme}://{host}/{folder}/../{last}/{name}",
+        f"{scheme}://{host}/{folder}/./{name}",
+        f"{scheme}://{host}/{path.replace(name[0], '%' + format(ord(name[0]), '02x'), 1)}",
+    ]
 
 
 async def test_resource_templates(chain: Chain):
