@@ -36,6 +36,20 @@ fn filter(
     >,
     Seen,
 ) {
+    filter_with(config(), result)
+}
+
+/// [`filter`] with a policy of the test's own.
+fn filter_with(
+    config: FilterConfig,
+    result: fn(&str) -> Value,
+) -> (
+    Filter<
+        impl Service<Envelope, Response = Option<Message>, Error = BoxError, Future = ResponseFuture>
+            + Clone,
+    >,
+    Seen,
+) {
     let seen = Seen::default();
     let record = seen.clone();
     let peer = tower::service_fn(move |env: Envelope| -> ResponseFuture {
@@ -49,7 +63,7 @@ fn filter(
         };
         Box::pin(async move { Ok(answer) })
     });
-    let layer = config().validate().expect("valid config");
+    let layer = config.validate().expect("valid config");
     (layer.layer(peer), seen)
 }
 

@@ -140,11 +140,7 @@ async fn patterns_are_normalized_too() {
         resources: list(Some(&["FILE:///SRV/**", "test://Static/%72esource/*"]), &[]),
         ..FilterConfig::default()
     };
-    let peer = tower::service_fn(|env: Envelope| -> ResponseFuture {
-        let id = env.message.id().cloned().expect("a request");
-        Box::pin(async move { Ok(Some(Message::response(id, json!({})))) })
-    });
-    let mut svc = config.validate().expect("valid").layer(peer);
+    let (mut svc, _) = filter_with(config, empty);
     for (uri, allowed) in [
         ("file:///SRV/a", true),
         ("test://static/resource/1", true),
