@@ -4,9 +4,11 @@
 
 use libfuzzer_sys::fuzz_target;
 use mcp_chain_middleware::filter::{FilterConfig, FilterLayer};
-use std::sync::OnceLock;
+use mcp_chain_middleware::message::Incoming;
+use mcp_chain_middleware::{BoxError, Direction, Envelope};
+use std::sync::{Arc, Mutex, OnceLock};
 use tower::util::BoxCloneService;
-use tower::Layer;
+use tower::{Layer, Service};
 
 const CONFIGS: &[&str] = &[
     r#"
@@ -34,7 +36,33 @@ fn layers() -> &'static [FilterLayer] {
 }
 
 fuzz_target!(|data: &[u8]| {
-    mcp_chain_fuzz::run_indexed(data, CONFIGS.len(), |i, inner| {
-        Some(BoxCloneService::new(layers()[i].clone().layer(inner)))
-    });
+    let build = |i: usize, inner| Some(BoxCloneService::new(layers()[i].clone().layer(inner)));
+    mcp_chain_fuzz::run_checked(data, CONFIGS.len(), build, judged_as_forwarded);
 });
+
+/// What the filter passed on is what it judged: the line it forwarded,
+/// parsed again from its bytes and put before the same filter, is passed
+/// on again, unchanged. A message judged on one reading and forwarded as
+/// another (a duplicate key, an escape, a payload edited behind the
+/// verdict) fails here.
+fn judged_as_forwarded(config: usize, direction: Direction, line: &[u8]) {
+    let Ok(Incoming::Single(Ok(message))) = Incoming::parse(line) else {
+        panic!("forwarded a line that is not one message: {}", String::from_utf8_lossy(line));
+    };
+    let again = Arc::new(Mutex::new(None));
+    let record = again.clone();
+    let recorder = tower::service_fn(move |env: Envelope| {
+        *record.lock().expect("lock") = Some(env.message);
+        std::future::ready(Ok::<_, BoxError>(None))
+    });
+    let mut filter = layers()[config].clone().layer(recorder);
+    // The verdict is given in `call`: the future is not needed.
+    drop(filter.call(Envelope::new(direction, message.clone())));
+    let passed = again.lock().expect("lock").take();
+    assert_eq!(
+        passed.as_ref(),
+        Some(&message),
+        "forwarded, but judged otherwise from its bytes: {}",
+        String::from_utf8_lossy(line)
+    );
+}

@@ -25,7 +25,8 @@
 //! - no panic, no hang (the clock is paused, so every deadline fires);
 //! - a request's answer, when there is one, is a response or an error with
 //!   the request's own id; a notification gets none;
-//! - whatever a layer sends on or answers serializes and parses back equal.
+//! - whatever a layer sends on or answers serializes and parses back equal;
+//! - a target's own check on each line a layer passes on ([`run_checked`]).
 
 use mcp_chain_middleware::message::Incoming;
 use mcp_chain_middleware::{BoxError, Direction, Envelope, Message};
@@ -72,14 +73,28 @@ pub fn run(data: &[u8], configs: &[&str], build: impl Fn(&str, Inner) -> Option<
 /// their validated (stateless) layers between inputs, since compiling the
 /// patterns dominates an input's cost under the sanitizer.
 pub fn run_indexed(data: &[u8], count: usize, build: impl Fn(usize, Inner) -> Option<Inner>) {
+    run_checked(data, count, build, |_, _, _| {});
+}
+
+/// Like [`run_indexed`], with `forwarded(config, line)` called on the line
+/// of every message the layer passes on to its inner service, as it would
+/// be written: a target checks there that what is forwarded, read again
+/// from its bytes, is what the layer judged.
+pub fn run_checked(
+    data: &[u8],
+    count: usize,
+    build: impl Fn(usize, Inner) -> Option<Inner>,
+    forwarded: fn(usize, Direction, &[u8]),
+) {
     let Some((&pick, script)) = data.split_first() else {
         return;
     };
     let config = usize::from(pick) % count;
     // A config that does not validate is a bug in the target, not a find.
     let answers: Arc<Mutex<VecDeque<Value>>> = Arc::default();
-    let service =
-        build(config, inner(answers.clone())).expect("the target's own configs are valid");
+    let check = move |direction, line: &[u8]| forwarded(config, direction, line);
+    let service = build(config, inner(answers.clone(), Arc::new(check)))
+        .expect("the target's own configs are valid");
     let script = String::from_utf8_lossy(script);
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_time()
@@ -248,10 +263,17 @@ fn same_but_floats(a: &Value, b: &Value) -> bool {
     }
 }
 
-/// The inner service: records nothing, answers requests from the script.
-fn inner(answers: Arc<Mutex<VecDeque<Value>>>) -> Inner {
+/// What the inner service calls with each line it is handed.
+type Forwarded = Arc<dyn Fn(Direction, &[u8]) + Send + Sync>;
+
+/// The inner service: answers requests from the script, and hands the
+/// line of each message it gets to `forwarded`.
+fn inner(answers: Arc<Mutex<VecDeque<Value>>>, forwarded: Forwarded) -> Inner {
     BoxCloneService::new(tower::service_fn(move |env: Envelope| {
         round_trips(&env.message);
+        let mut line = Vec::new();
+        env.message.write_line(&mut line);
+        forwarded(env.direction, &line[..line.len() - 1]);
         let scripted = answers.lock().expect("answers lock").pop_front();
         async move {
             let Message::Request(request) = env.message else {
