@@ -89,7 +89,7 @@ pub fn remove_input_requests(payload: &mut Payload, keys: &[&str]) -> Result<(),
 /// Whether a result says it is a multi round-trip request's interim
 /// answer (`"resultType": "input_required"`).
 pub fn is_input_required(result: &Payload) -> bool {
-    matches!(result.str_member("resultType"), Ok(Some(t)) if t == "input_required")
+    matches!(result.member("resultType"), Ok(Some(t)) if t == "input_required")
 }
 
 /// Marks a result a layer edited as `"cacheScope": "private"` when the

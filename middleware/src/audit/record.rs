@@ -2,7 +2,7 @@
 //! and the timestamp format.
 
 use crate::embedded::{is_input_required, InputRequests};
-use crate::message::{write_str, ErrorObject, Payload};
+use crate::message::{method, write_str, ErrorObject, Payload};
 use crate::target::Target;
 use crate::{BoxError, Direction, ErrorCode, Message, RequestId};
 use serde::{Serialize, Serializer};
@@ -10,6 +10,33 @@ use serde_json::Value;
 use std::cell::Cell;
 use std::fmt;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// What the result of a request may say beyond "ok", by its method, read
+/// into the answer's line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Reads {
+    Nothing,
+    /// `tasks/result` (2025-11-25): a tool's `isError`.
+    ToolError,
+    /// `tools/call`: `isError`, or (2026-07-28) input required first.
+    ToolOrInput,
+    /// `prompts/get`, `resources/read`: input required first.
+    Input,
+    /// `tasks/get`: a task waiting on the requests in `inputRequests`.
+    TaskInput,
+}
+
+impl Reads {
+    pub(super) fn of(method: &str) -> Self {
+        match method {
+            method::TASKS_RESULT => Self::ToolError,
+            method::TOOLS_CALL => Self::ToolOrInput,
+            method::PROMPTS_GET | method::RESOURCES_READ => Self::Input,
+            method::TASKS_GET => Self::TaskInput,
+            _ => Self::Nothing,
+        }
+    }
+}
 
 /// The fields of one line, borrowed from the message they describe, so a
 /// large payload is written straight into the line, never copied first.
@@ -80,14 +107,13 @@ impl<'a> Record<'a> {
     }
 
     /// Sets the outcome, code, layer and reason of an answer (and its
-    /// payload when asked for). `tool_result`: the request was a
-    /// `tools/call` or `tasks/result`, whose result may say `isError`;
-    /// `asks`: its result may carry `inputRequests`.
+    /// payload when asked for). `reads`: what its request's result may
+    /// say beyond "ok".
     pub(super) fn answer(
         &mut self,
         answer: &'a Result<Option<Message>, BoxError>,
         payloads: bool,
-        (tool_result, asks): (bool, bool),
+        reads: Reads,
     ) {
         match answer {
             Ok(None) => self.outcome = Some("cancelled"),
@@ -99,18 +125,21 @@ impl<'a> Record<'a> {
                 self.size = Some(msg.json_len());
                 match msg {
                     Message::Response(r) => {
-                        // `isError` belongs to tool results (also as a
-                        // task's result). One member read: the result stays
-                        // unparsed, and a listing is not searched for it.
-                        let is_error = tool_result
-                            && matches!(r.result.member("isError"), Ok(Some(Value::Bool(true))));
-                        self.outcome = Some(if is_error { "tool_error" } else { "ok" });
-                        if asks {
-                            self.input_requests(&r.result);
-                            if is_input_required(&r.result) {
-                                self.outcome = Some("input_required");
-                            }
+                        // One member read for each: the result stays
+                        // unparsed, and a listing is not searched for them.
+                        let result = &r.result;
+                        let is_error = matches!(reads, Reads::ToolError | Reads::ToolOrInput)
+                            && matches!(result.member("isError"), Ok(Some(Value::Bool(true))));
+                        let input_required = matches!(reads, Reads::ToolOrInput | Reads::Input)
+                            && is_input_required(result);
+                        if input_required || reads == Reads::TaskInput {
+                            self.input_requests(result);
                         }
+                        self.outcome = Some(match (input_required, is_error) {
+                            (true, _) => "input_required",
+                            (false, true) => "tool_error",
+                            (false, false) => "ok",
+                        });
                         // Written as it stands: unread, the sender's bytes.
                         self.result = payloads.then_some(&r.result);
                     }

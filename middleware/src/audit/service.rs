@@ -2,9 +2,8 @@
 
 use super::config::OnWriteError;
 use super::layer::Shared;
-use super::record::{millis, Record};
+use super::record::{millis, Reads, Record};
 use super::sink::Queued;
-use crate::embedded::may_ask_for_input;
 use crate::message::method;
 use crate::target::Target;
 use crate::ResponseFuture;
@@ -105,11 +104,7 @@ where
             shared: shared.clone(),
             direction: env.direction,
             head,
-            tool_result: matches!(
-                req.method.as_str(),
-                method::TOOLS_CALL | method::TASKS_RESULT
-            ),
-            asks: may_ask_for_input(&req.method),
+            reads: Reads::of(&req.method),
             start: Instant::now(),
             done: false,
         };
@@ -141,10 +136,8 @@ struct Pending {
     direction: Direction,
     /// The request's `id`, `method` and target, as written in its line.
     head: Vec<u8>,
-    /// A `tools/call` or `tasks/result`, whose result may say `isError`.
-    tool_result: bool,
-    /// A request whose result may carry `inputRequests`.
-    asks: bool,
+    /// What its result may say beyond "ok".
+    reads: Reads,
     start: Instant,
     done: bool,
 }
@@ -159,7 +152,7 @@ impl Pending {
 
     fn finish(mut self, answer: &Result<Option<Message>, BoxError>) {
         let mut record = self.record();
-        record.answer(answer, self.shared.payloads, (self.tool_result, self.asks));
+        record.answer(answer, self.shared.payloads, self.reads);
         self.shared.write_soon(&record);
         self.done = true;
     }

@@ -286,16 +286,21 @@ async fn only_tool_results_are_tool_errors() {
 
 #[tokio::test]
 async fn requests_embedded_in_results_and_task_notifications_are_recorded() {
-    let asking = json!({"resultType": "input_required", "inputRequests": {
-        "a": {"method": "sampling/createMessage"}, "b": {"method": "elicitation/create"}}});
-    for (method, outcome, recorded) in [
-        (method::TOOLS_CALL, "input_required", true),
-        (method::TASKS_GET, "input_required", true),
+    let requests = json!({
+        "a": {"method": "sampling/createMessage"}, "b": {"method": "elicitation/create"}});
+    let asking = json!({"resultType": "input_required", "inputRequests": requests});
+    // A task's state is a complete answer to `tasks/get`, whatever it asks.
+    let task = json!({"resultType": "complete", "taskId": "t", "status": "input_required",
+        "inputRequests": requests});
+    for (method, result, outcome, recorded) in [
+        (method::TOOLS_CALL, &asking, "input_required", true),
+        (method::RESOURCES_READ, &asking, "input_required", true),
+        (method::TASKS_GET, &task, "ok", true),
         // No client looks for them in a listing; neither does the audit.
-        (method::TOOLS_LIST, "ok", false),
+        (method::TOOLS_LIST, &asking, "ok", false),
     ] {
         let log = TempLog::new();
-        let result = asking.clone();
+        let result = result.clone();
         let svc = log.layer(json!({})).layer(answering(move |id| {
             Ok(Some(Message::response(id, result.clone())))
         }));

@@ -187,12 +187,10 @@ impl Payload {
     /// the member cannot be read.
     pub fn member(&self, name: &str) -> Result<Option<Value>, Unreadable> {
         if let (Repr::Text(text), None) = (&self.repr, self.look.get()) {
-            // Any spelling of the name holds it or an escape: a 10 MB
-            // result with neither is not read to find out.
+            // A 10 MB result that cannot spell the name is not read to
+            // find out.
             let text = text.as_bytes();
-            let absent = memchr::memmem::find(text, name.as_bytes()).is_none()
-                && memchr::memchr(b'\\', text).is_none();
-            if absent && text.first() == Some(&b'{') {
+            if text.first() == Some(&b'{') && !may_spell(text, name) {
                 return Ok(None);
             }
         }
@@ -341,6 +339,25 @@ impl Serialize for Payload {
         let raw: &RawValue = serde_json::from_slice(&bytes).map_err(S::Error::custom)?;
         raw.serialize(s)
     }
+}
+
+/// Whether `text` could hold the key `name`: written as it is, or, for a
+/// name of ASCII characters, with one of them escaped (`\u0069`). Other
+/// escapes (`\n`, `\u00e9`) cannot spell such a name, so text full of
+/// them is still passed over. Past a few dozen `\u` escapes the answer is
+/// "maybe": the caller then reads the object once, and keeps what it read.
+fn may_spell(text: &[u8], name: &str) -> bool {
+    const LOOKED_AT: usize = 64;
+    if memchr::memmem::find(text, name.as_bytes()).is_some() || !name.is_ascii() {
+        return true;
+    }
+    if memchr::memchr(b'\\', text).is_none() {
+        return false;
+    }
+    // `\u00` and a digit from 2 to 7: an ASCII character, maybe a letter.
+    let ascii = |at: usize| matches!(text.get(at + 2..at + 5), Some([b'0', b'0', b'2'..=b'7']));
+    let mut escapes = memchr::memmem::find_iter(text, b"\\u");
+    escapes.by_ref().take(LOOKED_AT).any(ascii) || escapes.next().is_some()
 }
 
 #[cfg(test)]

@@ -33,6 +33,11 @@ fn one_member_is_read_and_the_rest_left_as_sent() {
 fn a_member_spelled_with_escapes_is_found() {
     let p = result(r#"{"is\u0045rror":true}"#);
     assert_eq!(p.member("isError"), Ok(Some(json!(true))));
+    // Among other escapes, which cannot spell it, and after them.
+    let p = result(r#"{"text":"a\nb\u00e9\\u0045","\u0069nputRequests":{}}"#);
+    assert_eq!(p.member("inputRequests"), Ok(Some(json!({}))));
+    let p = result(r#"{"text":"a\nb\u00e9\"c\u0041"}"#);
+    assert_eq!(p.member("inputRequests"), Ok(None));
 }
 
 #[test]
