@@ -22,7 +22,8 @@ pub(super) enum Reads {
     ToolOrInput,
     /// `prompts/get`, `resources/read`: input required first.
     Input,
-    /// `tasks/get`: a task waiting on the requests in `inputRequests`.
+    /// `tasks/get`: a task waiting on the requests in `inputRequests`, or
+    /// done, with its call's result (which may say `isError`) inlined.
     TaskInput,
 }
 
@@ -128,8 +129,15 @@ impl<'a> Record<'a> {
                         // One member read for each: the result stays
                         // unparsed, and a listing is not searched for them.
                         let result = &r.result;
-                        let is_error = matches!(reads, Reads::ToolError | Reads::ToolOrInput)
-                            && matches!(result.member("isError"), Ok(Some(Value::Bool(true))));
+                        let is_error = match reads {
+                            Reads::ToolError | Reads::ToolOrInput => {
+                                matches!(result.member("isError"), Ok(Some(Value::Bool(true))))
+                            }
+                            // A completed task inlines its call's result.
+                            Reads::TaskInput => matches!(result.member("result"),
+                                Ok(Some(r)) if r.get("isError") == Some(&Value::Bool(true))),
+                            Reads::Input | Reads::Nothing => false,
+                        };
                         let input_required = matches!(reads, Reads::ToolOrInput | Reads::Input)
                             && is_input_required(result);
                         if input_required || reads == Reads::TaskInput {

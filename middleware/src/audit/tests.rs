@@ -268,6 +268,7 @@ async fn only_tool_results_are_tool_errors() {
     for (method, outcome) in [
         (method::TOOLS_CALL, "tool_error"),
         (method::TASKS_RESULT, "tool_error"),
+        (method::TASKS_GET, "ok"),
         (method::TOOLS_LIST, "ok"),
         (method::RESOURCES_READ, "ok"),
     ] {
@@ -317,6 +318,18 @@ async fn requests_embedded_in_results_and_task_notifications_are_recorded() {
             "{method}"
         );
     }
+    // A completed task's inlined result is a tool result.
+    let log = TempLog::new();
+    let svc = log.layer(json!({})).layer(answering(|id| {
+        let task = json!({"taskId": "t", "status": "completed", "result": {"isError": true}});
+        Ok(Some(Message::response(id, task)))
+    }));
+    let request = Message::request(1, method::TASKS_GET, Some(json!({"taskId": "t"})));
+    let _ = svc
+        .oneshot(Envelope::new(Direction::ToServer, request))
+        .await;
+    let line = log.lines().await.pop().expect("a response line");
+    assert_eq!(line["outcome"], "tool_error");
     let log = TempLog::new();
     let svc = log.layer(json!({})).layer(answering(|_| Ok(None)));
     let note = Message::notification(
