@@ -17,7 +17,7 @@
 //! rewrite layer redacts it like the call's own (see `rewrite`).
 
 use crate::message::{method, Payload, Unreadable};
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 /// The member holding embedded server→client requests.
 pub const INPUT_REQUESTS: &str = "inputRequests";
@@ -36,54 +36,65 @@ pub fn may_ask_for_input(method: &str) -> bool {
     )
 }
 
-/// The embedded requests of a result or notification, by key, with the
-/// method each names (`None` when it names none that can be read).
+/// The embedded requests of a result or notification, by key, read once.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct InputRequests(pub Vec<(String, Option<String>)>);
+pub struct InputRequests(Map<String, Value>);
 
 impl InputRequests {
     /// The `inputRequests` of `payload`. `Ok(None)` when there is none;
     /// `Err` when there is one that is not an object, or the payload
     /// cannot be read.
     pub fn of(payload: &Payload) -> Result<Option<Self>, Unreadable> {
-        let Some(requests) = payload.member(INPUT_REQUESTS)? else {
-            return Ok(None);
-        };
-        let Value::Object(requests) = requests else {
-            return Err(Unreadable::new(format!(
+        match payload.member(INPUT_REQUESTS)? {
+            None => Ok(None),
+            Some(Value::Object(requests)) => Ok(Some(Self(requests))),
+            Some(_) => Err(Unreadable::new(format!(
                 "{INPUT_REQUESTS} is not an object"
-            )));
-        };
-        let method = |request: &Value| request.get("method")?.as_str().map(str::to_owned);
-        let read = requests
-            .iter()
-            .map(|(key, request)| (key.clone(), method(request)));
-        Ok(Some(Self(read.collect())))
+            ))),
+        }
     }
 
-    /// The methods, for logs and audit lines; `?` for one that cannot be
-    /// read.
+    /// The method each request names, `?` for one that names none that
+    /// can be read.
     pub fn methods(&self) -> impl Iterator<Item = &str> {
-        self.0
-            .iter()
-            .map(|(_, method)| method.as_deref().unwrap_or("?"))
+        self.0.values().map(|r| method_of(r).unwrap_or("?"))
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
     }
 
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
+
+    /// Keeps the requests whose method (`None`: unreadable) `keep`
+    /// allows, and writes what is left back into `payload` when any was
+    /// removed; the rest of the payload stays as it was. The methods of
+    /// the removed ones, `?` for an unreadable one.
+    pub fn retain_in(
+        mut self,
+        payload: &mut Payload,
+        keep: impl Fn(Option<&str>) -> bool,
+    ) -> Result<Vec<String>, Unreadable> {
+        let mut removed = Vec::new();
+        self.0.retain(|_, request| {
+            let method = method_of(request);
+            let kept = keep(method);
+            if !kept {
+                removed.push(method.unwrap_or("?").to_owned());
+            }
+            kept
+        });
+        if !removed.is_empty() {
+            payload.set_member(INPUT_REQUESTS, Value::Object(self.0))?;
+        }
+        Ok(removed)
+    }
 }
 
-/// Removes the embedded requests named by `keys` from `payload`'s
-/// `inputRequests`; the other members stay as they were.
-pub fn remove_input_requests(payload: &mut Payload, keys: &[&str]) -> Result<(), Unreadable> {
-    let Some(Value::Object(mut requests)) = payload.member(INPUT_REQUESTS)? else {
-        return Err(Unreadable::new(format!(
-            "{INPUT_REQUESTS} is not an object"
-        )));
-    };
-    requests.retain(|key, _| !keys.contains(&key.as_str()));
-    payload.set_member(INPUT_REQUESTS, Value::Object(requests))
+fn method_of(request: &Value) -> Option<&str> {
+    request.get("method")?.as_str()
 }
 
 /// Whether a result says it is a multi round-trip request's interim
@@ -116,14 +127,8 @@ mod tests {
         let read = InputRequests::of(&result)
             .expect("readable")
             .expect("there");
-        assert_eq!(
-            read.0,
-            [
-                ("a".to_owned(), Some("sampling/createMessage".to_owned())),
-                ("b".to_owned(), None),
-                ("c".to_owned(), None)
-            ]
-        );
+        let methods: Vec<_> = read.methods().collect();
+        assert_eq!(methods, ["sampling/createMessage", "?", "?"]);
         assert!(is_input_required(&result));
         let none = Payload::from(json!({"content": []}));
         assert_eq!(InputRequests::of(&none).expect("readable"), None);
@@ -136,7 +141,13 @@ mod tests {
         let mut result = Payload::from(json!({"resultType": "input_required", "inputRequests": {
             "a": {"method": "sampling/createMessage"}, "b": {"method": "roots/list"}},
             "requestState": "s"}));
-        remove_input_requests(&mut result, &["a"]).expect("an object");
+        let read = InputRequests::of(&result)
+            .expect("readable")
+            .expect("there");
+        let removed = read
+            .retain_in(&mut result, |m| m != Some("sampling/createMessage"))
+            .expect("an object");
+        assert_eq!(removed, ["sampling/createMessage"]);
         assert_eq!(
             result.to_value().expect("readable"),
             json!({"resultType": "input_required", "inputRequests": {"b": {"method": "roots/list"}},

@@ -12,7 +12,7 @@
 //! read, or a request whose method cannot be read, is judged denied.
 
 use super::policy::{Policy, LAYER, REASON};
-use crate::embedded::{is_input_required, remove_input_requests, InputRequests};
+use crate::embedded::{is_input_required, InputRequests};
 use crate::message::{ErrorCode, ErrorObject, Message, Payload, RequestId, Unreadable};
 use serde_json::json;
 
@@ -33,23 +33,11 @@ pub(super) fn prune_inputs(
     let Some(requests) = InputRequests::of(payload)? else {
         return Ok(None);
     };
-    let denied: Vec<&(String, Option<String>)> = requests
-        .0
-        .iter()
-        .filter(|(_, method)| !method.as_deref().is_some_and(|m| policy.allows_method(m)))
-        .collect();
-    if denied.is_empty() {
-        return Ok(None);
-    }
-    let keys: Vec<&str> = denied.iter().map(|(key, _)| key.as_str()).collect();
-    remove_input_requests(payload, &keys)?;
-    let methods = denied
-        .iter()
-        .map(|(_, m)| m.clone().unwrap_or_else(|| "?".into()))
-        .collect();
-    Ok(Some(Removed {
+    let total = requests.len();
+    let methods = requests.retain_in(payload, |m| m.is_some_and(|m| policy.allows_method(m)))?;
+    Ok((!methods.is_empty()).then(|| Removed {
+        left: total - methods.len(),
         methods,
-        left: requests.0.len() - keys.len(),
     }))
 }
 

@@ -228,14 +228,22 @@ async fn hidden_prompts_and_templates_cannot_be_got_or_completed() {
     let req = Message::request(2, "completion/complete", Some(complete));
     let (code, _, _) = error_of(send(&mut svc, Direction::ToServer, req).await);
     assert_eq!(code, -32602);
-    for uri in ["db://{table}", "file:///etc/{name}"] {
+    completions_are_refused(&mut svc, &["db://{table}", "file:///etc/{name}"]).await;
+    assert!(seen.lock().expect("not poisoned").is_empty());
+}
+
+/// `completion/complete` for each template URI is answered -32602.
+async fn completions_are_refused<S>(svc: &mut S, uris: &[&str])
+where
+    S: Service<Envelope, Response = Option<Message>, Error = BoxError>,
+{
+    for uri in uris {
         let complete = json!({"ref": {"type": "ref/resource", "uri": uri},
             "argument": {"name": "t", "value": ""}});
         let req = Message::request(3, "completion/complete", Some(complete));
-        let (code, _, _) = error_of(send(&mut svc, Direction::ToServer, req).await);
+        let (code, _, _) = error_of(send(svc, Direction::ToServer, req).await);
         assert_eq!(code, -32602, "{uri}");
     }
-    assert!(seen.lock().expect("not poisoned").is_empty());
 }
 
 #[tokio::test]

@@ -119,18 +119,13 @@ async fn listed_items_under_any_spelling_of_a_hidden_uri_are_pruned() {
 #[tokio::test]
 async fn completions_for_any_spelling_of_a_hidden_template_are_refused() {
     let (mut svc, seen) = filter(empty);
-    for uri in [
+    let spellings = [
         "DB://{table}",
         "Db://%7Btable%7D",
         "FILE:///tmp/../etc/{name}",
         "file:///etc%2F{x}",
-    ] {
-        let complete = json!({"ref": {"type": "ref/resource", "uri": uri},
-            "argument": {"name": "t", "value": ""}});
-        let req = Message::request(3, "completion/complete", Some(complete));
-        let (code, _, _) = error_of(send(&mut svc, Direction::ToServer, req).await);
-        assert_eq!(code, -32602, "{uri}");
-    }
+    ];
+    completions_are_refused(&mut svc, &spellings).await;
     assert!(seen.lock().expect("not poisoned").is_empty());
 }
 
