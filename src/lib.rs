@@ -29,6 +29,7 @@ mod chain;
 mod connector;
 mod layers;
 mod transport;
+mod upstream;
 
 use cli::{Cli, Command};
 use config::{Config, UpstreamConfig};

@@ -18,22 +18,22 @@
 mod answer;
 mod owed;
 mod side;
-mod supervisor;
+
+pub(crate) use owed::Owed;
+pub(crate) use side::{Side, Unwritten};
 
 use crate::chain::{self, ChainService};
 use crate::config::{Config, UpstreamConfig};
 use crate::connector::Connector;
 use crate::transport::codec::FrameReader;
-use crate::transport::process::{Upstream, UpstreamError};
 use crate::transport::queue::Queue;
 use crate::transport::stdio::{Reader, Writer};
 use crate::transport::writer;
+use crate::upstream::child::SpawnError;
+use crate::upstream::{End, Upstream};
 use mcp_chain_middleware::Direction;
-use owed::Owed;
-use side::{Side, Unwritten};
 use std::future::Future;
 use std::time::Duration;
-use supervisor::{Supervisor, SupervisorEnd};
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio_util::task::TaskTracker;
 
@@ -51,8 +51,8 @@ pub enum Ending {
 #[error("{0}")]
 pub struct RunError(String);
 
-impl From<UpstreamError> for RunError {
-    fn from(e: UpstreamError) -> Self {
+impl From<SpawnError> for RunError {
+    fn from(e: SpawnError) -> Self {
         Self(e.to_string())
     }
 }
@@ -66,8 +66,6 @@ pub async fn run(
     client_out: Writer,
     mut signals: mpsc::Receiver<()>,
 ) -> Result<Ending, RunError> {
-    let child = Upstream::spawn(upstream)?;
-
     let client_queue = Queue::default();
     let server_queue = Queue::default();
     let client_writer = tokio::spawn(writer::run(
@@ -84,19 +82,17 @@ pub async fn run(
 
     let (stop_server, server_stop) = oneshot::channel();
     let (hurry_tx, hurry) = watch::channel(false);
-    let mut server = tokio::spawn(
-        Supervisor {
-            upstream: upstream.clone(),
-            max_message_bytes: config.max_message_bytes,
-            grace: config.shutdown_grace,
-            conn: upstream_conn.clone(),
-            downstream: downstream_conn.clone(),
-            to_client,
-            queue: server_queue,
-            hurry: hurry.clone(),
-        }
-        .run(child, server_stop),
-    );
+    let mut server = Upstream {
+        config: upstream.clone(),
+        max_message_bytes: config.max_message_bytes,
+        grace: config.shutdown_grace,
+        conn: upstream_conn.clone(),
+        downstream: downstream_conn.clone(),
+        to_client,
+        queue: server_queue,
+        hurry: hurry.clone(),
+    }
+    .start(server_stop)?;
 
     // Answers owed to the client: shutdown waits for these.
     let owed = TaskTracker::new();
@@ -120,8 +116,8 @@ pub async fn run(
             None
         }
         end = &mut server => Some(match end {
-            Ok(SupervisorEnd::Gone { reason, .. }) => reason,
-            Ok(SupervisorEnd::Stopped(_)) => "the server stopped".to_owned(),
+            Ok(End::Gone { reason, .. }) => reason,
+            Ok(End::Stopped(_)) => "the server stopped".to_owned(),
             Err(e) => format!("the server's supervisor failed: {e}"),
         }),
     };
@@ -163,12 +159,10 @@ pub async fn run(
             // A server that failed on its own makes the session a failure,
             // even when the client left first; one we terminated does not.
             match tokio::time::timeout(grace * 3, &mut server).await {
-                Ok(Ok(SupervisorEnd::Stopped(Some(status))))
-                    if status.code().is_some_and(|c| c != 0) =>
-                {
+                Ok(Ok(End::Stopped(Some(status)))) if status.code().is_some_and(|c| c != 0) => {
                     Ending::ServerGone(format!("the server exited ({status})"))
                 }
-                Ok(Ok(SupervisorEnd::Gone {
+                Ok(Ok(End::Gone {
                     reason,
                     failed: true,
                 })) => Ending::ServerGone(reason),

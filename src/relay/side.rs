@@ -2,9 +2,9 @@
 //! peer; the answers it sends settle the requests it was sent.
 
 use super::answer::{invalid_answer, settle, write_answer};
+use super::owed::Owed;
 use crate::chain::ChainService;
 use crate::connector::Connector;
-use crate::relay::owed::Owed;
 use crate::transport::codec::{Frame, FrameReader};
 use crate::transport::queue::Outgoing;
 use crate::transport::queue::Queue;
@@ -19,26 +19,26 @@ use tokio::io::AsyncRead;
 use tower::{Service, ServiceExt};
 /// One peer's reading side: its messages go down `chain`, answers to its
 /// requests go back on `reply`, and its answers settle `own`'s requests.
-pub(super) struct Side<R> {
-    pub(super) reader: FrameReader<R>,
-    pub(super) chain: ChainService,
+pub(crate) struct Side<R> {
+    pub(crate) reader: FrameReader<R>,
+    pub(crate) chain: ChainService,
     /// The connector that sends requests *to* this peer.
-    pub(super) own: Connector,
-    pub(super) reply: Queue,
+    pub(crate) own: Connector,
+    pub(crate) reply: Queue,
     /// Which way this peer's messages travel.
-    pub(super) direction: Direction,
+    pub(crate) direction: Direction,
     /// The answers owed to this peer that were not ready at once.
-    pub(super) owed: Owed,
+    pub(crate) owed: Owed,
     /// Answers this peer sent that are on their way back through the
     /// layers. Answers may pass each other (they are matched by id, and
     /// waiting for each in turn would cost a write per answer), but no
     /// request or notification from this peer overtakes them.
-    pub(super) unwritten: Unwritten,
+    pub(crate) unwritten: Unwritten,
 }
 
 /// The answers a peer sent that are not written yet.
 #[derive(Debug, Default)]
-pub(super) struct Unwritten {
+pub(crate) struct Unwritten {
     pending: Vec<Delivered>,
     /// Length at which to drop the ones already written: doubled past what
     /// is left, so a burst of answers costs amortized O(1) each, and a peer
@@ -76,7 +76,7 @@ impl<R: AsyncRead + Unpin> Side<R> {
     }
 
     /// Reads until end of input.
-    pub(super) async fn run(&mut self) {
+    pub(crate) async fn run(&mut self) {
         loop {
             let incoming = match self.reader.next().await {
                 Ok(Some(Frame::Line(line))) => {

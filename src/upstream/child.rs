@@ -12,14 +12,14 @@ use rustix::process::{kill_process_group, Pid, Signal};
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
+use tokio::process::{Child as Process, ChildStderr, ChildStdin, ChildStdout, Command};
 use tokio::sync::watch;
 
 /// How long the process group gets between SIGTERM and SIGKILL.
 const TERM_GRACE: Duration = Duration::from_millis(500);
 
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum UpstreamError {
+pub(crate) enum SpawnError {
     #[error("cannot start the server `{command}`: {source}")]
     Spawn {
         command: String,
@@ -31,15 +31,15 @@ pub(crate) enum UpstreamError {
 
 /// A running child, its pipes taken out by the relay.
 #[derive(Debug)]
-pub(crate) struct Upstream {
-    child: Child,
+pub(crate) struct Child {
+    child: Process,
     pgid: Option<Pid>,
     stdin: Option<ChildStdin>,
     stdout: Option<ChildStdout>,
 }
 
-impl Upstream {
-    pub(crate) fn spawn(cfg: &UpstreamConfig) -> Result<Self, UpstreamError> {
+impl Child {
+    pub(crate) fn spawn(cfg: &UpstreamConfig) -> Result<Self, SpawnError> {
         let mut cmd = Command::new(&cfg.command);
         cmd.args(&cfg.args)
             .envs(&cfg.env)
@@ -64,7 +64,7 @@ impl Upstream {
                     .map_err(std::io::Error::from)
             });
         }
-        let mut child = cmd.spawn().map_err(|source| UpstreamError::Spawn {
+        let mut child = cmd.spawn().map_err(|source| SpawnError::Spawn {
             command: cfg.command.clone(),
             source,
         })?;
@@ -74,7 +74,7 @@ impl Upstream {
         let stderr = child
             .stderr
             .take()
-            .ok_or(UpstreamError::MissingPipe("stderr"))?;
+            .ok_or(SpawnError::MissingPipe("stderr"))?;
         tokio::spawn(drain_stderr(stderr));
         if let Some(pipe) = &child.stdin {
             widen(pipe);
@@ -85,17 +85,12 @@ impl Upstream {
         tracing::info!(command = %cfg.command, args = ?cfg.args, pid = ?child.id(), "started the server");
         Ok(Self {
             pgid,
-            stdin: Some(
-                child
-                    .stdin
-                    .take()
-                    .ok_or(UpstreamError::MissingPipe("stdin"))?,
-            ),
+            stdin: Some(child.stdin.take().ok_or(SpawnError::MissingPipe("stdin"))?),
             stdout: Some(
                 child
                     .stdout
                     .take()
-                    .ok_or(UpstreamError::MissingPipe("stdout"))?,
+                    .ok_or(SpawnError::MissingPipe("stdout"))?,
             ),
             child,
         })

@@ -16,23 +16,19 @@
 //! declares, so it refetches what may have changed. The client keeps its
 //! session throughout.
 
-use super::owed::Owed;
-use super::side::{Side, Unwritten};
-use crate::chain::ChainService;
-use crate::config::UpstreamConfig;
-use crate::connector::{Connector, Handshake};
+use super::child::Child;
+use super::{End, Upstream};
+use crate::connector::Handshake;
+use crate::relay::{Owed, Side, Unwritten};
 use crate::transport::codec::{Frame, FrameReader};
-use crate::transport::process::Upstream;
-use crate::transport::queue::Queue;
 use crate::transport::writer;
 use mcp_chain_middleware::message::{method, Incoming, Request};
 use mcp_chain_middleware::{Direction, Envelope, Message};
 use serde_json::Value;
-use std::process::ExitStatus;
 use std::time::Duration;
 use tokio::io::AsyncWriteExt;
 use tokio::process::ChildStdout;
-use tokio::sync::{oneshot, watch};
+use tokio::sync::oneshot;
 use tokio::time::Instant;
 use tokio_util::task::TaskTracker;
 use tower::{Service, ServiceExt};
@@ -50,44 +46,17 @@ const STABLE_AFTER: Duration = Duration::from_secs(60);
 /// The backoff doubles up to this.
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
 
-/// How the supervisor ended.
-#[derive(Debug)]
-pub(super) enum SupervisorEnd {
-    /// Stopped on the relay's request; the child's exit status.
-    Stopped(Option<ExitStatus>),
-    /// The server is gone for good: a one-line reason, and whether it
-    /// failed (a clean exit 0 after its stdin closed is not a failure).
-    Gone { reason: String, failed: bool },
-}
-
-pub(super) struct Supervisor {
-    pub(super) upstream: UpstreamConfig,
-    pub(super) max_message_bytes: usize,
-    pub(super) grace: Duration,
-    /// Sends requests to the server; records the handshake.
-    pub(super) conn: Connector,
-    /// Answers the server's requests (to the client).
-    pub(super) downstream: Connector,
-    /// The to-client chain the server's messages go down.
-    pub(super) to_client: ChainService,
-    /// The server-bound queue, handed from one child to the next.
-    pub(super) queue: Queue,
-    /// Turns true when shutdown must not wait any longer (a second signal).
-    pub(super) hurry: watch::Receiver<bool>,
-}
+/// Runs a child under the restart policy until it stops or is gone.
+pub(super) struct Supervisor(pub(super) Upstream);
 
 impl Supervisor {
-    pub(super) async fn run(
-        mut self,
-        mut child: Upstream,
-        mut stop: oneshot::Receiver<()>,
-    ) -> SupervisorEnd {
-        let mut reader = FrameReader::new(child.take_stdout(), self.max_message_bytes);
+    pub(super) async fn run(mut self, mut child: Child, mut stop: oneshot::Receiver<()>) -> End {
+        let mut reader = FrameReader::new(child.take_stdout(), self.0.max_message_bytes);
         let mut restarts = 0;
         loop {
             let started = Instant::now();
             let stdin = child.take_stdin();
-            let writer = tokio::spawn(writer::run(self.queue.clone(), stdin, "server", false));
+            let writer = tokio::spawn(writer::run(self.0.queue.clone(), stdin, "server", false));
             let mut side = self.side(reader);
             let mut read = tokio::spawn(async move { side.run().await });
 
@@ -103,21 +72,21 @@ impl Supervisor {
             };
             if stopped {
                 // Close the child's stdin after what is queued for it.
-                self.queue.close();
-                let _ = tokio::time::timeout(self.grace, writer).await;
-                let status = child.shutdown(self.grace, &mut self.hurry).await;
+                self.0.queue.close();
+                let _ = tokio::time::timeout(self.0.grace, writer).await;
+                let status = child.shutdown(self.0.grace, &mut self.0.hurry).await;
                 read.abort();
-                return SupervisorEnd::Stopped(status);
+                return End::Stopped(status);
             }
             read.abort();
             let status = match exited {
                 Some(status) => Some(status),
-                None => tokio::time::timeout(self.grace, child.wait())
+                None => tokio::time::timeout(self.0.grace, child.wait())
                     .await
                     .ok()
                     .and_then(Result::ok),
             };
-            child.shutdown(Duration::ZERO, &mut self.hurry).await;
+            child.shutdown(Duration::ZERO, &mut self.0.hurry).await;
             // Its writer stops at the broken pipe; make sure, then take over.
             writer.abort();
             let _ = writer.await;
@@ -126,27 +95,27 @@ impl Supervisor {
                 None => "the server closed its output".to_owned(),
             };
             let failed = status.is_none_or(|s| !s.success());
-            if !(self.upstream.restart.on_failure && failed) {
+            if !(self.0.config.restart.on_failure && failed) {
                 return self.give_up(reason, failed);
             }
             if started.elapsed() >= STABLE_AFTER {
                 restarts = 0;
             }
             tracing::warn!("{reason}; restarting it");
-            self.conn.suspend(&reason);
-            self.downstream.abandon_all();
+            self.0.conn.suspend(&reason);
+            self.0.downstream.abandon_all();
             // Queued for the dead server: its senders were already answered.
-            self.queue.clear();
+            self.0.queue.clear();
 
             let restarted = tokio::select! {
                 r = self.restart(&mut restarts) => r,
-                _ = &mut stop => return SupervisorEnd::Stopped(None),
+                _ = &mut stop => return End::Stopped(None),
             };
             match restarted {
                 Ok((new_child, new_reader, result)) => {
                     child = new_child;
                     reader = new_reader;
-                    self.conn.resume();
+                    self.0.conn.resume();
                     self.announce(result.as_ref()).await;
                 }
                 Err(reason) => return self.give_up(reason, true),
@@ -157,18 +126,18 @@ impl Supervisor {
     fn side(&self, reader: FrameReader<ChildStdout>) -> Side<ChildStdout> {
         Side {
             reader,
-            chain: self.to_client.clone(),
-            own: self.conn.clone(),
-            reply: self.queue.clone(),
+            chain: self.0.to_client.clone(),
+            own: self.0.conn.clone(),
+            reply: self.0.queue.clone(),
             direction: Direction::ToClient,
             owed: Owed::new(TaskTracker::new()),
             unwritten: Unwritten::default(),
         }
     }
 
-    fn give_up(&self, reason: String, failed: bool) -> SupervisorEnd {
-        self.conn.close(&reason);
-        SupervisorEnd::Gone { reason, failed }
+    fn give_up(&self, reason: String, failed: bool) -> End {
+        self.0.conn.close(&reason);
+        End::Gone { reason, failed }
     }
 
     /// Starts a new child and replays the handshake, with backoff, until it
@@ -176,8 +145,8 @@ impl Supervisor {
     async fn restart(
         &mut self,
         restarts: &mut u32,
-    ) -> Result<(Upstream, FrameReader<ChildStdout>, Option<Value>), String> {
-        let policy = self.upstream.restart.clone();
+    ) -> Result<(Child, FrameReader<ChildStdout>, Option<Value>), String> {
+        let policy = self.0.config.restart.clone();
         loop {
             if *restarts >= policy.max_restarts {
                 return Err(format!(
@@ -191,14 +160,14 @@ impl Supervisor {
                 .min(MAX_BACKOFF);
             *restarts += 1;
             tokio::time::sleep(backoff).await;
-            let mut child = match Upstream::spawn(&self.upstream) {
+            let mut child = match Child::spawn(&self.0.config) {
                 Ok(child) => child,
                 Err(e) => {
                     tracing::warn!(error = %e, attempt = *restarts, "restart failed");
                     continue;
                 }
             };
-            let mut reader = FrameReader::new(child.take_stdout(), self.max_message_bytes);
+            let mut reader = FrameReader::new(child.take_stdout(), self.0.max_message_bytes);
             match self.replay(&mut child, &mut reader).await {
                 Ok(result) => {
                     tracing::warn!(attempt = *restarts, "the server is back");
@@ -206,7 +175,7 @@ impl Supervisor {
                 }
                 Err(e) => {
                     tracing::warn!(error = %e, attempt = *restarts, "the restarted server did not take the handshake");
-                    child.shutdown(Duration::ZERO, &mut self.hurry).await;
+                    child.shutdown(Duration::ZERO, &mut self.0.hurry).await;
                 }
             }
         }
@@ -217,14 +186,14 @@ impl Supervisor {
     /// when the client never initialized (stateless traffic).
     async fn replay(
         &mut self,
-        child: &mut Upstream,
+        child: &mut Child,
         reader: &mut FrameReader<ChildStdout>,
     ) -> Result<Option<Value>, String> {
         let Some(Handshake {
             initialize: Some(params),
             initialized,
             ..
-        }) = self.conn.handshake()
+        }) = self.0.conn.handshake()
         else {
             return Ok(None);
         };
@@ -293,7 +262,7 @@ impl Supervisor {
         }
         for (_, note) in kinds {
             let env = Envelope::new(Direction::ToClient, Message::notification(note, None));
-            if let Ok(chain) = self.to_client.ready().await {
+            if let Ok(chain) = self.0.to_client.ready().await {
                 let _ = chain.call(env).await;
             }
         }

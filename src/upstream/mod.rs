@@ -1,0 +1,59 @@
+//! The server end of the relay: how mcp-chain reaches the server and keeps
+//! it.
+//!
+//! A command upstream is a child process (`child`) kept by a supervisor
+//! (`supervisor`) that restarts it and replays the client's handshake to the
+//! new one. Whatever the server is, the relay hands it the same things (an
+//! [`Upstream`]): the server-bound queue the upstream connector writes
+//! into, and the to-client chain the server's messages go down; and it gets
+//! back one [`End`] when the server stops or is gone for good.
+
+pub(crate) mod child;
+mod supervisor;
+
+use crate::chain::ChainService;
+use crate::config::UpstreamConfig;
+use crate::connector::Connector;
+use crate::transport::queue::Queue;
+use child::{Child, SpawnError};
+use std::process::ExitStatus;
+use std::time::Duration;
+use supervisor::Supervisor;
+use tokio::sync::{oneshot, watch};
+use tokio::task::JoinHandle;
+
+/// What the relay wires a server to.
+pub(crate) struct Upstream {
+    pub(crate) config: UpstreamConfig,
+    pub(crate) max_message_bytes: usize,
+    pub(crate) grace: Duration,
+    /// Sends requests to the server; records the handshake.
+    pub(crate) conn: Connector,
+    /// Answers the server's requests (to the client).
+    pub(crate) downstream: Connector,
+    /// The to-client chain the server's messages go down.
+    pub(crate) to_client: ChainService,
+    /// The server-bound queue, handed from one child to the next.
+    pub(crate) queue: Queue,
+    /// Turns true when shutdown must not wait any longer (a second signal).
+    pub(crate) hurry: watch::Receiver<bool>,
+}
+
+/// How the server's side of a session ended.
+#[derive(Debug)]
+pub(crate) enum End {
+    /// Stopped on the relay's request; the child's exit status.
+    Stopped(Option<ExitStatus>),
+    /// The server is gone for good: a one-line reason, and whether it
+    /// failed (a clean exit 0 after its stdin closed is not a failure).
+    Gone { reason: String, failed: bool },
+}
+
+impl Upstream {
+    /// Starts the server and relays its side until `stop` fires or it is
+    /// gone for good. `Err` when it cannot be started at all.
+    pub(crate) fn start(self, stop: oneshot::Receiver<()>) -> Result<JoinHandle<End>, SpawnError> {
+        let child = Child::spawn(&self.config)?;
+        Ok(tokio::spawn(Supervisor(self).run(child, stop)))
+    }
+}
