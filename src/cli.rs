@@ -5,12 +5,14 @@ use std::path::PathBuf;
 
 /// mcp-chain: an MCP middleware proxy.
 ///
-/// Speaks MCP on stdin/stdout, starts the real server as a child process and
+/// Speaks MCP on stdin/stdout, starts the real server as a child process (or
+/// reaches it at a URL) and
 /// passes every message, both ways, through the layers of a TOML config
 /// (filter, rewrite, audit, rate limit, timeout, log).
 ///
 /// Examples:
 ///   mcp-chain -- npx -y @modelcontextprotocol/server-everything
+///   mcp-chain -- https://mcp.example.com/mcp
 ///   mcp-chain --config fs.toml
 ///   mcp-chain --config fs.toml -- uvx mcp-server-time
 ///   mcp-chain check --config fs.toml
@@ -47,8 +49,20 @@ pub struct Cli {
     #[arg(long, value_name = "DURATION")]
     pub shutdown_grace: Option<String>,
 
-    /// The server to run, after `--`; replaces the config's [upstream].
-    #[arg(last = true, value_name = "SERVER_COMMAND")]
+    /// A header sent with every request to a URL upstream, as "NAME: VALUE";
+    /// repeatable, added to [upstream] headers. Prefer `headers` in the
+    /// config with ${VAR} for secrets: a command line is visible to ps.
+    #[arg(
+        long = "header",
+        short = 'H',
+        value_name = "NAME: VALUE",
+        global = true
+    )]
+    pub headers: Vec<String>,
+
+    /// The server after `--`: a command to start, or one http(s):// URL to
+    /// reach over Streamable HTTP; replaces the config's [upstream].
+    #[arg(last = true, value_name = "SERVER")]
     pub server: Vec<String>,
 }
 

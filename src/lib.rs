@@ -26,15 +26,15 @@ pub mod memory;
 pub mod relay;
 
 mod chain;
+mod check;
 mod connector;
 mod layers;
 mod transport;
 mod upstream;
 
 use cli::{Cli, Command};
-use config::{Config, UpstreamConfig};
+use config::{CommandConfig, Config, UpstreamConfig, UrlConfig};
 use relay::Ending;
-use std::io::Write;
 use std::process::ExitCode;
 
 /// Runs the command line; the exit code says how it went.
@@ -47,8 +47,16 @@ pub fn main(cli: Cli) -> ExitCode {
         }
     };
     match &cli.command {
-        Some(Command::Check { server }) => check(&config, server),
-        None => serve(&config, &cli.server),
+        Some(Command::Check { server }) => {
+            check::run(&config, &upstream_for(&config, &cli, server))
+        }
+        None => match upstream_for(&config, &cli, &cli.server) {
+            Ok(upstream) => serve(&config, &upstream),
+            Err(message) => {
+                eprintln!("mcp-chain: {message}");
+                ExitCode::FAILURE
+            }
+        },
     }
 }
 
@@ -67,74 +75,45 @@ fn effective_config(cli: &Cli) -> Result<Config, String> {
     Ok(config)
 }
 
-/// The server to run: the command after `--`, else `[upstream]`.
-fn upstream_for(config: &Config, server: &[String]) -> Result<UpstreamConfig, String> {
-    if let Some((command, args)) = server.split_first() {
-        let mut upstream = config.upstream.clone().unwrap_or_default();
-        command.clone_into(&mut upstream.command);
-        upstream.args = args.to_vec();
-        return Ok(upstream);
-    }
-    config.upstream.clone().ok_or_else(|| {
-        "no server to run: give one after `--` (mcp-chain -- npx -y @modelcontextprotocol/server-everything) or in [upstream] of --config".to_owned()
-    })
-}
-
-fn check(config: &Config, server: &[String]) -> ExitCode {
-    let upstream = upstream_for(config, server);
-    let mut out = std::io::stdout().lock();
-    let origin = config.path.as_ref().map_or_else(
-        || "(no config file)".to_owned(),
-        |p| p.display().to_string(),
-    );
-    let mut report = format!("{origin}: ok\n");
-    match &upstream {
-        Ok(u) => {
-            report += &format!("upstream: {} {}\n", u.command, u.args.join(" "));
-            if !u.env.is_empty() {
-                let keys: Vec<_> = u.env.keys().map(String::as_str).collect();
-                report += &format!("  env: {}\n", keys.join(", "));
+/// The server to run: what `--` names (a URL, or a command), else
+/// `[upstream]`; `--header`s added to a URL's headers.
+fn upstream_for(config: &Config, cli: &Cli, server: &[String]) -> Result<UpstreamConfig, String> {
+    let mut upstream = match server {
+        [url] if config::is_url(url) => {
+            let mut remote = UrlConfig::new(url)?;
+            // The URL replaces [upstream]'s; how to reach it stays.
+            if let Some(UpstreamConfig::Url(base)) = &config.upstream {
+                remote.transport = base.transport;
+                remote.headers.clone_from(&base.headers);
+                remote.ca_file.clone_from(&base.ca_file);
             }
-            if let Some(cwd) = &u.cwd {
-                report += &format!("  cwd: {}\n", cwd.display());
-            }
-            if u.restart.on_failure {
-                report += &format!(
-                    "  restart: on-failure (at most {}, backoff from {:?})\n",
-                    u.restart.max_restarts, u.restart.backoff
-                );
-            }
+            UpstreamConfig::Url(remote)
         }
-        Err(_) => report += "upstream: none (give one after `--` when running)\n",
-    }
-    report += &format!(
-        "proxy: max_message_bytes = {}, shutdown_grace = {:?}\n",
-        config.max_message_bytes, config.shutdown_grace
-    );
-    let names = config.layer_names();
-    if names.is_empty() {
-        report += "chain: empty (a transparent relay)\n";
-    } else {
-        report += "chain, client → server (the server → client path is the reverse):\n";
-        for (i, name) in names.iter().enumerate() {
-            report += &format!("  {}. {name}\n", i + 1);
+        [command, args @ ..] => {
+            let mut child = match &config.upstream {
+                Some(UpstreamConfig::Command(base)) => base.clone(),
+                _ => CommandConfig::default(),
+            };
+            command.clone_into(&mut child.command);
+            child.args = args.to_vec();
+            UpstreamConfig::Command(child)
         }
-    }
-    // `check` prints its report on stdout: it is not a proxy session.
-    if out.write_all(report.as_bytes()).is_err() {
-        return ExitCode::FAILURE;
-    }
-    ExitCode::SUCCESS
-}
-
-fn serve(config: &Config, server: &[String]) -> ExitCode {
-    let upstream = match upstream_for(config, server) {
-        Ok(u) => u,
-        Err(message) => {
-            eprintln!("mcp-chain: {message}");
-            return ExitCode::FAILURE;
-        }
+        [] => config.upstream.clone().ok_or_else(|| {
+            "no server to run: give one after `--` (mcp-chain -- npx -y @modelcontextprotocol/server-everything, or a URL) or in [upstream] of --config".to_owned()
+        })?,
     };
+    if !cli.headers.is_empty() {
+        let UpstreamConfig::Url(remote) = &mut upstream else {
+            return Err("--header is for a URL upstream; this one is a command".to_owned());
+        };
+        for line in &cli.headers {
+            remote.add_header_line(line)?;
+        }
+    }
+    Ok(upstream)
+}
+
+fn serve(config: &Config, upstream: &UpstreamConfig) -> ExitCode {
     // If whoever started us dies without closing our stdin, stop anyway.
     let _ = rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::TERM));
     // One thread: the relay is I/O-bound, and hand-offs between threads
@@ -152,7 +131,7 @@ fn serve(config: &Config, server: &[String]) -> ExitCode {
     let result = runtime.block_on(async {
         let stdin = transport::stdio::stdin().map_err(|e| format!("stdin: {e}"))?;
         let stdout = transport::stdio::stdout().map_err(|e| format!("stdout: {e}"))?;
-        relay::run(config, &upstream, stdin, stdout, signals())
+        relay::run(config, upstream, stdin, stdout, signals())
             .await
             .map_err(|e| e.to_string())
     });

@@ -7,8 +7,16 @@ use tracing_subscriber::EnvFilter;
 /// and everything a configured `log` layer writes.
 const DEFAULT_LEVEL: &str = "warn,mcp_chain::messages=trace";
 
+/// What a bare level leaves out: the HTTP libraries' own chatter (each
+/// connection pooled and reused) drowns mcp-chain's at debug. Name them to
+/// see it (`--log-level debug,hyper_util=debug`).
+const QUIET_LIBRARIES: &str = "hyper=info,hyper_util=info,reqwest=info,rustls=info";
+
 pub fn init(level: Option<&str>) {
     let filter = match level {
+        Some(level) if !level.contains('=') => {
+            EnvFilter::try_new(format!("{level},{QUIET_LIBRARIES}"))
+        }
         Some(level) => EnvFilter::try_new(level),
         None => EnvFilter::try_from_default_env().or_else(|_| EnvFilter::try_new(DEFAULT_LEVEL)),
     }

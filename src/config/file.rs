@@ -15,14 +15,14 @@ pub(crate) struct ConfigFile {
     pub(crate) middleware: Vec<toml::Spanned<MiddlewareFile>>,
 }
 
+/// `[upstream]`: `command` (and what a child needs) or `url` (and what a
+/// request needs); which keys go with which is checked in `upstream.rs`.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct UpstreamFile {
-    pub(crate) command: String,
-    #[serde(default)]
-    pub(crate) args: Vec<String>,
-    #[serde(default)]
-    pub(crate) env: BTreeMap<String, String>,
+    pub(crate) command: Option<String>,
+    pub(crate) args: Option<Vec<String>>,
+    pub(crate) env: Option<BTreeMap<String, String>>,
     pub(crate) cwd: Option<String>,
     /// "never" (default) or "on-failure".
     pub(crate) restart: Option<String>,
@@ -31,6 +31,15 @@ pub(crate) struct UpstreamFile {
     pub(crate) max_restarts: Option<u32>,
     /// Wait before the first restart; doubles each time, up to 30s.
     pub(crate) restart_backoff: Option<String>,
+    /// The server's URL (http or https).
+    pub(crate) url: Option<String>,
+    /// "auto" (default) or "streamable-http".
+    pub(crate) transport: Option<String>,
+    /// Sent with every request to the URL.
+    #[serde(default)]
+    pub(crate) headers: BTreeMap<String, String>,
+    /// PEM file of CA certificates to trust besides the platform's.
+    pub(crate) ca_file: Option<String>,
 }
 
 /// Settings of the relay itself.

@@ -5,16 +5,17 @@
 mod error;
 mod expand;
 mod file;
+mod upstream;
 mod validate;
 
 pub use error::ConfigError;
+pub use upstream::{is_url, CommandConfig, RestartPolicy, Transport, UpstreamConfig, UrlConfig};
 pub(crate) use validate::{
     parse_duration, DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_MAX_RESTARTS, DEFAULT_RESTART_BACKOFF,
     DEFAULT_SHUTDOWN_GRACE,
 };
 
 use crate::chain::AnyLayer;
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -29,34 +30,6 @@ pub struct Config {
     pub(crate) chain: Vec<AnyLayer>,
     /// The file this came from, for messages.
     pub path: Option<PathBuf>,
-}
-
-#[derive(Debug, Clone, Default)]
-pub struct UpstreamConfig {
-    pub command: String,
-    pub args: Vec<String>,
-    pub env: BTreeMap<String, String>,
-    pub cwd: Option<PathBuf>,
-    pub restart: RestartPolicy,
-}
-
-/// What to do when the server dies.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RestartPolicy {
-    /// Restart after a failure (non-zero exit, signal, closed output).
-    pub on_failure: bool,
-    pub max_restarts: u32,
-    pub backoff: Duration,
-}
-
-impl Default for RestartPolicy {
-    fn default() -> Self {
-        Self {
-            on_failure: false,
-            max_restarts: DEFAULT_MAX_RESTARTS,
-            backoff: DEFAULT_RESTART_BACKOFF,
-        }
-    }
 }
 
 impl Default for Config {

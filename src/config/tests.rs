@@ -39,7 +39,9 @@ shutdown_grace = "250ms"
 "#,
     )
     .expect("valid");
-    let upstream = config.upstream.expect("upstream");
+    let Some(UpstreamConfig::Command(upstream)) = config.upstream else {
+        panic!("a command upstream: {:?}", config.upstream);
+    };
     assert_eq!(upstream.command, "npx");
     assert_eq!(upstream.args, ["-y", "server", "/home/me/share"]);
     assert_eq!(upstream.env["LOG_LEVEL"], "warn");
@@ -106,4 +108,86 @@ fn durations_parse() {
     assert_eq!(parse_duration("5m"), Ok(Duration::from_secs(300)));
     assert!(parse_duration("5 parsecs").is_err());
     assert!(parse_duration("").is_err());
+}
+
+#[test]
+fn a_url_upstream_takes_its_own_keys() {
+    let config = load(
+        r#"
+[upstream]
+url = "https://mcp.example.com/mcp"
+transport = "streamable-http"
+headers = { Authorization = "Bearer ${HOME}" }
+ca_file = "/etc/ca.pem"
+"#,
+    )
+    .expect("valid");
+    let Some(UpstreamConfig::Url(upstream)) = &config.upstream else {
+        panic!("a URL upstream: {:?}", config.upstream);
+    };
+    assert_eq!(upstream.url.as_str(), "https://mcp.example.com/mcp");
+    assert_eq!(upstream.transport, Transport::StreamableHttp);
+    assert_eq!(upstream.headers.len(), 1);
+    assert_eq!(upstream.headers[0].0, "authorization");
+    assert_eq!(upstream.headers[0].1, "Bearer /home/me");
+    assert_eq!(upstream.ca_file, Some(PathBuf::from("/etc/ca.pem")));
+    // The value is a credential: debug output shows the header's name only.
+    let shown = format!("{config:?}");
+    assert!(shown.contains("authorization"), "{shown}");
+    assert!(!shown.contains("/home/me"), "{shown}");
+}
+
+#[test]
+fn an_upstream_is_a_command_or_a_url_never_both() {
+    let both = problems("[upstream]\ncommand = \"x\"\nurl = \"http://h/mcp\"\n");
+    assert!(both[0].contains("one or the other"), "{both:?}");
+    let neither = problems("[upstream]\nargs = [\"x\"]\n");
+    assert!(
+        neither[0].contains("upstream.command or upstream.url"),
+        "{neither:?}"
+    );
+    let mixed = problems("[upstream]\nurl = \"http://h/mcp\"\nrestart = \"on-failure\"\n");
+    assert!(
+        mixed[0].contains("upstream.restart: only for a command"),
+        "{mixed:?}"
+    );
+    let mixed = problems("[upstream]\ncommand = \"x\"\nheaders = { A = \"b\" }\n");
+    assert!(
+        mixed[0].contains("upstream.headers: only for a URL"),
+        "{mixed:?}"
+    );
+}
+
+#[test]
+fn a_url_upstream_is_checked() {
+    for (url, says) in [
+        ("not a url", "is not a URL"),
+        ("ftp://h/mcp", "is not http or https"),
+        ("ws://h/mcp", "WebSocket upstreams are not supported"),
+    ] {
+        let found = problems(&format!("[upstream]\nurl = {url:?}\n"));
+        assert!(found[0].contains(says), "{url}: {found:?}");
+    }
+    let transport =
+        problems("[upstream]\nurl = \"http://h/mcp\"\ntransport = \"carrier-pigeon\"\n");
+    assert!(transport[0].contains("upstream.transport"), "{transport:?}");
+    let header = problems("[upstream]\nurl = \"http://h/mcp\"\nheaders = { \"a b\" = \"c\" }\n");
+    assert!(header[0].contains("is not a header name"), "{header:?}");
+    let value =
+        problems("[upstream]\nurl = \"http://h/mcp\"\nheaders = { A = \"line\\nbreak\" }\n");
+    assert!(value[0].contains("not a valid header value"), "{value:?}");
+    assert!(
+        !value[0].contains("break"),
+        "a header value is never shown: {value:?}"
+    );
+}
+
+#[test]
+fn only_urls_of_the_four_schemes_are_urls_on_the_command_line() {
+    assert!(is_url("https://mcp.example.com/mcp"));
+    assert!(is_url("HTTP://127.0.0.1:3001/sse"));
+    assert!(is_url("ws://192.168.1.20:8080/mcp"));
+    assert!(!is_url("npx"));
+    assert!(!is_url("http://"));
+    assert!(!is_url("./http://x"));
 }

@@ -1,10 +1,9 @@
 //! From the file as written to a checked [`Config`]: layers built, limits
 //! checked, every problem reported with its place.
 
-use super::file::{ConfigFile, UpstreamFile};
-use super::{Config, RestartPolicy, UpstreamConfig};
+use super::file::ConfigFile;
+use super::Config;
 pub(crate) use mcp_chain_middleware::units::parse_duration;
-use std::path::PathBuf;
 use std::time::Duration;
 
 /// Default cap on one message: large enough for any real tool result
@@ -26,11 +25,13 @@ pub(crate) const DEFAULT_RESTART_BACKOFF: Duration = Duration::from_millis(500);
 
 /// A problem found while validating: where (a byte offset into the
 /// file, when known) and what.
-pub(super) type Problem = (Option<usize>, String);
+pub(crate) type Problem = (Option<usize>, String);
 
 pub(super) fn validate(file: ConfigFile) -> Result<Config, Vec<Problem>> {
     let mut problems = Vec::new();
-    let upstream = file.upstream.map(|u| upstream(u, &mut problems));
+    let upstream = file
+        .upstream
+        .and_then(|u| super::upstream::upstream(u, &mut problems));
 
     let max_message_bytes = match file.proxy.max_message_bytes {
         None => DEFAULT_MAX_MESSAGE_BYTES,
@@ -75,32 +76,5 @@ pub(super) fn validate(file: ConfigFile) -> Result<Config, Vec<Problem>> {
         })
     } else {
         Err(problems)
-    }
-}
-
-fn upstream(file: UpstreamFile, problems: &mut Vec<Problem>) -> UpstreamConfig {
-    let mut restart = RestartPolicy::default();
-    match file.restart.as_deref() {
-        None | Some("never") => {}
-        Some("on-failure") => restart.on_failure = true,
-        Some(other) => problems.push((
-            None,
-            format!("upstream.restart: {other:?} is not \"never\" or \"on-failure\""),
-        )),
-    }
-    if let Some(n) = file.max_restarts {
-        restart.max_restarts = n;
-    }
-    match file.restart_backoff.as_deref().map(parse_duration) {
-        None => {}
-        Some(Ok(d)) => restart.backoff = d,
-        Some(Err(e)) => problems.push((None, format!("upstream.restart_backoff: {e}"))),
-    }
-    UpstreamConfig {
-        command: file.command,
-        args: file.args,
-        env: file.env,
-        cwd: file.cwd.map(PathBuf::from),
-        restart,
     }
 }

@@ -18,9 +18,11 @@
 mod answer;
 mod owed;
 mod side;
+mod source;
 
 pub(crate) use owed::Owed;
 pub(crate) use side::{Side, Unwritten};
+pub(crate) use source::Read;
 
 use crate::chain::{self, ChainService};
 use crate::config::{Config, UpstreamConfig};
@@ -29,7 +31,6 @@ use crate::transport::codec::FrameReader;
 use crate::transport::queue::Queue;
 use crate::transport::stdio::{Reader, Writer};
 use crate::transport::writer;
-use crate::upstream::child::SpawnError;
 use crate::upstream::{End, Upstream};
 use mcp_chain_middleware::Direction;
 use std::future::Future;
@@ -50,12 +51,6 @@ pub enum Ending {
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
 pub struct RunError(String);
-
-impl From<SpawnError> for RunError {
-    fn from(e: SpawnError) -> Self {
-        Self(e.to_string())
-    }
-}
 
 /// Runs one session: starts the server, relays until the client leaves, a
 /// signal arrives or the server is gone for good, then shuts down in order.
@@ -83,7 +78,6 @@ pub async fn run(
     let (stop_server, server_stop) = oneshot::channel();
     let (hurry_tx, hurry) = watch::channel(false);
     let mut server = Upstream {
-        config: upstream.clone(),
         max_message_bytes: config.max_message_bytes,
         grace: config.shutdown_grace,
         conn: upstream_conn.clone(),
@@ -92,12 +86,13 @@ pub async fn run(
         queue: server_queue,
         hurry: hurry.clone(),
     }
-    .start(server_stop)?;
+    .start(upstream, server_stop)
+    .map_err(RunError)?;
 
     // Answers owed to the client: shutdown waits for these.
     let owed = TaskTracker::new();
     let mut client_side = Side {
-        reader: FrameReader::new(client_in, config.max_message_bytes),
+        source: FrameReader::new(client_in, config.max_message_bytes),
         chain: to_server,
         own: downstream_conn.clone(),
         reply: client_queue.clone(),

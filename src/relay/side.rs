@@ -3,24 +3,23 @@
 
 use super::answer::{invalid_answer, settle, write_answer};
 use super::owed::Owed;
+use super::source::{Read, Source};
 use crate::chain::ChainService;
 use crate::connector::Connector;
-use crate::transport::codec::{Frame, FrameReader};
 use crate::transport::queue::Outgoing;
 use crate::transport::queue::Queue;
 use mcp_chain_middleware::envelope::delivery;
-use mcp_chain_middleware::message::{response_id, Incoming, Invalid};
+use mcp_chain_middleware::message::{Incoming, Invalid};
 use mcp_chain_middleware::{
     Delivered, DeliveryTicket, Direction, Envelope, ErrorCode, ErrorObject, Message, RequestId,
     ResponseFuture,
 };
 use std::task::{Context, Poll, Waker};
-use tokio::io::AsyncRead;
 use tower::{Service, ServiceExt};
 /// One peer's reading side: its messages go down `chain`, answers to its
 /// requests go back on `reply`, and its answers settle `own`'s requests.
-pub(crate) struct Side<R> {
-    pub(crate) reader: FrameReader<R>,
+pub(crate) struct Side<S> {
+    pub(crate) source: S,
     pub(crate) chain: ChainService,
     /// The connector that sends requests *to* this peer.
     pub(crate) own: Connector,
@@ -67,7 +66,7 @@ impl Unwritten {
     }
 }
 
-impl<R: AsyncRead + Unpin> Side<R> {
+impl<S: Source> Side<S> {
     fn peer(&self) -> &'static str {
         match self.direction {
             Direction::ToServer => "client",
@@ -78,19 +77,16 @@ impl<R: AsyncRead + Unpin> Side<R> {
     /// Reads until end of input.
     pub(crate) async fn run(&mut self) {
         loop {
-            let incoming = match self.reader.next().await {
-                Ok(Some(Frame::Line(line))) => {
-                    Incoming::parse(line).map_err(|e| (e, response_id(line)))
+            let incoming = match self.source.next().await {
+                Ok(Some(Read::Parsed(incoming))) => incoming,
+                Ok(Some(Read::Unparsable { error, id })) => {
+                    let message = format!("mcp-chain: parse error: {error}");
+                    self.unreadable(id, ErrorCode::PARSE_ERROR, message).await;
+                    continue;
                 }
-                Ok(Some(Frame::Shared(buf, at))) => {
-                    let line = buf.clone();
-                    Incoming::parse_shared(buf, at.clone()).map_err(|e| (e, response_id(&line[at])))
-                }
-                Ok(Some(Frame::TooLong { len, head })) => {
-                    let id = response_id(head);
+                Ok(Some(Read::TooLong { len, limit, id })) => {
                     let message = format!(
-                        "mcp-chain: message of {len} bytes is over the limit of {} bytes (proxy.max_message_bytes); skipped",
-                        self.reader.max_line_bytes()
+                        "mcp-chain: message of {len} bytes is over the limit of {limit} bytes (proxy.max_message_bytes); skipped"
                     );
                     self.unreadable(id, ErrorCode::INVALID_REQUEST, message)
                         .await;
@@ -100,14 +96,6 @@ impl<R: AsyncRead + Unpin> Side<R> {
                 Err(e) => {
                     tracing::warn!(peer = self.peer(), error = %e, "reading failed; treating it as end of input");
                     return;
-                }
-            };
-            let incoming = match incoming {
-                Ok(incoming) => incoming,
-                Err((e, id)) => {
-                    let message = format!("mcp-chain: parse error: {e}");
-                    self.unreadable(id, ErrorCode::PARSE_ERROR, message).await;
-                    continue;
                 }
             };
             match incoming {

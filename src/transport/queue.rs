@@ -96,8 +96,8 @@ impl Taken {
         self.parts.clear();
     }
 
-    /// Everything, as one run of bytes.
-    #[cfg(test)]
+    /// Everything, as one run of bytes (for a peer that takes messages one
+    /// by one rather than a stream of bytes).
     pub(crate) fn joined(&self) -> Vec<u8> {
         let mut all = Vec::new();
         let mut from = 0;

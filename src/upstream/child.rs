@@ -6,7 +6,7 @@
 //! has its stderr copied to ours line by line by a task of its own: a pipe
 //! nobody drains fills up and stalls the server.
 
-use crate::config::UpstreamConfig;
+use crate::config::CommandConfig;
 use crate::transport::stdio::widen;
 use rustix::process::{kill_process_group, Pid, Signal};
 use std::process::{ExitStatus, Stdio};
@@ -39,7 +39,7 @@ pub(crate) struct Child {
 }
 
 impl Child {
-    pub(crate) fn spawn(cfg: &UpstreamConfig) -> Result<Self, SpawnError> {
+    pub(crate) fn spawn(cfg: &CommandConfig) -> Result<Self, SpawnError> {
         let mut cmd = Command::new(&cfg.command);
         cmd.args(&cfg.args)
             .envs(&cfg.env)

@@ -3,19 +3,20 @@
 //!
 //! A command upstream is a child process (`child`) kept by a supervisor
 //! (`supervisor`) that restarts it and replays the client's handshake to the
-//! new one. Whatever the server is, the relay hands it the same things (an
+//! new one; a URL upstream is reached over Streamable HTTP (`remote`). Whatever the server is, the relay hands it the same things (an
 //! [`Upstream`]): the server-bound queue the upstream connector writes
 //! into, and the to-client chain the server's messages go down; and it gets
 //! back one [`End`] when the server stops or is gone for good.
 
 pub(crate) mod child;
+mod remote;
 mod supervisor;
 
 use crate::chain::ChainService;
 use crate::config::UpstreamConfig;
 use crate::connector::Connector;
 use crate::transport::queue::Queue;
-use child::{Child, SpawnError};
+use child::Child;
 use std::process::ExitStatus;
 use std::time::Duration;
 use supervisor::Supervisor;
@@ -24,7 +25,6 @@ use tokio::task::JoinHandle;
 
 /// What the relay wires a server to.
 pub(crate) struct Upstream {
-    pub(crate) config: UpstreamConfig,
     pub(crate) max_message_bytes: usize,
     pub(crate) grace: Duration,
     /// Sends requests to the server; records the handshake.
@@ -33,7 +33,7 @@ pub(crate) struct Upstream {
     pub(crate) downstream: Connector,
     /// The to-client chain the server's messages go down.
     pub(crate) to_client: ChainService,
-    /// The server-bound queue, handed from one child to the next.
+    /// The server-bound queue (handed from one child to the next).
     pub(crate) queue: Queue,
     /// Turns true when shutdown must not wait any longer (a second signal).
     pub(crate) hurry: watch::Receiver<bool>,
@@ -52,8 +52,19 @@ pub(crate) enum End {
 impl Upstream {
     /// Starts the server and relays its side until `stop` fires or it is
     /// gone for good. `Err` when it cannot be started at all.
-    pub(crate) fn start(self, stop: oneshot::Receiver<()>) -> Result<JoinHandle<End>, SpawnError> {
-        let child = Child::spawn(&self.config)?;
-        Ok(tokio::spawn(Supervisor(self).run(child, stop)))
+    pub(crate) fn start(
+        self,
+        config: &UpstreamConfig,
+        stop: oneshot::Receiver<()>,
+    ) -> Result<JoinHandle<End>, String> {
+        match config {
+            UpstreamConfig::Command(command) => {
+                let child = Child::spawn(command).map_err(|e| e.to_string())?;
+                Ok(tokio::spawn(
+                    Supervisor(self, command.clone()).run(child, stop),
+                ))
+            }
+            UpstreamConfig::Url(url) => remote::start(self, url, stop),
+        }
     }
 }

@@ -18,6 +18,7 @@
 
 use super::child::Child;
 use super::{End, Upstream};
+use crate::config::CommandConfig;
 use crate::connector::Handshake;
 use crate::relay::{Owed, Side, Unwritten};
 use crate::transport::codec::{Frame, FrameReader};
@@ -47,7 +48,7 @@ const STABLE_AFTER: Duration = Duration::from_secs(60);
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
 
 /// Runs a child under the restart policy until it stops or is gone.
-pub(super) struct Supervisor(pub(super) Upstream);
+pub(super) struct Supervisor(pub(super) Upstream, pub(super) CommandConfig);
 
 impl Supervisor {
     pub(super) async fn run(mut self, mut child: Child, mut stop: oneshot::Receiver<()>) -> End {
@@ -95,7 +96,7 @@ impl Supervisor {
                 None => "the server closed its output".to_owned(),
             };
             let failed = status.is_none_or(|s| !s.success());
-            if !(self.0.config.restart.on_failure && failed) {
+            if !(self.1.restart.on_failure && failed) {
                 return self.give_up(reason, failed);
             }
             if started.elapsed() >= STABLE_AFTER {
@@ -123,9 +124,9 @@ impl Supervisor {
         }
     }
 
-    fn side(&self, reader: FrameReader<ChildStdout>) -> Side<ChildStdout> {
+    fn side(&self, reader: FrameReader<ChildStdout>) -> Side<FrameReader<ChildStdout>> {
         Side {
-            reader,
+            source: reader,
             chain: self.0.to_client.clone(),
             own: self.0.conn.clone(),
             reply: self.0.queue.clone(),
@@ -146,7 +147,7 @@ impl Supervisor {
         &mut self,
         restarts: &mut u32,
     ) -> Result<(Child, FrameReader<ChildStdout>, Option<Value>), String> {
-        let policy = self.0.config.restart.clone();
+        let policy = self.1.restart.clone();
         loop {
             if *restarts >= policy.max_restarts {
                 return Err(format!(
@@ -160,7 +161,7 @@ impl Supervisor {
                 .min(MAX_BACKOFF);
             *restarts += 1;
             tokio::time::sleep(backoff).await;
-            let mut child = match Child::spawn(&self.0.config) {
+            let mut child = match Child::spawn(&self.1) {
                 Ok(child) => child,
                 Err(e) => {
                     tracing::warn!(error = %e, attempt = *restarts, "restart failed");

@@ -13,6 +13,16 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
+@pytest.fixture(scope="session")
+def everything_http():
+    """One server-everything serving Streamable HTTP for the whole run (each
+    client session gets a server of its own inside it)."""
+    if harness.DIRECT:
+        pytest.skip("MCP_CHAIN_DIRECT=1: the SDK's stdio client cannot reach a URL without the proxy")
+    with harness.everything_served("streamableHttp") as url:
+        yield url
+
+
 @pytest.fixture(autouse=True)
 def _collect_stderr():
     harness.STDERR_FILES.clear()

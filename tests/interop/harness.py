@@ -67,6 +67,42 @@ def everything_argv(*extra: str) -> list[str]:
     return [NODE, str(EVERYTHING), "stdio", RUN_MARKER, *extra]
 
 
+@contextlib.contextmanager
+def everything_served(mode: str = "streamableHttp"):
+    """server-everything serving over HTTP (`streamableHttp` at /mcp) on a free
+    loopback port, for the run: yields the endpoint's URL. Without RUN_MARKER
+    in its command line, so the per-test cleanup leaves it running."""
+    import socket
+
+    port = free_port()
+    stderr = new_stderr_file(f"server-everything[{mode}]")
+    with open(stderr, "w") as errlog:
+        proc = subprocess.Popen(
+            [NODE, str(EVERYTHING), mode],
+            env={**os.environ, "PORT": str(port)},
+            stdin=subprocess.DEVNULL,
+            stdout=errlog,
+            stderr=errlog,
+        )
+    try:
+
+        def is_open() -> bool:
+            if proc.poll() is not None:
+                raise AssertionError(f"server-everything {mode} exited with {proc.returncode}")
+            with socket.socket() as s:
+                s.settimeout(0.2)
+                return s.connect_ex(("127.0.0.1", port)) == 0
+
+        assert wait_until(is_open, 20, 0.1), f"server-everything {mode} not listening on {port}"
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
 def end_leftovers() -> list[int]:
     """SIGKILL every process this run started that is still there (by marker)."""
     import signal
@@ -93,6 +129,8 @@ class Chain:
     hidden_resources: frozenset[str] = frozenset()
     sampling_blocked: bool = False
     audited: bool = False
+    # The server's URL when it is reached over HTTP, not started as a child.
+    url: str | None = None
 
     def tool(self, upstream_name: str) -> str:
         """The name the client sees for an upstream tool."""

@@ -9,6 +9,7 @@ Each scenario is its own test, so a failure names it:
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 import re
 
@@ -43,10 +44,22 @@ CONDITIONAL_TOOLS = {"get-roots-list", "trigger-sampling-request", "trigger-elic
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
-@pytest.fixture(params=CHAINS, ids=lambda c: c.id)
+# How mcp-chain reaches server-everything: as its child over stdio, or at
+# the URL where it serves Streamable HTTP.
+UPSTREAMS = ["stdio", "http"]
+
+
+@pytest.fixture(
+    params=[(c, u) for u in UPSTREAMS for c in CHAINS],
+    ids=lambda p: p[0].id if p[1] == "stdio" else f"{p[0].id}-{p[1]}",
+)
 def chain(request) -> Chain:
-    harness.require_chain(request.param)
-    return request.param
+    chain, upstream = request.param
+    harness.require_chain(chain)
+    if upstream == "http":
+        url = request.getfixturevalue("everything_http")
+        chain = dataclasses.replace(chain, url=url)
+    return chain
 
 
 # === client callbacks ===
@@ -93,7 +106,8 @@ def session(chain: Chain, client: Client | None = None, **kw):
     exits on end of input, which costs every session the client's 2 s
     shutdown wait."""
     callbacks = client.callbacks() if client else {}
-    return open_session(everything_argv(), chain, label=f"mcp-chain[{chain.id}]", **callbacks, **kw)
+    server = [chain.url] if chain.url else everything_argv()
+    return open_session(server, chain, label=f"mcp-chain[{chain.id}]", **callbacks, **kw)
 
 
 def text_of(result: types.CallToolResult) -> str:
@@ -498,9 +512,19 @@ async def test_fifty_concurrent_calls(chain: Chain):
 
 
 async def test_large_payload(chain: Chain):
-    """~5 MB each way in one message."""
+    """~5 MB each way in one message. Over HTTP, server-everything refuses a
+    body that big (HTTP 413, its web framework's limit): the client gets that
+    refusal as an error naming the status, and the session goes on."""
     message = ("0123456789abcdef" * 64 + "\n") * 5000  # 5,125,000 bytes
     async with session(chain) as conn:
+        if chain.url:
+            with anyio.fail_after(60), pytest.raises(MCPError) as refused:
+                await conn.session.call_tool(chain.tool("echo"), {"message": message})
+            assert refused.value.error.data == {"layer": "upstream", "reason": "http_status", "status": 413}
+            assert "HTTP 413" in refused.value.error.message
+            result = await conn.session.call_tool(chain.tool("echo"), {"message": "still here"})
+            assert text_of(result) == "Echo: still here"
+            return
         with anyio.fail_after(60):
             result = await conn.session.call_tool(chain.tool("echo"), {"message": message})
         assert text_of(result) == "Echo: " + message

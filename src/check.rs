@@ -1,0 +1,80 @@
+//! `mcp-chain check`: the effective configuration, as a person reads it:
+//! the upstream (and for a URL, the transport and the names of the headers,
+//! never their values), the relay's limits, the chain in order.
+
+use crate::config::{Config, UpstreamConfig};
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::process::ExitCode;
+
+pub(crate) fn run(config: &Config, upstream: &Result<UpstreamConfig, String>) -> ExitCode {
+    let origin = config.path.as_ref().map_or_else(
+        || "(no config file)".to_owned(),
+        |p| p.display().to_string(),
+    );
+    let mut report = format!("{origin}: ok\n");
+    match upstream {
+        Ok(UpstreamConfig::Command(u)) => {
+            let _ = writeln!(report, "upstream: {} {}", u.command, u.args.join(" "));
+            if !u.env.is_empty() {
+                let keys: Vec<_> = u.env.keys().map(String::as_str).collect();
+                let _ = writeln!(report, "  env: {}", keys.join(", "));
+            }
+            if let Some(cwd) = &u.cwd {
+                let _ = writeln!(report, "  cwd: {}", cwd.display());
+            }
+            if u.restart.on_failure {
+                let _ = writeln!(
+                    report,
+                    "  restart: on-failure (at most {}, backoff from {:?})",
+                    u.restart.max_restarts, u.restart.backoff
+                );
+            }
+        }
+        Ok(UpstreamConfig::Url(u)) => {
+            let _ = writeln!(report, "upstream: {}", u.url);
+            let _ = writeln!(
+                report,
+                "  transport: streamable-http (transport = \"{}\")",
+                u.transport.name()
+            );
+            if !u.headers.is_empty() {
+                let names: Vec<_> = u.headers.iter().map(|(n, _)| n.as_str()).collect();
+                let _ = writeln!(report, "  headers: {}", names.join(", "));
+            }
+            if let Some(ca) = &u.ca_file {
+                let _ = writeln!(report, "  ca_file: {}", ca.display());
+            }
+        }
+        Err(e) if e.starts_with("no server to run") => {
+            report += "upstream: none (give one after `--` when running)\n";
+        }
+        Err(e) => {
+            eprintln!("mcp-chain: {e}");
+            return ExitCode::FAILURE;
+        }
+    }
+    let _ = writeln!(
+        report,
+        "proxy: max_message_bytes = {}, shutdown_grace = {:?}",
+        config.max_message_bytes, config.shutdown_grace
+    );
+    let names = config.layer_names();
+    if names.is_empty() {
+        report += "chain: empty (a transparent relay)\n";
+    } else {
+        report += "chain, client → server (the server → client path is the reverse):\n";
+        for (i, name) in names.iter().enumerate() {
+            let _ = writeln!(report, "  {}. {name}", i + 1);
+        }
+    }
+    // `check` prints its report on stdout: it is not a proxy session.
+    if std::io::stdout()
+        .lock()
+        .write_all(report.as_bytes())
+        .is_err()
+    {
+        return ExitCode::FAILURE;
+    }
+    ExitCode::SUCCESS
+}

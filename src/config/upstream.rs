@@ -1,0 +1,237 @@
+//! `[upstream]`: the server mcp-chain relays to, either a command it starts
+//! (a child process speaking stdio) or a URL it reaches over HTTP. One or
+//! the other, never both, and no key that only the other one reads: a
+//! config that says `restart` for a URL, or `headers` for a command, is
+//! told so rather than half-obeyed.
+
+use super::file::UpstreamFile;
+use super::validate::Problem;
+use super::{parse_duration, DEFAULT_MAX_RESTARTS, DEFAULT_RESTART_BACKOFF};
+use reqwest::header::{HeaderName, HeaderValue};
+use reqwest::Url;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// The server: a command or a URL.
+#[derive(Debug, Clone)]
+pub enum UpstreamConfig {
+    Command(CommandConfig),
+    Url(UrlConfig),
+}
+
+/// A server mcp-chain starts as its child.
+#[derive(Debug, Clone, Default)]
+pub struct CommandConfig {
+    pub command: String,
+    pub args: Vec<String>,
+    pub env: BTreeMap<String, String>,
+    pub cwd: Option<PathBuf>,
+    pub restart: RestartPolicy,
+}
+
+/// What to do when the server dies.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RestartPolicy {
+    /// Restart after a failure (non-zero exit, signal, closed output).
+    pub on_failure: bool,
+    pub max_restarts: u32,
+    pub backoff: Duration,
+}
+
+impl Default for RestartPolicy {
+    fn default() -> Self {
+        Self {
+            on_failure: false,
+            max_restarts: DEFAULT_MAX_RESTARTS,
+            backoff: DEFAULT_RESTART_BACKOFF,
+        }
+    }
+}
+
+/// A server at a URL.
+#[derive(Clone)]
+pub struct UrlConfig {
+    pub url: Url,
+    pub transport: Transport,
+    /// Sent with every request (credentials, mostly): never logged.
+    pub headers: Vec<(HeaderName, HeaderValue)>,
+    /// A PEM file of CA certificates trusted besides the platform's.
+    pub ca_file: Option<PathBuf>,
+}
+
+/// How a URL upstream is spoken to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transport {
+    /// Streamable HTTP, the only one this build speaks to a URL yet.
+    Auto,
+    StreamableHttp,
+}
+
+impl Transport {
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Auto => "auto",
+            Self::StreamableHttp => "streamable-http",
+        }
+    }
+}
+
+/// Header values are credentials: only the names are shown.
+impl fmt::Debug for UrlConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let names: Vec<&str> = self.headers.iter().map(|(n, _)| n.as_str()).collect();
+        f.debug_struct("UrlConfig")
+            .field("url", &self.url.as_str())
+            .field("transport", &self.transport)
+            .field("headers", &names)
+            .field("ca_file", &self.ca_file)
+            .finish()
+    }
+}
+
+impl UrlConfig {
+    /// A URL upstream with the defaults, or why `url` cannot be one.
+    pub fn new(url: &str) -> Result<Self, String> {
+        let url = Url::parse(url).map_err(|e| format!("{url:?} is not a URL: {e}"))?;
+        match url.scheme() {
+            "http" | "https" => {}
+            "ws" | "wss" => {
+                return Err(format!(
+                    "{url}: WebSocket upstreams are not supported by this build yet; use an http(s) URL (Streamable HTTP)"
+                ))
+            }
+            other => return Err(format!("{url}: scheme {other:?} is not http or https")),
+        }
+        Ok(Self {
+            url,
+            transport: Transport::Auto,
+            headers: Vec::new(),
+            ca_file: None,
+        })
+    }
+
+    /// Adds a header given as `NAME: VALUE` (the command line's `--header`).
+    pub fn add_header_line(&mut self, line: &str) -> Result<(), String> {
+        let (name, value) = line
+            .split_once(':')
+            .ok_or_else(|| format!("--header {:?}: expected NAME: VALUE", redacted(line)))?;
+        self.add_header(name.trim(), value.trim())
+    }
+
+    pub fn add_header(&mut self, name: &str, value: &str) -> Result<(), String> {
+        let name =
+            HeaderName::try_from(name).map_err(|_| format!("{name:?} is not a header name"))?;
+        let mut value = HeaderValue::try_from(value)
+            .map_err(|_| format!("the value of header {name} is not a valid header value"))?;
+        value.set_sensitive(true);
+        self.headers.push((name, value));
+        Ok(())
+    }
+}
+
+/// A `NAME: VALUE` line with the value hidden.
+fn redacted(line: &str) -> String {
+    match line.split_once(':') {
+        Some((name, _)) => format!("{name}: …"),
+        None => line.chars().take(16).collect::<String>() + "…",
+    }
+}
+
+/// Whether a command line's only word names a URL upstream.
+pub fn is_url(word: &str) -> bool {
+    ["http://", "https://", "ws://", "wss://"]
+        .iter()
+        .any(|scheme| {
+            word.len() > scheme.len() && word[..scheme.len()].eq_ignore_ascii_case(scheme)
+        })
+}
+
+pub(super) fn upstream(file: UpstreamFile, problems: &mut Vec<Problem>) -> Option<UpstreamConfig> {
+    let mut problem = |message: String| problems.push((None, format!("upstream.{message}")));
+    match (file.command, file.url) {
+        (Some(_), Some(_)) => {
+            problem("command, upstream.url: give one or the other (a command to start, or a URL to reach)".into());
+            None
+        }
+        (None, None) => {
+            problem(
+                "command or upstream.url is needed: the server to start, or the URL to reach"
+                    .into(),
+            );
+            None
+        }
+        (Some(command), None) => {
+            for (key, set) in [
+                ("transport", file.transport.is_some()),
+                ("headers", !file.headers.is_empty()),
+                ("ca_file", file.ca_file.is_some()),
+            ] {
+                if set {
+                    problem(format!("{key}: only for a URL upstream (upstream.url)"));
+                }
+            }
+            let mut restart = RestartPolicy::default();
+            match file.restart.as_deref() {
+                None | Some("never") => {}
+                Some("on-failure") => restart.on_failure = true,
+                Some(other) => problem(format!(
+                    "restart: {other:?} is not \"never\" or \"on-failure\""
+                )),
+            }
+            if let Some(n) = file.max_restarts {
+                restart.max_restarts = n;
+            }
+            match file.restart_backoff.as_deref().map(parse_duration) {
+                None => {}
+                Some(Ok(d)) => restart.backoff = d,
+                Some(Err(e)) => problem(format!("restart_backoff: {e}")),
+            }
+            Some(UpstreamConfig::Command(CommandConfig {
+                command,
+                args: file.args.unwrap_or_default(),
+                env: file.env.unwrap_or_default(),
+                cwd: file.cwd.map(PathBuf::from),
+                restart,
+            }))
+        }
+        (None, Some(url)) => {
+            for (key, set) in [
+                ("args", file.args.is_some()),
+                ("env", file.env.is_some()),
+                ("cwd", file.cwd.is_some()),
+                ("restart", file.restart.is_some()),
+                ("max_restarts", file.max_restarts.is_some()),
+                ("restart_backoff", file.restart_backoff.is_some()),
+            ] {
+                if set {
+                    problem(format!(
+                        "{key}: only for a command upstream (upstream.command)"
+                    ));
+                }
+            }
+            let mut config = match UrlConfig::new(&url) {
+                Ok(config) => config,
+                Err(e) => {
+                    problem(format!("url: {e}"));
+                    return None;
+                }
+            };
+            match file.transport.as_deref() {
+                None | Some("auto") => {}
+                Some("streamable-http") => config.transport = Transport::StreamableHttp,
+                Some(other) => problem(format!(
+                    "transport: {other:?} is not one this build speaks (\"auto\" or \"streamable-http\")"
+                )),
+            }
+            for (name, value) in &file.headers {
+                if let Err(e) = config.add_header(name, value) {
+                    problem(format!("headers: {e}"));
+                }
+            }
+            config.ca_file = file.ca_file.map(PathBuf::from);
+            Some(UpstreamConfig::Url(config))
+        }
+    }
+}

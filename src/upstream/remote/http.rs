@@ -1,0 +1,239 @@
+//! The HTTP side of a URL upstream: one pooled client (connections kept
+//! alive and reused, TLS verified against the platform's roots and
+//! `ca_file`), the configured headers on every request, the session's
+//! headers once there is a session, and redirects followed only within the
+//! server's origin, so credentials never reach another host. A failure is a
+//! [`Failure`]: what the request it belonged to is answered with.
+
+use super::session::State;
+use crate::config::UrlConfig;
+use bytes::Bytes;
+use mcp_chain_middleware::{ErrorCode, ErrorObject, Message, RequestId};
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT, CONTENT_TYPE};
+use reqwest::{redirect, Certificate, Method, RequestBuilder, Response, StatusCode, Url};
+use std::error::Error as _;
+use std::time::Duration;
+
+/// Redirects followed at most, all within the origin.
+const MAX_REDIRECTS: usize = 5;
+
+/// How long a TCP (and TLS) connect may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+pub(super) const SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
+const PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
+const LAST_EVENT_ID: HeaderName = HeaderName::from_static("last-event-id");
+const EVENT_STREAM: &str = "text/event-stream";
+
+/// Reaches the server's MCP endpoint.
+#[derive(Debug)]
+pub(super) struct Http {
+    client: reqwest::Client,
+    url: Url,
+    /// The configured headers, marked sensitive (never in a log).
+    headers: HeaderMap,
+}
+
+impl Http {
+    pub(super) fn new(config: &UrlConfig) -> Result<Self, String> {
+        // reqwest leaves the choice of rustls' crypto to the binary; a
+        // second install (a test) is refused and harmless.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let origin = config.url.origin();
+        let redirects = redirect::Policy::custom(move |attempt| {
+            if attempt.previous().len() > MAX_REDIRECTS {
+                attempt.error(format!("more than {MAX_REDIRECTS} redirects"))
+            } else if attempt.url().origin() != origin {
+                let to = attempt.url().origin().ascii_serialization();
+                attempt.error(format!(
+                    "a redirect to another origin ({to}) was not followed"
+                ))
+            } else {
+                attempt.follow()
+            }
+        });
+        let mut builder = reqwest::Client::builder()
+            .redirect(redirects)
+            .connect_timeout(CONNECT_TIMEOUT)
+            .tls_backend_rustls();
+        if let Some(path) = &config.ca_file {
+            let pem = std::fs::read(path)
+                .map_err(|e| format!("upstream.ca_file {}: {e}", path.display()))?;
+            let certs = Certificate::from_pem_bundle(&pem)
+                .map_err(|e| format!("upstream.ca_file {}: {e}", path.display()))?;
+            builder = builder.tls_certs_merge(certs);
+        }
+        let client = builder
+            .build()
+            .map_err(|e| format!("cannot set up the HTTP client: {}", chain(&e)))?;
+        Ok(Self {
+            client,
+            url: config.url.clone(),
+            headers: config.headers.iter().cloned().collect(),
+        })
+    }
+
+    /// The endpoint, as logs and errors show it: no user info, no query.
+    pub(super) fn shown(&self) -> String {
+        format!(
+            "{}{}",
+            self.url.origin().ascii_serialization(),
+            self.url.path()
+        )
+    }
+
+    fn request(&self, method: Method, session: &State) -> RequestBuilder {
+        let mut request = self
+            .client
+            .request(method, self.url.clone())
+            .headers(self.headers.clone());
+        if let Some(id) = &session.id {
+            request = request.header(SESSION_ID, id.clone());
+        }
+        if let Some(version) = &session.version {
+            request = request.header(PROTOCOL_VERSION, version.clone());
+        }
+        request
+    }
+
+    /// POSTs one message.
+    pub(super) async fn post(&self, body: Bytes, session: &State) -> Result<Response, Failure> {
+        self.request(Method::POST, session)
+            .header(ACCEPT, "application/json, text/event-stream")
+            .header(CONTENT_TYPE, "application/json")
+            .body(body)
+            .send()
+            .await
+            .map_err(|e| Failure::of(e, self))
+    }
+
+    /// Opens (or resumes, after `last_event_id`) an event stream.
+    pub(super) async fn get(
+        &self,
+        session: &State,
+        last_event_id: Option<&str>,
+    ) -> Result<Response, Failure> {
+        let mut request = self
+            .request(Method::GET, session)
+            .header(ACCEPT, EVENT_STREAM);
+        if let Some(id) = last_event_id.and_then(|id| HeaderValue::from_str(id).ok()) {
+            request = request.header(LAST_EVENT_ID, id);
+        }
+        request.send().await.map_err(|e| Failure::of(e, self))
+    }
+
+    /// Ends the session (a server may answer 405: it ends sessions itself).
+    pub(super) async fn delete(&self, session: &State) -> Result<StatusCode, Failure> {
+        let response = self.request(Method::DELETE, session).send().await;
+        response
+            .map(|r| r.status())
+            .map_err(|e| Failure::of(e, self))
+    }
+}
+
+/// Whether a response is an event stream.
+pub(super) fn is_event_stream(response: &Response) -> bool {
+    content_type(response).is_some_and(|t| t.eq_ignore_ascii_case(EVENT_STREAM))
+}
+
+/// A response's media type, without parameters.
+pub(super) fn content_type(response: &Response) -> Option<&str> {
+    let value = response.headers().get(CONTENT_TYPE)?.to_str().ok()?;
+    Some(value.split(';').next().unwrap_or(value).trim())
+}
+
+/// Why a message could not be exchanged with the server.
+#[derive(Debug, Clone)]
+pub(super) struct Failure {
+    /// For programs, in the error's `data.reason`.
+    pub(super) reason: &'static str,
+    pub(super) status: Option<StatusCode>,
+    /// For people: what happened, in a sentence.
+    pub(super) detail: String,
+}
+
+impl Failure {
+    pub(super) fn new(reason: &'static str, detail: impl Into<String>) -> Self {
+        Self {
+            reason,
+            status: None,
+            detail: detail.into(),
+        }
+    }
+
+    /// A request that got no HTTP answer: connect, DNS, TLS, redirect, or
+    /// the connection lost mid-body.
+    fn of(e: reqwest::Error, http: &Http) -> Self {
+        // Its URL may carry a token in the query: the endpoint is shown
+        // without it.
+        let e = e.without_url();
+        let reason = if e.is_connect() {
+            "connect"
+        } else if e.is_redirect() {
+            "redirect"
+        } else if e.is_timeout() {
+            "timeout"
+        } else {
+            "transport"
+        };
+        Self::new(
+            reason,
+            format!("cannot reach {}: {}", http.shown(), chain(&e)),
+        )
+    }
+
+    /// A response with a status that is not the answer.
+    pub(super) fn status(response: &Response, http: &Http) -> Self {
+        let status = response.status();
+        let (reason, what) = match status {
+            StatusCode::UNAUTHORIZED => (
+                "unauthorized",
+                "wants credentials (set `headers` in [upstream], or --header)",
+            ),
+            StatusCode::FORBIDDEN => ("forbidden", "refused the credentials"),
+            s if s.is_server_error() => ("server_error", "failed"),
+            _ => ("http_status", "refused the message"),
+        };
+        if let Some(challenge) = response.headers().get(reqwest::header::WWW_AUTHENTICATE) {
+            tracing::warn!(
+                challenge = %String::from_utf8_lossy(challenge.as_bytes()),
+                "the server asks for credentials"
+            );
+        }
+        Self {
+            reason,
+            status: Some(status),
+            detail: format!("the server at {} {what} (HTTP {status})", http.shown()),
+        }
+    }
+
+    /// The error the request `id` is answered with.
+    pub(super) fn answer(&self, id: RequestId) -> Message {
+        let mut data = serde_json::json!({"layer": "upstream", "reason": self.reason});
+        if let Some(status) = self.status {
+            data["status"] = status.as_u16().into();
+        }
+        let error = ErrorObject::new(
+            ErrorCode::CONNECTION_CLOSED,
+            format!("mcp-chain: {}", self.detail),
+        )
+        .with_data(data);
+        Message::error(Some(id), error)
+    }
+}
+
+/// An error and its causes, in one line ("error sending request: tcp
+/// connect error: Connection refused").
+fn chain(e: &reqwest::Error) -> String {
+    let mut out = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        let cause = cause.to_string();
+        if !out.contains(&cause) {
+            out += ": ";
+            out += &cause;
+        }
+        source = source.and_then(|s| s.source());
+    }
+    out
+}
