@@ -1,0 +1,235 @@
+"""A scriptable Streamable HTTP server for the fault cases of a URL upstream:
+what real servers do now and then, on demand. It runs in a thread of the
+test process (standard library only), records every request it gets, and
+answers `tools/call` by the tool's name:
+
+- ``echo``: an SSE stream with a progress notification, then the answer;
+- ``json``: one JSON body;
+- ``expire``: the first time, forgets every session, so this call (sent
+  with the old session id) gets 404, and the proxy must start a new session
+  and retry; the retry is answered "renewed";
+- ``cut``: an SSE stream with a priming event (id, retry) that ends before
+  the answer; a GET with that Last-Event-ID resumes it with the answer;
+- ``cut-for-good``: an SSE stream that ends before the answer, no event id;
+- ``status-NNN``: that HTTP status, with a short text body (401 with a
+  WWW-Authenticate challenge);
+- ``rpc-error``: HTTP 400 whose body is a JSON-RPC error for the request;
+- ``accepted``: 202 with no body, for a request;
+- ``redirect-away``: 307 to another origin (``away``, a second fixture);
+- ``big``: an SSE event of ``big_bytes`` bytes;
+- anything else: ``isError`` result naming it.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import uuid
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass
+class Seen:
+    method: str
+    headers: dict[str, str]
+    body: Any
+
+
+@dataclass
+class State:
+    sessions: set[str] = field(default_factory=set)
+    seen: list[Seen] = field(default_factory=list)
+    # Events kept for resumption: event id -> message.
+    resumable: dict[str, Any] = field(default_factory=dict)
+    away: str = ""
+    big_bytes: int = 0
+    expired: bool = False
+    get_stream: bool = False
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def posts(self, rpc_method: str | None = None) -> list[Seen]:
+        with self.lock:
+            return [
+                s
+                for s in self.seen
+                if s.method == "POST" and (rpc_method is None or (s.body or {}).get("method") == rpc_method)
+            ]
+
+    def requests(self, http_method: str) -> list[Seen]:
+        with self.lock:
+            return [s for s in self.seen if s.method == http_method]
+
+
+def result(rid: Any, text: str, error: bool = False) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": rid, "result": {"content": [{"type": "text", "text": text}], "isError": error}}
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    state: State
+
+    def log_message(self, *args: Any) -> None:  # quiet
+        pass
+
+    def record(self, body: Any) -> None:
+        with self.state.lock:
+            self.state.seen.append(Seen(self.command, {k.lower(): v for k, v in self.headers.items()}, body))
+
+    def send_json(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def send_status(self, status: int, extra: dict[str, str] | None = None) -> None:
+        data = f"status {status}".encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Content-Length", str(len(data)))
+        for k, v in (extra or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def start_events(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Connection", "close")
+        self.end_headers()
+
+    def event(self, message: Any = None, event_id: str | None = None, retry: int | None = None) -> None:
+        out = ""
+        if event_id:
+            out += f"id: {event_id}\n"
+        if retry is not None:
+            out += f"retry: {retry}\n"
+        out += f"data: {json.dumps(message) if message is not None else ''}\n\n"
+        self.wfile.write(out.encode())
+        self.wfile.flush()
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length", "0"))
+        body = json.loads(self.rfile.read(length) or b"null")
+        self.record(body)
+        method, rid = body.get("method"), body.get("id")
+        sid = self.headers.get("Mcp-Session-Id")
+        if method == "initialize":
+            sid = uuid.uuid4().hex
+            with self.state.lock:
+                self.state.sessions.add(sid)
+            answer = {
+                "jsonrpc": "2.0",
+                "id": rid,
+                "result": {
+                    "protocolVersion": body["params"]["protocolVersion"],
+                    "capabilities": {"tools": {}},
+                    "serverInfo": {"name": "http-fixture", "version": "1"},
+                },
+            }
+            return self.send_json(200, answer, {"Mcp-Session-Id": sid})
+        with self.state.lock:
+            known = sid in self.state.sessions
+        if not known:
+            return self.send_status(404 if sid else 400)
+        if rid is None or method is None:  # a notification or an answer
+            self.send_response(202)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        if method != "tools/call":
+            return self.send_json(200, {"jsonrpc": "2.0", "id": rid, "result": {}})
+        name = body["params"]["name"]
+        if name == "echo":
+            self.start_events()
+            progress = {"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "working"}}
+            self.event(progress)
+            self.event(result(rid, "echoed"))
+        elif name == "json":
+            self.send_json(200, result(rid, "plain json"))
+        elif name == "expire":
+            with self.state.lock:
+                first, self.state.expired = not self.state.expired, True
+                if first:
+                    self.state.sessions.clear()
+            if first:
+                self.send_status(404)
+            else:
+                self.send_json(200, result(rid, "renewed"))
+        elif name == "cut":
+            event_id = uuid.uuid4().hex
+            with self.state.lock:
+                self.state.resumable[event_id] = result(rid, "resumed")
+            self.start_events()
+            self.event(None, event_id=event_id, retry=100)
+        elif name == "cut-for-good":
+            self.start_events()
+            self.event({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "bye"}})
+        elif name.startswith("status-"):
+            status = int(name.split("-")[1])
+            extra = {"WWW-Authenticate": 'Bearer realm="fixture"'} if status == 401 else None
+            self.send_status(status, extra)
+        elif name == "rpc-error":
+            error = {"jsonrpc": "2.0", "id": rid, "error": {"code": -32602, "message": "the fixture says no"}}
+            self.send_json(400, error)
+        elif name == "accepted":
+            self.send_response(202)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+        elif name == "redirect-away":
+            self.send_response(307)
+            self.send_header("Location", self.state.away)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+        elif name == "big":
+            self.start_events()
+            self.event(result(rid, "x" * self.state.big_bytes))
+        else:
+            self.send_json(200, result(rid, f"no such tool: {name}", error=True))
+
+    def do_GET(self) -> None:
+        self.record(None)
+        last = self.headers.get("Last-Event-ID")
+        with self.state.lock:
+            resumed = self.state.resumable.pop(last, None) if last else None
+            get_stream = self.state.get_stream
+        if resumed is not None:
+            self.start_events()
+            self.event(resumed, event_id=uuid.uuid4().hex)
+            return
+        if not get_stream:
+            return self.send_status(405)
+        self.start_events()
+        self.event({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+
+    def do_DELETE(self) -> None:
+        self.record(None)
+        self.send_status(200)
+
+
+class Fixture:
+    """The fixture server on a free loopback port."""
+
+    def __init__(self) -> None:
+        self.state = State()
+        handler = type("BoundHandler", (Handler,), {"state": self.state})
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}/mcp"
+
+    def __enter__(self) -> Fixture:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.server.shutdown()
+        self.server.server_close()

@@ -1,0 +1,221 @@
+"""A URL upstream's fault cases, against the scriptable fixture server in
+http_fixture.py: what mcp-chain sends (headers, session, order) and what the
+client gets when the server misbehaves. The client here is a plain pipe of
+JSON lines (as `printf … | mcp-chain -- URL | jq` is), every read bounded.
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import subprocess
+import threading
+from typing import Any
+
+import pytest
+
+import harness
+from http_fixture import Fixture
+
+READ_TIMEOUT_S = 20
+SECRET = "s3cr3t-t0ken-never-logged"
+
+
+class Proxy:
+    """mcp-chain in front of `url`, spoken to line by line."""
+
+    def __init__(self, url: str, *args: str) -> None:
+        harness.require_proxy_binary()
+        if harness.DIRECT:
+            pytest.skip("MCP_CHAIN_DIRECT=1: these cases test the proxy's own HTTP client")
+        self.stderr = harness.new_stderr_file("mcp-chain[remote]")
+        self.proc = subprocess.Popen(
+            [str(harness.MCP_CHAIN), "--log-level", "debug", *args, "--", url],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=open(self.stderr, "w"),
+        )
+        self.lines: queue.Queue[bytes] = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.put(line)
+
+    def send(self, message: dict[str, Any]) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps(message).encode() + b"\n")
+        self.proc.stdin.flush()
+
+    def read(self) -> dict[str, Any]:
+        try:
+            return json.loads(self.lines.get(timeout=READ_TIMEOUT_S))
+        except queue.Empty:
+            raise AssertionError(f"no message from mcp-chain within {READ_TIMEOUT_S}s") from None
+
+    def answer(self, rid: Any) -> dict[str, Any]:
+        """Reads until the answer to `rid`; what came before it is kept in `before`."""
+        self.before: list[dict[str, Any]] = []
+        while True:
+            message = self.read()
+            if message.get("id") == rid and "method" not in message:
+                return message
+            self.before.append(message)
+
+    def initialize(self) -> dict[str, Any]:
+        self.send(
+            {
+                "jsonrpc": "2.0",
+                "id": "init",
+                "method": "initialize",
+                "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "pipe", "version": "1"}},
+            }
+        )
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        return self.answer("init")
+
+    def call(self, rid: Any, name: str) -> dict[str, Any]:
+        self.send({"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": {"name": name, "arguments": {}}})
+        return self.answer(rid)
+
+    def close(self) -> str:
+        """Ends the session as a client does; returns mcp-chain's stderr."""
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        assert self.proc.wait(timeout=READ_TIMEOUT_S) == 0, self.stderr.read_text()
+        return self.stderr.read_text()
+
+
+@pytest.fixture
+def fixture():
+    with Fixture() as f:
+        yield f
+
+
+def text(answer: dict[str, Any]) -> str:
+    return answer["result"]["content"][0]["text"]
+
+
+def test_session_headers_order_and_end(fixture: Fixture):
+    proxy = Proxy(fixture.url, "--header", f"Authorization: Bearer {SECRET}")
+    init = proxy.initialize()
+    assert init["result"]["serverInfo"]["name"] == "http-fixture"
+    answer = proxy.call(1, "echo")
+    assert text(answer) == "echoed"
+    assert [m.get("method") for m in proxy.before] == ["notifications/message"], "the stream's notification comes first"
+    assert text(proxy.call(2, "json")) == "plain json"
+    log = proxy.close()
+
+    posts = fixture.state.posts()
+    assert [p.body.get("method") for p in posts] == ["initialize", "notifications/initialized", "tools/call", "tools/call"]
+    session = posts[0]
+    for post in posts:
+        assert post.headers["authorization"] == f"Bearer {SECRET}"
+        assert "application/json" in post.headers["accept"] and "text/event-stream" in post.headers["accept"]
+        assert post.headers["content-type"] == "application/json"
+    assert "mcp-session-id" not in session.headers
+    sid = {p.headers.get("mcp-session-id") for p in posts[1:]}
+    assert len(sid) == 1 and None not in sid, "every request after initialize carries the session"
+    assert {p.headers.get("mcp-protocol-version") for p in posts[1:]} == {"2025-11-25"}
+    # The GET stream was asked for (405 here) before initialized was sent.
+    order = [s.method + ":" + str((s.body or {}).get("method")) for s in fixture.state.seen]
+    assert order.index("GET:None") < order.index("POST:notifications/initialized"), order
+    deletes = fixture.state.requests("DELETE")
+    assert len(deletes) == 1 and deletes[0].headers["mcp-session-id"] in sid
+    assert SECRET not in log, "a header value was logged"
+
+
+def test_expired_session_is_renewed_with_the_clients_handshake(fixture: Fixture):
+    proxy = Proxy(fixture.url)
+    proxy.initialize()
+    assert harness.wait_until(lambda: fixture.state.posts("notifications/initialized"), READ_TIMEOUT_S)
+    old = fixture.state.posts("notifications/initialized")[0].headers["mcp-session-id"]
+    assert text(proxy.call(1, "expire")) == "renewed"
+    inits = fixture.state.posts("initialize")
+    assert len(inits) == 2, "the handshake was replayed once"
+    assert inits[1].body["params"] == inits[0].body["params"]
+    assert inits[1].body["id"] != "init", "the replay uses mcp-chain's own id"
+    assert len(fixture.state.posts("notifications/initialized")) == 2
+    # The retry went in the new session, and the client saw no replay.
+    calls = fixture.state.posts("tools/call")
+    assert [c.headers["mcp-session-id"] == old for c in calls] == [True, False]
+    assert proxy.before == []
+    assert text(proxy.call(2, "json")) == "plain json"
+    proxy.close()
+
+
+def test_a_stream_cut_short_is_resumed_from_its_last_event(fixture: Fixture):
+    proxy = Proxy(fixture.url)
+    proxy.initialize()
+    assert text(proxy.call(1, "cut")) == "resumed"
+    resumes = [g for g in fixture.state.requests("GET") if "last-event-id" in g.headers]
+    assert len(resumes) == 1
+    proxy.close()
+
+
+@pytest.mark.parametrize(
+    "tool, reason, status",
+    [
+        ("cut-for-good", "stream_ended", None),
+        ("status-500", "server_error", 500),
+        ("status-401", "unauthorized", 401),
+        ("status-403", "forbidden", 403),
+        ("accepted", "no_answer", None),
+        ("redirect-away", "redirect", None),
+    ],
+)
+def test_a_failure_answers_its_request_and_the_session_goes_on(fixture: Fixture, tool: str, reason: str, status: int | None):
+    with Fixture() as away:
+        fixture.state.away = away.url
+        proxy = Proxy(fixture.url, "--header", f"Authorization: Bearer {SECRET}")
+        proxy.initialize()
+        answer = proxy.call(1, tool)
+        error = answer["error"]
+        assert error["code"] == -32000, error
+        assert error["message"].startswith("mcp-chain: "), error
+        assert error["data"]["layer"] == "upstream" and error["data"]["reason"] == reason, error
+        assert error["data"].get("status") == status, error
+        assert text(proxy.call(2, "json")) == "plain json"
+        log = proxy.close()
+        assert away.state.seen == [], "nothing, credentials least of all, went to another origin"
+    if status == 401:
+        assert 'realm="fixture"' in log, "the server's challenge is logged"
+    assert SECRET not in log
+
+
+def test_a_json_rpc_error_is_an_answer_whatever_its_status(fixture: Fixture):
+    proxy = Proxy(fixture.url)
+    proxy.initialize()
+    answer = proxy.call(1, "rpc-error")
+    assert answer["error"] == {"code": -32602, "message": "the fixture says no"}
+    proxy.close()
+
+
+def test_an_event_over_the_cap_is_dropped_not_buffered(fixture: Fixture):
+    fixture.state.big_bytes = 200_000
+    proxy = Proxy(fixture.url, "--max-message-bytes", "65536")
+    proxy.initialize()
+    answer = proxy.call(1, "big")
+    assert answer["error"]["code"] == -32603, answer
+    assert "over the limit of 65536 bytes" in answer["error"]["message"]
+    assert text(proxy.call(2, "json")) == "plain json"
+    proxy.close()
+
+
+def test_the_servers_own_stream_is_relayed(fixture: Fixture):
+    fixture.state.get_stream = True
+    proxy = Proxy(fixture.url)
+    proxy.initialize()
+    seen = proxy.read()
+    assert seen == {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}
+    proxy.close()
+
+
+def test_an_unreachable_server_fails_each_request_and_nothing_hangs():
+    port = harness.free_port()
+    proxy = Proxy(f"http://127.0.0.1:{port}/mcp")
+    init = proxy.initialize()
+    assert init["error"]["data"] == {"layer": "upstream", "reason": "connect"}, init
+    assert f"127.0.0.1:{port}" in init["error"]["message"]
+    proxy.close()
