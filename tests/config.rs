@@ -11,6 +11,8 @@ fn check(args: &[&str]) -> (bool, String, String) {
         .arg("check")
         .args(args)
         .current_dir(env!("CARGO_MANIFEST_DIR"))
+        // config/remote.toml takes its token from the environment.
+        .env("EXAMPLE_TOKEN", "example-token-value")
         .output()
         .expect("mcp-chain runs");
     (
@@ -30,6 +32,10 @@ fn every_example_config_passes_check() {
             let (ok, stdout, stderr) = check(&["--config", &path.display().to_string()]);
             assert!(ok, "{}: {stderr}", path.display());
             assert!(stdout.contains(": ok"), "{stdout}");
+            assert!(
+                !stdout.contains("example-token-value"),
+                "a header value shown: {stdout}"
+            );
             checked += 1;
         }
     }
@@ -51,6 +57,38 @@ fn check_prints_the_effective_chain_in_order() {
     let (ok, stdout, _) = check(&["--config", &path, "--", "other", "arg"]);
     assert!(ok);
     assert!(stdout.contains("upstream: other arg"), "{stdout}");
+}
+
+#[test]
+fn check_prints_a_url_upstream_with_header_names_only() {
+    let (ok, stdout, stderr) = check(&[
+        "--header",
+        "X-Api-Key: hunter2",
+        "--",
+        "https://mcp.example.com/mcp",
+    ]);
+    assert!(ok, "{stderr}");
+    assert!(
+        stdout.contains("upstream: https://mcp.example.com/mcp"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("transport: streamable-http"), "{stdout}");
+    assert!(stdout.contains("headers: x-api-key"), "{stdout}");
+    assert!(!stdout.contains("hunter2"), "{stdout}");
+    // A header for a command, or a WebSocket URL this build cannot speak to,
+    // is said so, not ignored.
+    let (ok, _, stderr) = check(&["--header", "A: b", "--", "npx", "server"]);
+    assert!(!ok);
+    assert!(
+        stderr.contains("--header is for a URL upstream"),
+        "{stderr}"
+    );
+    let (ok, _, stderr) = check(&["--", "ws://127.0.0.1:1/mcp"]);
+    assert!(!ok);
+    assert!(
+        stderr.contains("WebSocket upstreams are not supported"),
+        "{stderr}"
+    );
 }
 
 #[test]

@@ -18,6 +18,9 @@ answers `tools/call` by the tool's name:
 - ``redirect-away``: 307 to another origin (``away``, a second fixture);
 - ``big``: an SSE event of ``big_bytes`` bytes;
 - anything else: ``isError`` result naming it.
+
+A request without a session is served when it names 2026-07-28 in its
+``_meta`` (that revision has no sessions).
 """
 
 from __future__ import annotations
@@ -133,8 +136,10 @@ class Handler(BaseHTTPRequestHandler):
                 },
             }
             return self.send_json(200, answer, {"Mcp-Session-Id": sid})
+        meta = ((body.get("params") or {}).get("_meta") or {}) if isinstance(body, dict) else {}
+        stateless = meta.get("io.modelcontextprotocol/protocolVersion") == "2026-07-28"
         with self.state.lock:
-            known = sid in self.state.sessions
+            known = sid in self.state.sessions or (sid is None and stateless)
         if not known:
             return self.send_status(404 if sid else 400)
         if rid is None or method is None:  # a notification or an answer

@@ -110,6 +110,7 @@ def test_session_headers_order_and_end(fixture: Fixture):
     posts = fixture.state.posts()
     assert [p.body.get("method") for p in posts] == ["initialize", "notifications/initialized", "tools/call", "tools/call"]
     session = posts[0]
+    assert [p.headers.get("mcp-name") for p in posts[2:]] == ["echo", "json"]
     for post in posts:
         assert post.headers["authorization"] == f"Bearer {SECRET}"
         assert "application/json" in post.headers["accept"] and "text/event-stream" in post.headers["accept"]
@@ -124,6 +125,33 @@ def test_session_headers_order_and_end(fixture: Fixture):
     deletes = fixture.state.requests("DELETE")
     assert len(deletes) == 1 and deletes[0].headers["mcp-session-id"] in sid
     assert SECRET not in log, "a header value was logged"
+
+
+def test_routing_headers_say_what_the_body_says_after_the_chain(fixture: Fixture, tmp_path):
+    """A 2026-07-28 client: no handshake, no session, no GET stream; every
+    POST carries Mcp-Method, Mcp-Name (the server's name for the tool, after
+    the rewrite took the prefix off) and the protocol version the request
+    names."""
+    config = tmp_path / "prefix.toml"
+    config.write_text('[[middleware]]\ntype = "rewrite"\ntool_prefix = "fx_"\n')
+    proxy = Proxy(fixture.url, "--config", str(config))
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
+    proxy.send({"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": meta}})
+    assert proxy.answer(1)["result"] == {}
+    call = {"name": "fx_json", "arguments": {}, "_meta": meta}
+    proxy.send({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call})
+    assert text(proxy.answer(2)) == "plain json"
+    proxy.close()
+    discover, posted = fixture.state.posts()
+    assert discover.headers["mcp-method"] == "server/discover"
+    assert "mcp-name" not in discover.headers
+    assert posted.body["params"]["name"] == "json"
+    assert posted.headers["mcp-method"] == "tools/call"
+    assert posted.headers["mcp-name"] == "json"
+    for post in (discover, posted):
+        assert post.headers["mcp-protocol-version"] == "2026-07-28"
+        assert "mcp-session-id" not in post.headers
+    assert fixture.state.requests("GET") == [] and fixture.state.requests("DELETE") == []
 
 
 def test_expired_session_is_renewed_with_the_clients_handshake(fixture: Fixture):

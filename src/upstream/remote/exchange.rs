@@ -10,6 +10,7 @@
 
 use super::answers::Answers;
 use super::http::{Failure, Http};
+use super::routing::Routing;
 use super::session::Session;
 use crate::connector::Connector;
 use crate::relay::Read;
@@ -41,7 +42,13 @@ pub(super) struct Exchange {
 
 impl Exchange {
     /// POSTs `line`, a request (`id`) or not, and relays what comes back.
-    pub(super) async fn run(&self, line: Bytes, id: Option<RequestId>, initialize: bool) {
+    pub(super) async fn run(
+        &self,
+        line: Bytes,
+        id: Option<RequestId>,
+        initialize: bool,
+        routing: Routing,
+    ) {
         let mut renewed = false;
         loop {
             let session = if initialize {
@@ -50,7 +57,7 @@ impl Exchange {
             } else {
                 self.session.current()
             };
-            let response = match self.http.post(line.clone(), &session).await {
+            let response = match self.http.post(line.clone(), &session, &routing).await {
                 Ok(response) => response,
                 Err(failure) => return self.fail(id, &failure).await,
             };
@@ -224,6 +231,12 @@ fn answers_to(read: &Read, id: &RequestId) -> bool {
     match read {
         Read::Parsed(Incoming::Single(Ok(Message::Response(r)))) => r.id == *id,
         Read::Parsed(Incoming::Single(Ok(Message::Error(e)))) => e.id.as_ref() == Some(id),
+        // A 2025-03-26 server may answer inside a batch.
+        Read::Parsed(Incoming::Batch(items)) => items.iter().flatten().any(|m| match m {
+            Message::Response(r) => r.id == *id,
+            Message::Error(e) => e.id.as_ref() == Some(id),
+            _ => false,
+        }),
         Read::Unparsable {
             id: Some(found), ..
         }

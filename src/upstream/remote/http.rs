@@ -5,6 +5,7 @@
 //! server's origin, so credentials never reach another host. A failure is a
 //! [`Failure`]: what the request it belonged to is answered with.
 
+use super::routing::Routing;
 use super::session::State;
 use crate::config::UrlConfig;
 use bytes::Bytes;
@@ -82,7 +83,12 @@ impl Http {
         )
     }
 
-    fn request(&self, method: Method, session: &State) -> RequestBuilder {
+    fn request(
+        &self,
+        method: Method,
+        session: &State,
+        own_version: Option<&HeaderValue>,
+    ) -> RequestBuilder {
         let mut request = self
             .client
             .request(method, self.url.clone())
@@ -90,15 +96,26 @@ impl Http {
         if let Some(id) = &session.id {
             request = request.header(SESSION_ID, id.clone());
         }
-        if let Some(version) = &session.version {
+        // The session's version, else (no handshake: 2026-07-28) the one
+        // the message names for itself.
+        if let Some(version) = session.version.as_ref().or(own_version) {
             request = request.header(PROTOCOL_VERSION, version.clone());
         }
         request
     }
 
-    /// POSTs one message.
-    pub(super) async fn post(&self, body: Bytes, session: &State) -> Result<Response, Failure> {
-        self.request(Method::POST, session)
+    /// POSTs one message, with its routing headers.
+    pub(super) async fn post(
+        &self,
+        body: Bytes,
+        session: &State,
+        routing: &Routing,
+    ) -> Result<Response, Failure> {
+        let mut request = self.request(Method::POST, session, routing.version.as_ref());
+        for (name, value) in &routing.headers {
+            request = request.header(name, value);
+        }
+        request
             .header(ACCEPT, "application/json, text/event-stream")
             .header(CONTENT_TYPE, "application/json")
             .body(body)
@@ -114,7 +131,7 @@ impl Http {
         last_event_id: Option<&str>,
     ) -> Result<Response, Failure> {
         let mut request = self
-            .request(Method::GET, session)
+            .request(Method::GET, session, None)
             .header(ACCEPT, EVENT_STREAM);
         if let Some(id) = last_event_id.and_then(|id| HeaderValue::from_str(id).ok()) {
             request = request.header(LAST_EVENT_ID, id);
@@ -124,7 +141,7 @@ impl Http {
 
     /// Ends the session (a server may answer 405: it ends sessions itself).
     pub(super) async fn delete(&self, session: &State) -> Result<StatusCode, Failure> {
-        let response = self.request(Method::DELETE, session).send().await;
+        let response = self.request(Method::DELETE, session, None).send().await;
         response
             .map(|r| r.status())
             .map_err(|e| Failure::of(e, self))

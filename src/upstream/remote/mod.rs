@@ -19,6 +19,7 @@ mod answers;
 mod exchange;
 mod http;
 mod listen;
+mod routing;
 mod session;
 
 use super::{End, Upstream};
@@ -30,6 +31,7 @@ use exchange::Exchange;
 use http::Http;
 use mcp_chain_middleware::message::{method, Incoming};
 use mcp_chain_middleware::{Direction, Message};
+use routing::Routing;
 use session::Session;
 use std::sync::Arc;
 use std::time::Duration;
@@ -162,10 +164,11 @@ impl Sender {
             _ => false,
         };
         let initialize = handshake && id.is_some();
+        let routing = message.as_ref().map(Routing::of).unwrap_or_default();
         let exchange = self.exchange.clone();
         let post = self
             .posts
-            .spawn(async move { exchange.run(line, id, initialize).await });
+            .spawn(async move { exchange.run(line, id, initialize, routing).await });
         if handshake {
             if tokio::time::timeout(HANDSHAKE_WAIT, post).await.is_err() {
                 tracing::warn!(

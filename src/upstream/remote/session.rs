@@ -13,6 +13,7 @@
 
 use super::answers::Answers;
 use super::http::{Failure, Http, SESSION_ID};
+use super::routing::Routing;
 use crate::connector::Handshake;
 use crate::relay::Read;
 use bytes::Bytes;
@@ -131,7 +132,9 @@ impl Session {
             params: Some(params),
             extra: Default::default(),
         });
-        let response = http.post(line(&request), &State::default()).await?;
+        let response = http
+            .post(line(&request), &State::default(), &Routing::of(&request))
+            .await?;
         if !response.status().is_success() {
             return Err(Failure::status(&response, http));
         }
@@ -154,7 +157,9 @@ impl Session {
         self.negotiated(&answer);
         if initialized {
             let note = Message::notification(method::NOTIFICATION_INITIALIZED, None);
-            let response = http.post(line(&note), &self.current()).await?;
+            let response = http
+                .post(line(&note), &self.current(), &Routing::of(&note))
+                .await?;
             if !response.status().is_success() {
                 return Err(Failure::status(&response, http));
             }
