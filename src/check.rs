@@ -2,7 +2,7 @@
 //! the upstream (and for a URL, the transport and the names of the headers,
 //! never their values), the relay's limits, the chain in order.
 
-use crate::config::{Config, UpstreamConfig};
+use crate::config::{Config, Transport, UpstreamConfig};
 use std::fmt::Write as _;
 use std::io::Write as _;
 use std::process::ExitCode;
@@ -33,9 +33,14 @@ pub(crate) fn run(config: &Config, upstream: &Result<UpstreamConfig, String>) ->
         }
         Ok(UpstreamConfig::Url(u)) => {
             let _ = writeln!(report, "upstream: {}", u.url);
+            let transport = match u.transport {
+                Transport::Auto => "streamable-http, or legacy HTTP+SSE if the server answers the first POST with 400, 404 or 405",
+                Transport::StreamableHttp => "streamable-http",
+                Transport::Sse => "legacy HTTP+SSE (2024-11-05)",
+            };
             let _ = writeln!(
                 report,
-                "  transport: streamable-http (transport = \"{}\")",
+                "  transport: {transport} (transport = \"{}\")",
                 u.transport.name()
             );
             if !u.headers.is_empty() {

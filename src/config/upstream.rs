@@ -64,9 +64,12 @@ pub struct UrlConfig {
 /// How a URL upstream is spoken to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Transport {
-    /// Streamable HTTP, the only one this build speaks to a URL yet.
+    /// Streamable HTTP, or legacy HTTP+SSE when the first POST is answered
+    /// 400, 404 or 405 (a 2024-era server).
     Auto,
     StreamableHttp,
+    /// Legacy HTTP+SSE (2024-11-05): the URL is the SSE stream's.
+    Sse,
 }
 
 impl Transport {
@@ -74,6 +77,7 @@ impl Transport {
         match self {
             Self::Auto => "auto",
             Self::StreamableHttp => "streamable-http",
+            Self::Sse => "sse",
         }
     }
 }
@@ -221,8 +225,9 @@ pub(super) fn upstream(file: UpstreamFile, problems: &mut Vec<Problem>) -> Optio
             match file.transport.as_deref() {
                 None | Some("auto") => {}
                 Some("streamable-http") => config.transport = Transport::StreamableHttp,
+                Some("sse") => config.transport = Transport::Sse,
                 Some(other) => problem(format!(
-                    "transport: {other:?} is not one this build speaks (\"auto\" or \"streamable-http\")"
+                    "transport: {other:?} is not one this build speaks (\"auto\", \"streamable-http\" or \"sse\")"
                 )),
             }
             for (name, value) in &file.headers {

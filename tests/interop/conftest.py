@@ -13,14 +13,24 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
+def _served(mode: str):
+    if harness.DIRECT:
+        pytest.skip("MCP_CHAIN_DIRECT=1: the SDK's stdio client cannot reach a URL without the proxy")
+    with harness.everything_served(mode) as url:
+        yield url
+
+
 @pytest.fixture(scope="session")
 def everything_http():
     """One server-everything serving Streamable HTTP for the whole run (each
     client session gets a server of its own inside it)."""
-    if harness.DIRECT:
-        pytest.skip("MCP_CHAIN_DIRECT=1: the SDK's stdio client cannot reach a URL without the proxy")
-    with harness.everything_served("streamableHttp") as url:
-        yield url
+    yield from _served("streamableHttp")
+
+
+@pytest.fixture(scope="session")
+def everything_sse():
+    """One server-everything serving legacy HTTP+SSE (2024-11-05) for the run."""
+    yield from _served("sse")
 
 
 @pytest.fixture(autouse=True)

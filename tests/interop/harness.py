@@ -69,9 +69,10 @@ def everything_argv(*extra: str) -> list[str]:
 
 @contextlib.contextmanager
 def everything_served(mode: str = "streamableHttp"):
-    """server-everything serving over HTTP (`streamableHttp` at /mcp) on a free
-    loopback port, for the run: yields the endpoint's URL. Without RUN_MARKER
-    in its command line, so the per-test cleanup leaves it running."""
+    """server-everything serving over HTTP (`streamableHttp` at /mcp, or legacy
+    `sse` at /sse) on a free loopback port, for the run: yields the URL a
+    client is given. Without RUN_MARKER in its command line, so the per-test
+    cleanup leaves it running."""
     import socket
 
     port = free_port()
@@ -94,7 +95,7 @@ def everything_served(mode: str = "streamableHttp"):
                 return s.connect_ex(("127.0.0.1", port)) == 0
 
         assert wait_until(is_open, 20, 0.1), f"server-everything {mode} not listening on {port}"
-        yield f"http://127.0.0.1:{port}/mcp"
+        yield f"http://127.0.0.1:{port}/{'sse' if mode == 'sse' else 'mcp'}"
     finally:
         proc.terminate()
         try:

@@ -21,11 +21,18 @@ answers `tools/call` by the tool's name:
 
 A request without a session is served when it names 2026-07-28 in its
 ``_meta`` (that revision has no sessions).
+
+At ``/sse`` it is a legacy HTTP+SSE (2024-11-05) server instead: a GET opens
+the stream, whose first event names the message endpoint
+(``legacy_endpoint``, by default ``/messages?sessionId=…``); a POST there is
+answered 202 and its answer sent on the stream. Tool ``drop`` ends the
+stream without answering. A POST to ``/sse`` itself gets 405.
 """
 
 from __future__ import annotations
 
 import json
+import queue
 import threading
 import uuid
 from dataclasses import dataclass, field
@@ -49,6 +56,10 @@ class State:
     away: str = ""
     big_bytes: int = 0
     expired: bool = False
+    # Legacy HTTP+SSE: the stream of each session, and where the endpoint
+    # event points ("" for the default).
+    streams: dict[str, queue.Queue] = field(default_factory=dict)
+    legacy_endpoint: str = ""
     get_stream: bool = False
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -120,6 +131,10 @@ class Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length", "0"))
         body = json.loads(self.rfile.read(length) or b"null")
         self.record(body)
+        if self.path == "/sse":
+            return self.send_status(405)
+        if self.path.startswith("/messages"):
+            return self.legacy_post(body)
         method, rid = body.get("method"), body.get("id")
         sid = self.headers.get("Mcp-Session-Id")
         if method == "initialize":
@@ -197,8 +212,56 @@ class Handler(BaseHTTPRequestHandler):
         else:
             self.send_json(200, result(rid, f"no such tool: {name}", error=True))
 
+    def legacy_post(self, body: Any) -> None:
+        sid = self.path.partition("sessionId=")[2]
+        with self.state.lock:
+            stream = self.state.streams.get(sid)
+        if stream is None:
+            return self.send_status(404)
+        self.send_response(202)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+        method, rid = body.get("method"), body.get("id")
+        if rid is None or method is None:
+            return
+        if method == "initialize":
+            stream.put({"jsonrpc": "2.0", "id": rid, "result": {
+                "protocolVersion": body["params"]["protocolVersion"],
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "http-fixture-legacy", "version": "1"},
+            }})
+        elif method == "tools/call" and body["params"]["name"] == "drop":
+            stream.put(None)
+        elif method == "tools/call":
+            stream.put(result(rid, "legacy " + body["params"]["name"]))
+        else:
+            stream.put({"jsonrpc": "2.0", "id": rid, "result": {}})
+
+    def legacy_stream(self) -> None:
+        sid = uuid.uuid4().hex
+        stream: queue.Queue = queue.Queue()
+        with self.state.lock:
+            self.state.streams[sid] = stream
+        self.start_events()
+        endpoint = self.state.legacy_endpoint or f"/messages?sessionId={sid}"
+        self.wfile.write(f"event: endpoint\ndata: {endpoint}\n\n".encode())
+        self.wfile.flush()
+        while True:
+            try:
+                message = stream.get(timeout=0.1)
+            except queue.Empty:
+                continue
+            if message is None:
+                with self.state.lock:
+                    del self.state.streams[sid]
+                return
+            self.wfile.write(f"event: message\ndata: {json.dumps(message)}\n\n".encode())
+            self.wfile.flush()
+
     def do_GET(self) -> None:
         self.record(None)
+        if self.path == "/sse":
+            return self.legacy_stream()
         last = self.headers.get("Last-Event-ID")
         with self.state.lock:
             resumed = self.state.resumable.pop(last, None) if last else None
@@ -230,6 +293,10 @@ class Fixture:
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.server.server_address[1]}/mcp"
+
+    @property
+    def sse_url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}/sse"
 
     def __enter__(self) -> Fixture:
         self.thread.start()

@@ -44,9 +44,10 @@ CONDITIONAL_TOOLS = {"get-roots-list", "trigger-sampling-request", "trigger-elic
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
-# How mcp-chain reaches server-everything: as its child over stdio, or at
-# the URL where it serves Streamable HTTP.
-UPSTREAMS = ["stdio", "http"]
+# How mcp-chain reaches server-everything: as its child over stdio, at the
+# URL where it serves Streamable HTTP, or at its legacy HTTP+SSE URL (found
+# by `transport = "auto"`: the first POST there gets 404).
+UPSTREAMS = ["stdio", "http", "sse"]
 
 
 @pytest.fixture(
@@ -56,8 +57,8 @@ UPSTREAMS = ["stdio", "http"]
 def chain(request) -> Chain:
     chain, upstream = request.param
     harness.require_chain(chain)
-    if upstream == "http":
-        url = request.getfixturevalue("everything_http")
+    if upstream != "stdio":
+        url = request.getfixturevalue(f"everything_{upstream}")
         chain = dataclasses.replace(chain, url=url)
     return chain
 
@@ -513,15 +514,17 @@ async def test_fifty_concurrent_calls(chain: Chain):
 
 async def test_large_payload(chain: Chain):
     """~5 MB each way in one message. Over HTTP, server-everything refuses a
-    body that big (HTTP 413, its web framework's limit): the client gets that
-    refusal as an error naming the status, and the session goes on."""
+    body that big (HTTP 413 from its Streamable HTTP transport, 400 from its
+    legacy SSE one): the client gets that refusal as an error naming the
+    status, and the session goes on."""
     message = ("0123456789abcdef" * 64 + "\n") * 5000  # 5,125,000 bytes
     async with session(chain) as conn:
         if chain.url:
             with anyio.fail_after(60), pytest.raises(MCPError) as refused:
                 await conn.session.call_tool(chain.tool("echo"), {"message": message})
-            assert refused.value.error.data == {"layer": "upstream", "reason": "http_status", "status": 413}
-            assert "HTTP 413" in refused.value.error.message
+            status = 400 if chain.url.endswith("/sse") else 413
+            assert refused.value.error.data == {"layer": "upstream", "reason": "http_status", "status": status}
+            assert f"HTTP {status}" in refused.value.error.message
             result = await conn.session.call_tool(chain.tool("echo"), {"message": "still here"})
             assert text_of(result) == "Echo: still here"
             return

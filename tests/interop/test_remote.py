@@ -10,6 +10,7 @@ import json
 import queue
 import subprocess
 import threading
+import time
 from typing import Any
 
 import pytest
@@ -247,3 +248,59 @@ def test_an_unreachable_server_fails_each_request_and_nothing_hangs():
     assert init["error"]["data"] == {"layer": "upstream", "reason": "connect"}, init
     assert f"127.0.0.1:{port}" in init["error"]["message"]
     proxy.close()
+
+
+# === legacy HTTP+SSE ===
+
+
+def test_auto_falls_back_to_legacy_sse_and_keeps_order(fixture: Fixture):
+    proxy = Proxy(fixture.sse_url, "--header", f"Authorization: Bearer {SECRET}")
+    init = proxy.initialize()
+    assert init["result"]["serverInfo"]["name"] == "http-fixture-legacy"
+    for n in range(1, 6):
+        proxy.send({"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": {"name": f"t{n}", "arguments": {}}})
+    assert [text(proxy.answer(n)) for n in range(1, 6)] == [f"legacy t{n}" for n in range(1, 6)]
+    log = proxy.close()
+    posts = fixture.state.posts()
+    # The probe (a POST to the SSE URL: 405), then every message to the
+    # endpoint, in the order sent, with the configured header.
+    assert posts[0].body["method"] == "initialize" and posts[0].headers.get("mcp-session-id") is None
+    to_endpoint = [p.body.get("method") or "answer" for p in posts[1:]]
+    assert to_endpoint == ["initialize", "notifications/initialized"] + ["tools/call"] * 5
+    assert [p.body["params"]["name"] for p in posts[3:]] == [f"t{n}" for n in range(1, 6)]
+    assert all(p.headers["authorization"] == f"Bearer {SECRET}" for p in posts)
+    assert "legacy HTTP+SSE" in log and SECRET not in log
+
+
+def test_a_lost_legacy_stream_fails_what_was_in_flight_and_reconnects(fixture: Fixture):
+    proxy = Proxy(fixture.sse_url)
+    proxy.initialize()
+    lost = proxy.call(1, "drop")
+    assert lost["error"]["code"] == -32000, lost
+    # Reconnected, with the client's handshake replayed: the next call works.
+    answer = None
+    for n in range(2, 40):
+        answer = proxy.call(n, "after")
+        if "result" in answer:
+            break
+        assert answer["error"]["code"] == 503, answer  # while reconnecting
+        time.sleep(0.1)
+    assert answer is not None and text(answer) == "legacy after", answer
+    inits = fixture.state.posts("initialize")
+    assert len(inits) == 3, "the probe, the client's, the replay"
+    assert inits[2].body["params"] == inits[1].body["params"]
+    assert inits[2].body["id"] != "init"
+    assert len(fixture.state.requests("GET")) == 2
+    assert all(m.get("id") != inits[2].body["id"] for m in proxy.before)
+    proxy.close()
+
+
+def test_a_legacy_endpoint_on_another_origin_is_refused(fixture: Fixture):
+    with Fixture() as away:
+        fixture.state.legacy_endpoint = away.url.replace("/mcp", "/messages?sessionId=x")
+        proxy = Proxy(fixture.sse_url, "--header", f"Authorization: Bearer {SECRET}")
+        init = proxy.initialize()
+        assert init["error"]["data"]["reason"] == "endpoint", init
+        assert "another origin" in init["error"]["message"]
+        proxy.close()
+        assert away.state.seen == []

@@ -80,14 +80,31 @@ impl Answers {
 
     /// The next message; `None` at the end of the body. `Err` when the body
     /// broke off. A message over the cap is a [`Read::TooLong`], and the
-    /// last: the rest of the body is not read.
+    /// last: the rest of the body is not read. Events of other types are
+    /// passed over.
     pub(super) async fn next(&mut self) -> Result<Option<Read>, Failure> {
+        loop {
+            match self.event().await? {
+                None => return Ok(None),
+                Some(Event::Message(read)) => return Ok(Some(read)),
+                Some(Event::Named(name, _)) => {
+                    tracing::debug!(event = name, "skipping an event that is not a message");
+                }
+            }
+        }
+    }
+
+    /// The next message, or event of another type with its data (legacy
+    /// HTTP+SSE's `endpoint`).
+    pub(super) async fn event(&mut self) -> Result<Option<Event>, Failure> {
         let cap = self.cap;
         match &mut self.body {
             Body::Done => Ok(None),
             Body::Json(response) => match response.take() {
                 None => Ok(None),
-                Some(response) => read_json(response, cap).await.map(Some),
+                Some(response) => read_json(response, cap)
+                    .await
+                    .map(|r| Some(Event::Message(r))),
             },
             Body::Events { events, pending } => loop {
                 let event = match events.next().await {
@@ -96,7 +113,7 @@ impl Answers {
                     Some(Err(_)) if pending.load(Ordering::Relaxed) > cap => {
                         let len = pending.load(Ordering::Relaxed);
                         self.body = Body::Done;
-                        return Ok(Some(too_long(len, cap)));
+                        return Ok(Some(Event::Message(too_long(len, cap))));
                     }
                     Some(Err(e)) => {
                         return Err(Failure::new(
@@ -112,20 +129,29 @@ impl Answers {
                 if let Some(ms) = event.retry {
                     self.retry = Some(Duration::from_millis(ms));
                 }
-                // `message` is the only event type Streamable HTTP sends;
-                // an empty data field primes the client with an event id.
-                match (event.event.as_deref(), event.data) {
-                    (None | Some("message"), Some(data)) if !data.is_empty() => {
-                        return Ok(Some(Read::from_vec(data.into_bytes())))
+                // An empty data field primes the client with an event id.
+                match (event.event, event.data) {
+                    (None, Some(data)) if !data.is_empty() => {
+                        return Ok(Some(Event::Message(Read::from_vec(data.into_bytes()))))
                     }
-                    (Some(other), Some(_)) => {
-                        tracing::debug!(event = other, "skipping an event that is not a message");
+                    (Some(name), Some(data)) if name == "message" && !data.is_empty() => {
+                        return Ok(Some(Event::Message(Read::from_vec(data.into_bytes()))))
+                    }
+                    (Some(name), Some(data)) if name != "message" => {
+                        return Ok(Some(Event::Named(name, data)))
                     }
                     _ => {}
                 }
             },
         }
     }
+}
+
+/// What an event stream carries.
+pub(super) enum Event {
+    Message(Read),
+    /// An event of another type than `message`: its type and data.
+    Named(String, String),
 }
 
 fn is_json(media_type: &str) -> bool {

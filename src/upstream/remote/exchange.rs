@@ -17,7 +17,7 @@ use crate::relay::Read;
 use bytes::Bytes;
 use mcp_chain_middleware::message::Incoming;
 use mcp_chain_middleware::{Message, RequestId};
-use reqwest::StatusCode;
+use reqwest::{Response, StatusCode};
 use std::time::Duration;
 use tokio::sync::mpsc;
 
@@ -48,6 +48,7 @@ impl Exchange {
         id: Option<RequestId>,
         initialize: bool,
         routing: Routing,
+        mut first: Option<Response>,
     ) {
         let mut renewed = false;
         loop {
@@ -57,7 +58,12 @@ impl Exchange {
             } else {
                 self.session.current()
             };
-            let response = match self.http.post(line.clone(), &session, &routing).await {
+            // The probe's response, when `auto` already POSTed it.
+            let posted = match first.take() {
+                Some(response) => Ok(response),
+                None => self.http.post(line.clone(), &session, &routing).await,
+            };
+            let response = match posted {
                 Ok(response) => response,
                 Err(failure) => return self.fail(id, &failure).await,
             };
@@ -207,7 +213,7 @@ impl Exchange {
     }
 
     /// Answers the request `id` (if any) with `failure`, or logs it.
-    async fn fail(&self, id: Option<RequestId>, failure: &Failure) {
+    pub(super) async fn fail(&self, id: Option<RequestId>, failure: &Failure) {
         match id {
             Some(id) => {
                 tracing::warn!(reason = failure.reason, "{}", failure.detail);

@@ -10,13 +10,19 @@ use super::session::State;
 use crate::config::UrlConfig;
 use bytes::Bytes;
 use mcp_chain_middleware::{ErrorCode, ErrorObject, Message, RequestId};
-use reqwest::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT, CONTENT_TYPE};
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT, CONNECTION, CONTENT_TYPE};
 use reqwest::{redirect, Certificate, Method, RequestBuilder, Response, StatusCode, Url};
 use std::error::Error as _;
 use std::time::Duration;
 
 /// Redirects followed at most, all within the origin.
 const MAX_REDIRECTS: usize = 5;
+
+/// From this size on, a POST's connection is not kept for reuse: a server
+/// that refuses a big body (413, 400) before reading it all closes the
+/// connection with bytes unread, and the next request sent on it would be
+/// reset.
+const LARGE_BODY_BYTES: usize = 1024 * 1024;
 
 /// How long a TCP (and TLS) connect may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -115,6 +121,9 @@ impl Http {
         for (name, value) in &routing.headers {
             request = request.header(name, value);
         }
+        if body.len() >= LARGE_BODY_BYTES {
+            request = request.header(CONNECTION, "close");
+        }
         request
             .header(ACCEPT, "application/json, text/event-stream")
             .header(CONTENT_TYPE, "application/json")
@@ -122,6 +131,42 @@ impl Http {
             .send()
             .await
             .map_err(|e| Failure::of(e, self))
+    }
+
+    /// POSTs one message to a legacy server's message endpoint.
+    pub(super) async fn post_to(&self, endpoint: &Url, body: Bytes) -> Result<Response, Failure> {
+        let mut request = self.client.post(endpoint.clone());
+        if body.len() >= LARGE_BODY_BYTES {
+            request = request.header(CONNECTION, "close");
+        }
+        request
+            .headers(self.headers.clone())
+            .header(CONTENT_TYPE, "application/json")
+            .body(body)
+            .send()
+            .await
+            .map_err(|e| Failure::of(e, self))
+    }
+
+    /// Where a legacy server's `endpoint` event points, resolved against the
+    /// SSE URL: only within its origin (the credentials go there too).
+    pub(super) fn endpoint(&self, event: &str) -> Result<Url, Failure> {
+        let endpoint = self.url.join(event.trim()).map_err(|e| {
+            Failure::new(
+                "endpoint",
+                format!("the server's endpoint event is not a URL: {e}"),
+            )
+        })?;
+        if endpoint.origin() != self.url.origin() {
+            let to = endpoint.origin().ascii_serialization();
+            return Err(Failure::new(
+                "endpoint",
+                format!(
+                    "the server's endpoint is on another origin ({to}); not sending messages there"
+                ),
+            ));
+        }
+        Ok(endpoint)
     }
 
     /// Opens (or resumes, after `last_event_id`) an event stream.

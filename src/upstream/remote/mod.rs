@@ -1,4 +1,6 @@
-//! A server at a URL, spoken to over Streamable HTTP (2025-03-26 and later).
+//! A server at a URL, spoken to over Streamable HTTP (2025-03-26 and later,
+//! `streamable`), or legacy HTTP+SSE (2024-11-05, `legacy`) when the config
+//! says so or `auto` finds a 2024-era server.
 //!
 //! The upstream connector writes into the same server-bound queue as for a
 //! child; here, instead of a pipe, each line taken from it is POSTed on
@@ -18,23 +20,25 @@
 mod answers;
 mod exchange;
 mod http;
+mod legacy;
 mod listen;
 mod routing;
 mod session;
+mod streamable;
 
 use super::{End, Upstream};
-use crate::config::UrlConfig;
+use crate::config::{Transport, UrlConfig};
 use crate::relay::{Owed, Read, Side, Unwritten};
 use crate::transport::queue::Taken;
 use bytes::Bytes;
 use exchange::Exchange;
 use http::Http;
-use mcp_chain_middleware::message::{method, Incoming};
-use mcp_chain_middleware::{Direction, Message};
-use routing::Routing;
+use mcp_chain_middleware::message::Incoming;
+use mcp_chain_middleware::{Direction, Message, RequestId};
 use session::Session;
 use std::sync::Arc;
 use std::time::Duration;
+use streamable::Sender;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::task::TaskTracker;
 
@@ -54,11 +58,15 @@ pub(super) fn start(
     stop: oneshot::Receiver<()>,
 ) -> Result<tokio::task::JoinHandle<End>, String> {
     let http = Http::new(config)?;
-    tracing::info!(url = %http.shown(), "relaying to a Streamable HTTP server");
-    Ok(tokio::spawn(run(up, http, stop)))
+    Ok(tokio::spawn(run(up, http, config.transport, stop)))
 }
 
-async fn run(mut up: Upstream, http: Http, mut stop: oneshot::Receiver<()>) -> End {
+async fn run(
+    mut up: Upstream,
+    http: Http,
+    transport: Transport,
+    mut stop: oneshot::Receiver<()>,
+) -> End {
     let (inbox, source) = mpsc::channel(INBOX);
     let mut side = Side {
         source,
@@ -70,44 +78,42 @@ async fn run(mut up: Upstream, http: Http, mut stop: oneshot::Receiver<()>) -> E
         unwritten: Unwritten::default(),
     };
     let reader = tokio::spawn(async move { side.run().await });
-    let mut sender = Sender {
-        exchange: Arc::new(Exchange {
-            http,
-            session: Session::new(),
-            inbox,
-            conn: up.conn.clone(),
-            cap: up.max_message_bytes,
-        }),
-        posts: TaskTracker::new(),
-        listening: None,
-    };
+    let exchange = Arc::new(Exchange {
+        http,
+        session: Session::new(),
+        inbox,
+        conn: up.conn.clone(),
+        cap: up.max_message_bytes,
+    });
     let mut taken = Taken::default();
-    loop {
-        tokio::select! {
-            _ = &mut stop => break,
-            more = up.queue.take(&mut taken) => {
-                if !more {
-                    break;
-                }
-                sender.send_all(&mut taken).await;
-            }
+    let posts = TaskTracker::new();
+    let mut listening = None;
+    let mut gone = None;
+    if transport == Transport::Sse {
+        gone = legacy::run(&exchange, &mut up, Vec::new(), &mut stop).await;
+    } else {
+        tracing::info!(url = %exchange.http.shown(), "relaying to a Streamable HTTP server");
+        let mut sender = Sender {
+            exchange: exchange.clone(),
+            posts: posts.clone(),
+            listening: None,
+            probe: transport == Transport::Auto,
+        };
+        let fell_back = sender.run(&mut up, &mut taken, &mut stop).await;
+        listening = sender.listening.take();
+        if let Some(lines) = fell_back {
+            gone = legacy::run(&exchange, &mut up, lines, &mut stop).await;
         }
     }
-    // What was queued before the stop still goes (a last cancellation).
-    up.queue.close();
-    while up.queue.take(&mut taken).await {
-        sender.send_all(&mut taken).await;
-    }
-    sender.posts.close();
+    posts.close();
     let grace = up.grace;
     tokio::select! {
-        _ = tokio::time::timeout(grace, sender.posts.wait()) => {}
+        _ = tokio::time::timeout(grace, posts.wait()) => {}
         _ = up.hurry.wait_for(|hurry| *hurry) => {}
     }
-    if let Some(listening) = sender.listening.take() {
+    if let Some(listening) = listening {
         listening.abort();
     }
-    let exchange = sender.exchange;
     let session = exchange.session.current();
     if session.id.is_some() {
         tokio::select! {
@@ -120,65 +126,52 @@ async fn run(mut up: Upstream, http: Http, mut stop: oneshot::Receiver<()>) -> E
         }
     }
     reader.abort();
-    End::Stopped(None)
-}
-
-/// Takes lines off the queue and starts their exchanges.
-struct Sender {
-    exchange: Arc<Exchange>,
-    /// Every exchange under way: shutdown waits for them (bounded).
-    posts: TaskTracker,
-    /// The standalone GET stream, once `initialize` is answered.
-    listening: Option<tokio::task::JoinHandle<()>>,
-}
-
-impl Sender {
-    async fn send_all(&mut self, taken: &mut Taken) {
-        let bytes = Bytes::from(taken.joined());
-        taken.clear();
-        let mut from = 0;
-        while let Some(len) = memchr::memchr(b'\n', &bytes[from..]) {
-            let line = bytes.slice(from..from + len);
-            from += len + 1;
-            self.send(line).await;
-        }
+    match gone {
+        Some(reason) => End::Gone {
+            reason,
+            failed: true,
+        },
+        None => End::Stopped(None),
     }
+}
 
-    /// Starts one message's exchange; for the handshake's two messages,
-    /// waits (bounded) until it is done.
-    async fn send(&mut self, line: Bytes) {
-        // The connector wrote this line; read back what kind it is.
-        let message = match Read::parse(&line) {
+/// A line taken off the server-bound queue, read back: the connector wrote
+/// it, and the transport must know what kind of message it is.
+pub(super) struct Line {
+    pub(super) bytes: Bytes,
+    pub(super) message: Option<Message>,
+    /// Set for a request only: an answer to the server's request has an id
+    /// too, and gets no answer.
+    pub(super) id: Option<RequestId>,
+}
+
+impl Line {
+    fn of(bytes: Bytes) -> Self {
+        let message = match Read::parse(&bytes) {
             Read::Parsed(Incoming::Single(Ok(message))) => Some(message),
             _ => None,
         };
-        // Only a request is answered; an answer to the server's request
-        // has an id too, and gets 202 like a notification.
         let id = match &message {
             Some(Message::Request(request)) => Some(request.id.clone()),
             _ => None,
         };
-        let handshake = match message.as_ref().and_then(Message::method) {
-            Some(method::INITIALIZE) if id.is_some() => true,
-            Some(method::NOTIFICATION_INITIALIZED) => true,
-            _ => false,
-        };
-        let initialize = handshake && id.is_some();
-        let routing = message.as_ref().map(Routing::of).unwrap_or_default();
-        let exchange = self.exchange.clone();
-        let post = self
-            .posts
-            .spawn(async move { exchange.run(line, id, initialize, routing).await });
-        if handshake {
-            if tokio::time::timeout(HANDSHAKE_WAIT, post).await.is_err() {
-                tracing::warn!(
-                    "the server is slow with the handshake; sending what follows anyway"
-                );
-            }
-            let session = self.exchange.session.current();
-            if initialize && session.generation > 0 && self.listening.is_none() {
-                self.listening = Some(listen::start(self.exchange.clone()).await);
-            }
-        }
+        Self { bytes, message, id }
     }
+
+    pub(super) fn method(&self) -> Option<&str> {
+        self.message.as_ref().and_then(Message::method)
+    }
+}
+
+/// The lines of what was taken off the queue.
+pub(super) fn lines(taken: &mut Taken) -> Vec<Line> {
+    let bytes = Bytes::from(taken.joined());
+    taken.clear();
+    let mut lines = Vec::new();
+    let mut from = 0;
+    while let Some(len) = memchr::memchr(b'\n', &bytes[from..]) {
+        lines.push(Line::of(bytes.slice(from..from + len)));
+        from += len + 1;
+    }
+    lines
 }

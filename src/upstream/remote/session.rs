@@ -29,7 +29,7 @@ const REPLAY_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The replayed `initialize`'s id: a string, where the connector's ids are
 /// numbers, so the two cannot meet.
-const REPLAY_ID: &str = "mcp-chain-replay";
+pub(super) const REPLAY_ID: &str = "mcp-chain-replay";
 
 /// What every request carries, as of one moment.
 #[derive(Debug, Clone, Default)]
