@@ -21,6 +21,7 @@ mod answers;
 mod exchange;
 mod http;
 mod legacy;
+mod link;
 mod listen;
 mod routing;
 mod session;
@@ -33,6 +34,7 @@ use crate::transport::queue::Taken;
 use bytes::Bytes;
 use exchange::Exchange;
 use http::Http;
+use legacy::Legacy;
 use mcp_chain_middleware::message::Incoming;
 use mcp_chain_middleware::{Direction, Message, RequestId};
 use session::Session;
@@ -90,7 +92,7 @@ async fn run(
     let mut listening = None;
     let mut gone = None;
     if transport == Transport::Sse {
-        gone = legacy::run(&exchange, &mut up, Vec::new(), &mut stop).await;
+        gone = link::run::<Legacy>(&exchange, &mut up, Vec::new(), &mut stop).await;
     } else {
         tracing::info!(url = %exchange.http.shown(), "relaying to a Streamable HTTP server");
         let mut sender = Sender {
@@ -102,7 +104,7 @@ async fn run(
         let fell_back = sender.run(&mut up, &mut taken, &mut stop).await;
         listening = sender.listening.take();
         if let Some(lines) = fell_back {
-            gone = legacy::run(&exchange, &mut up, lines, &mut stop).await;
+            gone = link::run::<Legacy>(&exchange, &mut up, lines, &mut stop).await;
         }
     }
     posts.close();
