@@ -2,7 +2,7 @@
 //! the upstream (and for a URL, the transport and the names of the headers,
 //! never their values), the relay's limits, the chain in order.
 
-use crate::config::{Config, Transport, UpstreamConfig};
+use crate::config::{Config, Envelope, Transport, UpstreamConfig};
 use std::fmt::Write as _;
 use std::io::Write as _;
 use std::process::ExitCode;
@@ -37,6 +37,10 @@ pub(crate) fn run(config: &Config, upstream: &Result<UpstreamConfig, String>) ->
                 Transport::Auto => "streamable-http, or legacy HTTP+SSE if the server answers the first POST with 400, 404 or 405",
                 Transport::StreamableHttp => "streamable-http",
                 Transport::Sse => "legacy HTTP+SSE (2024-11-05)",
+                Transport::WebSocket if u.envelope == Envelope::McpPayload => {
+                    "websocket, each message in an {\"type\": \"mcp\", \"payload\": …} envelope"
+                }
+                Transport::WebSocket => "websocket",
             };
             let _ = writeln!(
                 report,

@@ -33,7 +33,7 @@ mod transport;
 mod upstream;
 
 use cli::{Cli, Command};
-use config::{CommandConfig, Config, UpstreamConfig, UrlConfig};
+use config::{CommandConfig, Config, Transport, UpstreamConfig, UrlConfig};
 use relay::Ending;
 use std::process::ExitCode;
 
@@ -81,9 +81,14 @@ fn upstream_for(config: &Config, cli: &Cli, server: &[String]) -> Result<Upstrea
     let mut upstream = match server {
         [url] if config::is_url(url) => {
             let mut remote = UrlConfig::new(url)?;
-            // The URL replaces [upstream]'s; how to reach it stays.
+            // The URL replaces [upstream]'s; how to reach it stays, when it
+            // is the same kind of URL.
             if let Some(UpstreamConfig::Url(base)) = &config.upstream {
-                remote.transport = base.transport;
+                let websocket = |t| t == Transport::WebSocket;
+                if websocket(base.transport) == websocket(remote.transport) {
+                    remote.transport = base.transport;
+                    remote.envelope = base.envelope;
+                }
                 remote.headers.clone_from(&base.headers);
                 remote.ca_file.clone_from(&base.ca_file);
             }

@@ -75,18 +75,15 @@ fn check_prints_a_url_upstream_with_header_names_only() {
     assert!(stdout.contains("transport: streamable-http"), "{stdout}");
     assert!(stdout.contains("headers: x-api-key"), "{stdout}");
     assert!(!stdout.contains("hunter2"), "{stdout}");
-    // A header for a command, or a WebSocket URL this build cannot speak to,
-    // is said so, not ignored.
+    // A ws:// URL is a WebSocket upstream.
+    let (ok, stdout, stderr) = check(&["--", "ws://127.0.0.1:1/mcp"]);
+    assert!(ok, "{stderr}");
+    assert!(stdout.contains("transport: websocket"), "{stdout}");
+    // A header for a command is said so, not ignored.
     let (ok, _, stderr) = check(&["--header", "A: b", "--", "npx", "server"]);
     assert!(!ok);
     assert!(
         stderr.contains("--header is for a URL upstream"),
-        "{stderr}"
-    );
-    let (ok, _, stderr) = check(&["--", "ws://127.0.0.1:1/mcp"]);
-    assert!(!ok);
-    assert!(
-        stderr.contains("WebSocket upstreams are not supported"),
         "{stderr}"
     );
 }

@@ -33,8 +33,10 @@ pub(crate) struct UpstreamFile {
     pub(crate) restart_backoff: Option<String>,
     /// The server's URL (http or https).
     pub(crate) url: Option<String>,
-    /// "auto" (default) or "streamable-http".
+    /// "auto" (default), "streamable-http", "sse" or "websocket".
     pub(crate) transport: Option<String>,
+    /// WebSocket only: "none" (default) or "mcp-payload".
+    pub(crate) envelope: Option<String>,
     /// Sent with every request to the URL.
     #[serde(default)]
     pub(crate) headers: BTreeMap<String, String>,

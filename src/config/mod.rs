@@ -9,7 +9,9 @@ mod upstream;
 mod validate;
 
 pub use error::ConfigError;
-pub use upstream::{is_url, CommandConfig, RestartPolicy, Transport, UpstreamConfig, UrlConfig};
+pub use upstream::{
+    is_url, CommandConfig, Envelope, RestartPolicy, Transport, UpstreamConfig, UrlConfig,
+};
 pub(crate) use validate::{
     parse_duration, DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_MAX_RESTARTS, DEFAULT_RESTART_BACKOFF,
     DEFAULT_SHUTDOWN_GRACE,

@@ -162,8 +162,7 @@ fn an_upstream_is_a_command_or_a_url_never_both() {
 fn a_url_upstream_is_checked() {
     for (url, says) in [
         ("not a url", "is not a URL"),
-        ("ftp://h/mcp", "is not http or https"),
-        ("ws://h/mcp", "WebSocket upstreams are not supported"),
+        ("ftp://h/mcp", "is not http, https, ws or wss"),
     ] {
         let found = problems(&format!("[upstream]\nurl = {url:?}\n"));
         assert!(found[0].contains(says), "{url}: {found:?}");
@@ -180,6 +179,38 @@ fn a_url_upstream_is_checked() {
         !value[0].contains("break"),
         "a header value is never shown: {value:?}"
     );
+}
+
+#[test]
+fn a_websocket_url_takes_the_websocket_keys_only() {
+    let config = load("[upstream]\nurl = \"wss://dev.example/ws\"\nenvelope = \"mcp-payload\"\n")
+        .expect("valid");
+    let Some(UpstreamConfig::Url(upstream)) = &config.upstream else {
+        panic!("a URL upstream: {:?}", config.upstream);
+    };
+    assert_eq!(upstream.transport, Transport::WebSocket);
+    assert_eq!(upstream.envelope, Envelope::McpPayload);
+    for (text, says) in [
+        (
+            "url = \"ws://h/\"\ntransport = \"sse\"",
+            "needs an http(s) URL",
+        ),
+        (
+            "url = \"http://h/\"\ntransport = \"websocket\"",
+            "needs a ws:// or wss:// URL",
+        ),
+        (
+            "url = \"http://h/\"\nenvelope = \"mcp-payload\"",
+            "only for a WebSocket upstream",
+        ),
+        (
+            "url = \"ws://h/\"\nenvelope = \"mqtt\"",
+            "is not \"none\" or \"mcp-payload\"",
+        ),
+    ] {
+        let found = problems(&format!("[upstream]\n{text}\n"));
+        assert!(found[0].contains(says), "{text}: {found:?}");
+    }
 }
 
 #[test]

@@ -59,6 +59,19 @@ pub struct UrlConfig {
     pub headers: Vec<(HeaderName, HeaderValue)>,
     /// A PEM file of CA certificates trusted besides the platform's.
     pub ca_file: Option<PathBuf>,
+    /// WebSocket only: how each message is wrapped in a frame.
+    pub envelope: Envelope,
+}
+
+/// How a WebSocket frame holds a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Envelope {
+    /// The message is the frame's text.
+    #[default]
+    None,
+    /// `{"session_id": …, "type": "mcp", "payload": <message>}`, as device
+    /// platforms wrap MCP among their other frames.
+    McpPayload,
 }
 
 /// How a URL upstream is spoken to.
@@ -70,6 +83,8 @@ pub enum Transport {
     StreamableHttp,
     /// Legacy HTTP+SSE (2024-11-05): the URL is the SSE stream's.
     Sse,
+    /// One message per text frame; what `auto` is for a ws:// URL.
+    WebSocket,
 }
 
 impl Transport {
@@ -78,6 +93,7 @@ impl Transport {
             Self::Auto => "auto",
             Self::StreamableHttp => "streamable-http",
             Self::Sse => "sse",
+            Self::WebSocket => "websocket",
         }
     }
 }
@@ -91,6 +107,7 @@ impl fmt::Debug for UrlConfig {
             .field("transport", &self.transport)
             .field("headers", &names)
             .field("ca_file", &self.ca_file)
+            .field("envelope", &self.envelope)
             .finish()
     }
 }
@@ -99,20 +116,21 @@ impl UrlConfig {
     /// A URL upstream with the defaults, or why `url` cannot be one.
     pub fn new(url: &str) -> Result<Self, String> {
         let url = Url::parse(url).map_err(|e| format!("{url:?} is not a URL: {e}"))?;
-        match url.scheme() {
-            "http" | "https" => {}
-            "ws" | "wss" => {
+        let transport = match url.scheme() {
+            "http" | "https" => Transport::Auto,
+            "ws" | "wss" => Transport::WebSocket,
+            other => {
                 return Err(format!(
-                    "{url}: WebSocket upstreams are not supported by this build yet; use an http(s) URL (Streamable HTTP)"
+                    "{url}: scheme {other:?} is not http, https, ws or wss"
                 ))
             }
-            other => return Err(format!("{url}: scheme {other:?} is not http or https")),
-        }
+        };
         Ok(Self {
             url,
-            transport: Transport::Auto,
+            transport,
             headers: Vec::new(),
             ca_file: None,
+            envelope: Envelope::None,
         })
     }
 
@@ -171,6 +189,7 @@ pub(super) fn upstream(file: UpstreamFile, problems: &mut Vec<Problem>) -> Optio
                 ("transport", file.transport.is_some()),
                 ("headers", !file.headers.is_empty()),
                 ("ca_file", file.ca_file.is_some()),
+                ("envelope", file.envelope.is_some()),
             ] {
                 if set {
                     problem(format!("{key}: only for a URL upstream (upstream.url)"));
@@ -222,12 +241,29 @@ pub(super) fn upstream(file: UpstreamFile, problems: &mut Vec<Problem>) -> Optio
                     return None;
                 }
             };
-            match file.transport.as_deref() {
-                None | Some("auto") => {}
-                Some("streamable-http") => config.transport = Transport::StreamableHttp,
-                Some("sse") => config.transport = Transport::Sse,
+            let websocket = config.transport == Transport::WebSocket;
+            match (file.transport.as_deref(), websocket) {
+                (None | Some("auto"), _) | (Some("websocket"), true) => {}
+                (Some("streamable-http"), false) => config.transport = Transport::StreamableHttp,
+                (Some("sse"), false) => config.transport = Transport::Sse,
+                (Some(t @ ("streamable-http" | "sse")), true) => {
+                    problem(format!("transport: {t:?} needs an http(s) URL, not {}", config.url.scheme()));
+                }
+                (Some("websocket"), false) => {
+                    problem("transport: \"websocket\" needs a ws:// or wss:// URL".into());
+                }
+                (Some(other), _) => problem(format!(
+                    "transport: {other:?} is not \"auto\", \"streamable-http\", \"sse\" or \"websocket\""
+                )),
+            }
+            match file.envelope.as_deref() {
+                None | Some("none") => {}
+                Some("mcp-payload") if websocket => config.envelope = Envelope::McpPayload,
+                Some("mcp-payload") => problem(
+                    "envelope: only for a WebSocket upstream (a ws:// or wss:// URL)".into(),
+                ),
                 Some(other) => problem(format!(
-                    "transport: {other:?} is not one this build speaks (\"auto\", \"streamable-http\" or \"sse\")"
+                    "envelope: {other:?} is not \"none\" or \"mcp-payload\""
                 )),
             }
             for (name, value) in &file.headers {

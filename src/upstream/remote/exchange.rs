@@ -38,6 +38,8 @@ pub(super) struct Exchange {
     /// session replays.
     pub(super) conn: Connector,
     pub(super) cap: usize,
+    /// For a WebSocket server: how to reach it.
+    pub(super) websocket: Option<super::websocket::Settings>,
 }
 
 impl Exchange {

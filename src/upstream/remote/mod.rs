@@ -1,6 +1,7 @@
 //! A server at a URL, spoken to over Streamable HTTP (2025-03-26 and later,
-//! `streamable`), or legacy HTTP+SSE (2024-11-05, `legacy`) when the config
-//! says so or `auto` finds a 2024-era server.
+//! `streamable`), legacy HTTP+SSE (2024-11-05, `legacy`) when the config
+//! says so or `auto` finds a 2024-era server, or WebSocket (`websocket`, for
+//! a ws:// or wss:// URL).
 //!
 //! The upstream connector writes into the same server-bound queue as for a
 //! child; here, instead of a pipe, each line taken from it is POSTed on
@@ -26,6 +27,7 @@ mod listen;
 mod routing;
 mod session;
 mod streamable;
+mod websocket;
 
 use super::{End, Upstream};
 use crate::config::{Transport, UrlConfig};
@@ -43,6 +45,7 @@ use std::time::Duration;
 use streamable::Sender;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::task::TaskTracker;
+use websocket::WebSocket;
 
 /// Messages parsed and not yet taken by the to-client side: past this,
 /// streams wait, and so does the server.
@@ -60,12 +63,23 @@ pub(super) fn start(
     stop: oneshot::Receiver<()>,
 ) -> Result<tokio::task::JoinHandle<End>, String> {
     let http = Http::new(config)?;
-    Ok(tokio::spawn(run(up, http, config.transport, stop)))
+    let websocket = match config.transport {
+        Transport::WebSocket => Some(websocket::Settings::new(config)?),
+        _ => None,
+    };
+    Ok(tokio::spawn(run(
+        up,
+        http,
+        websocket,
+        config.transport,
+        stop,
+    )))
 }
 
 async fn run(
     mut up: Upstream,
     http: Http,
+    websocket: Option<websocket::Settings>,
     transport: Transport,
     mut stop: oneshot::Receiver<()>,
 ) -> End {
@@ -86,6 +100,7 @@ async fn run(
         inbox,
         conn: up.conn.clone(),
         cap: up.max_message_bytes,
+        websocket,
     });
     let mut taken = Taken::default();
     let posts = TaskTracker::new();
@@ -93,6 +108,8 @@ async fn run(
     let mut gone = None;
     if transport == Transport::Sse {
         gone = link::run::<Legacy>(&exchange, &mut up, Vec::new(), &mut stop).await;
+    } else if transport == Transport::WebSocket {
+        gone = link::run::<WebSocket>(&exchange, &mut up, Vec::new(), &mut stop).await;
     } else {
         tracing::info!(url = %exchange.http.shown(), "relaying to a Streamable HTTP server");
         let mut sender = Sender {

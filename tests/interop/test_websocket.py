@@ -1,0 +1,112 @@
+"""WebSocket upstreams: server-everything behind supergateway's stdio→WebSocket
+bridge (a real WebSocket MCP server), driven by the official Python SDK
+client through mcp-chain's full chain; and a device platform's enveloped
+frames (ws_device.cjs, on the `ws` package supergateway brings).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import socket
+import subprocess
+
+import mcp_types as types
+import pytest
+
+import harness
+from harness import NODE, PERMISSIVE, SUPERGATEWAY, everything_argv, open_session
+from test_remote import Proxy, text
+
+pytestmark = pytest.mark.anyio
+
+DEVICE = harness.INTEROP / "ws_device.cjs"
+
+
+@contextlib.contextmanager
+def listening(argv: list[str], port: int, label: str):
+    stderr = harness.new_stderr_file(label)
+    with open(stderr, "w") as errlog:
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=errlog, stderr=errlog)
+    try:
+
+        def is_open() -> bool:
+            if proc.poll() is not None:
+                raise AssertionError(f"{label} exited with {proc.returncode}")
+            with socket.socket() as s:
+                s.settimeout(0.2)
+                return s.connect_ex(("127.0.0.1", port)) == 0
+
+        assert harness.wait_until(is_open, 20, 0.1), f"{label} not listening on {port}"
+        yield
+    finally:
+        proc.terminate()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(5)
+        if proc.poll() is None:
+            proc.kill()
+
+
+@pytest.fixture
+def everything_ws():
+    """server-everything behind supergateway's WebSocket endpoint; one per
+    test, since supergateway shares its one child among its clients."""
+    harness.require_proxy_binary()
+    if harness.DIRECT:
+        pytest.skip("MCP_CHAIN_DIRECT=1: the SDK's stdio client cannot reach a URL without the proxy")
+    port = harness.free_port()
+    gateway = [NODE, str(SUPERGATEWAY), "--stdio", " ".join(everything_argv()), "--outputTransport", "ws", "--port", str(port)]
+    with listening(gateway, port, "supergateway[ws]"):
+        yield f"ws://127.0.0.1:{port}/message"
+
+
+async def test_the_tour_basics_over_websocket_through_the_full_chain(everything_ws: str):
+    chain = PERMISSIVE
+    harness.require_chain(chain)
+    async with open_session([everything_ws], chain, label="mcp-chain[ws]") as conn:
+        init = conn.session.initialize_result
+        assert init is not None and init.server_info.name == "mcp-servers/everything"
+        tools = await conn.session.list_tools()
+        names = {t.name for t in tools.tools}
+        assert chain.tool("echo") in names and chain.tool("get-sum") in names, names
+        result = await conn.session.call_tool(chain.tool("echo"), {"message": "over a websocket"})
+        assert result.content[0].text == "Echo: over a websocket"
+        result = await conn.session.call_tool(chain.tool("get-sum"), {"a": 2, "b": 3})
+        assert "5" in result.content[0].text
+        assert isinstance(await conn.session.send_ping(), types.EmptyResult)
+    assert conn.audit is not None
+    audit = [json.loads(line) for line in conn.audit.read_text().splitlines()]
+    calls = [r for r in audit if r.get("tool") == chain.tool("echo")]
+    assert [r["kind"] for r in calls] == ["request", "response"], "the audit layer saw the call and its answer"
+
+
+def test_a_device_platforms_envelope(tmp_path):
+    harness.require_proxy_binary()
+    port = harness.free_port()
+    log = tmp_path / "frames.jsonl"
+    log.touch()
+    config = tmp_path / "device.toml"
+    config.write_text(f'[upstream]\nurl = "ws://127.0.0.1:{port}/"\nenvelope = "mcp-payload"\n')
+    with listening([NODE, str(DEVICE), str(port), str(log)], port, "ws-device"):
+        proxy = Proxy(f"ws://127.0.0.1:{port}/", "--config", str(config))
+        init = proxy.initialize()
+        assert init["result"]["serverInfo"]["name"] == "esp32-box"
+        # The device's own frames (hello, tts) are skipped; its MCP
+        # notification comes through, unwrapped.
+        assert proxy.read() == {
+            "jsonrpc": "2.0",
+            "method": "notifications/state_changed",
+            "params": {"newState": "idle", "oldState": "connecting"},
+        }
+        assert text(proxy.call(1, "self.get_device_status")) == "called self.get_device_status"
+        proxy.close()
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    assert lines[0] == {"protocol": "mcp"}, "the upgrade asked for subprotocol mcp"
+    frames = lines[1:]
+    assert [f["type"] for f in frames] == ["mcp"] * len(frames)
+    assert [f["payload"].get("method") for f in frames] == ["initialize", "notifications/initialized", "tools/call"]
+    # Once the device named its session, every frame carries it. The pipe
+    # sent initialize and initialized together, maybe before the device's
+    # hello arrived; the call went after initialize's answer.
+    assert all(f.get("session_id") in (None, "dev-42") for f in frames[:2]), frames
+    assert frames[2]["session_id"] == "dev-42", frames
