@@ -281,18 +281,27 @@ class Handler(BaseHTTPRequestHandler):
 
 
 class Fixture:
-    """The fixture server on a free loopback port."""
+    """The fixture server on a free loopback port; with `tls` (a certificate
+    chain file and its key file), over HTTPS."""
 
-    def __init__(self) -> None:
+    def __init__(self, tls: tuple[str, str] | None = None) -> None:
         self.state = State()
         handler = type("BoundHandler", (Handler,), {"state": self.state})
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self.server.daemon_threads = True
+        self.scheme = "http"
+        if tls is not None:
+            import ssl
+
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(*tls)
+            self.server.socket = context.wrap_socket(self.server.socket, server_side=True)
+            self.scheme = "https"
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}/mcp"
+        return f"{self.scheme}://127.0.0.1:{self.server.server_address[1]}/mcp"
 
     @property
     def sse_url(self) -> str:

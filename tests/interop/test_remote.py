@@ -304,3 +304,128 @@ def test_a_legacy_endpoint_on_another_origin_is_refused(fixture: Fixture):
         assert "another origin" in init["error"]["message"]
         proxy.close()
         assert away.state.seen == []
+
+
+# === a 2026-07-28 server on the official Python SDK ===
+
+
+STATELESS_SERVER = harness.INTEROP / "stateless_server.py"
+
+
+def test_a_stateless_server_takes_the_routing_headers_after_a_rename(tmp_path):
+    """The Python SDK's 2026-07-28 server refuses (-32020, HTTP 400) a request
+    whose Mcp-Name differs from the body's name: through a prefixing rewrite,
+    the header must name the tool the server has, not the one the client
+    called."""
+    port = harness.free_port()
+    stderr = harness.new_stderr_file("stateless-server")
+    python = str(harness.REPO / ".venv/bin/python")
+    with open(stderr, "w") as errlog:
+        server = subprocess.Popen([python, str(STATELESS_SERVER), str(port)], stdout=errlog, stderr=errlog)
+    try:
+        assert harness.wait_until(lambda: _listening(port, server), 30, 0.1), "the stateless server did not start"
+        config = tmp_path / "prefix.toml"
+        config.write_text('[[middleware]]\ntype = "rewrite"\ntool_prefix = "py_"\n')
+        proxy = Proxy(f"http://127.0.0.1:{port}/mcp", "--config", str(config))
+        meta = {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientInfo": {"name": "pipe", "version": "1"},
+            "io.modelcontextprotocol/clientCapabilities": {},
+        }
+        proxy.send({"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": meta}})
+        assert "2026-07-28" in proxy.answer(1)["result"]["supportedVersions"]
+        proxy.send({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {"_meta": meta}})
+        assert [t["name"] for t in proxy.answer(2)["result"]["tools"]] == ["py_add"]
+        call = {"name": "py_add", "arguments": {"a": 2, "b": 3}, "_meta": meta}
+        proxy.send({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": call})
+        answer = proxy.answer(3)
+        assert answer["result"]["structuredContent"] == {"result": 5}, answer
+        proxy.close()
+    finally:
+        server.terminate()
+        server.wait(10)
+
+
+def _listening(port: int, proc: subprocess.Popen) -> bool:
+    import socket
+
+    if proc.poll() is not None:
+        raise AssertionError(f"the server exited with {proc.returncode}")
+    with socket.socket() as s:
+        s.settimeout(0.2)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+# === TLS ===
+
+
+def _certificates(directory) -> tuple[str, str, str]:
+    """A private CA and a certificate it signed for 127.0.0.1: (ca file,
+    server chain file, server key file)."""
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    now = datetime.datetime.now(datetime.timezone.utc)
+    valid = (now - datetime.timedelta(days=1), now + datetime.timedelta(days=1))
+
+    def name(cn: str) -> x509.Name:
+        return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn)])
+
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca = (
+        x509.CertificateBuilder()
+        .subject_name(name("mcp-chain test CA"))
+        .issuer_name(name("mcp-chain test CA"))
+        .public_key(ca_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(valid[0])
+        .not_valid_after(valid[1])
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .add_extension(x509.KeyUsage(False, False, False, False, False, True, True, False, False), critical=True)
+        .sign(ca_key, hashes.SHA256())
+    )
+    key = ec.generate_private_key(ec.SECP256R1())
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name("127.0.0.1"))
+        .issuer_name(ca.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(valid[0])
+        .not_valid_after(valid[1])
+        .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
+        .add_extension(x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
+    pem = serialization.Encoding.PEM
+    paths = (directory / "ca.pem", directory / "server.pem", directory / "server.key")
+    paths[0].write_bytes(ca.public_bytes(pem))
+    paths[1].write_bytes(cert.public_bytes(pem))
+    paths[2].write_bytes(
+        key.private_bytes(pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
+    return tuple(str(p) for p in paths)
+
+
+def test_tls_is_verified_and_a_private_ca_can_be_trusted(tmp_path):
+    ca, chain, key = _certificates(tmp_path)
+    with Fixture(tls=(chain, key)) as server:
+        # The platform does not know the private CA: refused.
+        proxy = Proxy(server.url)
+        init = proxy.initialize()
+        assert init["error"]["data"] == {"layer": "upstream", "reason": "connect"}, init
+        assert "certificate" in init["error"]["message"].lower(), init
+        proxy.close()
+        assert server.state.seen == [], "nothing was sent over an unverified connection"
+        # With ca_file, the same server is trusted.
+        config = tmp_path / "ca.toml"
+        config.write_text(f'[upstream]\nurl = "{server.url}"\nca_file = "{ca}"\n')
+        proxy = Proxy(server.url, "--config", str(config))
+        assert proxy.initialize()["result"]["serverInfo"]["name"] == "http-fixture"
+        assert text(proxy.call(1, "json")) == "plain json"
+        proxy.close()
