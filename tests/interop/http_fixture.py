@@ -76,6 +76,24 @@ class State:
             return [s for s in self.seen if s.method == http_method]
 
 
+# What tools/list says: one tool whose parameter is mirrored into a header
+# (2026-07-28 `x-mcp-header`), one whose mark breaks the rules.
+TOOLS = [
+    {
+        "name": "marked",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"region": {"type": "string", "x-mcp-header": "Region"}, "query": {"type": "string"}},
+        },
+    },
+    {
+        "name": "broken",
+        "inputSchema": {"type": "object", "properties": {"n": {"type": "number", "x-mcp-header": "N"}}},
+    },
+    {"name": "json", "inputSchema": {"type": "object"}},
+]
+
+
 def result(rid: Any, text: str, error: bool = False) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": rid, "result": {"content": [{"type": "text", "text": text}], "isError": error}}
 
@@ -162,6 +180,8 @@ class Handler(BaseHTTPRequestHandler):
             self.send_header("Content-Length", "0")
             self.end_headers()
             return
+        if method == "tools/list":
+            return self.send_json(200, {"jsonrpc": "2.0", "id": rid, "result": {"tools": TOOLS}})
         if method != "tools/call":
             return self.send_json(200, {"jsonrpc": "2.0", "id": rid, "result": {}})
         name = body["params"]["name"]

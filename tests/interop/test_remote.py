@@ -155,6 +155,25 @@ def test_routing_headers_say_what_the_body_says_after_the_chain(fixture: Fixture
     assert fixture.state.requests("GET") == [] and fixture.state.requests("DELETE") == []
 
 
+def test_marked_parameters_are_mirrored_into_headers(fixture: Fixture):
+    """A tool whose schema marks a parameter with x-mcp-header gets it as an
+    Mcp-Param-* header on each call; a tool whose mark breaks the revision's
+    rules is left out of the listing."""
+    proxy = Proxy(fixture.url)
+    proxy.initialize()
+    proxy.send({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+    assert [t["name"] for t in proxy.answer(1)["result"]["tools"]] == ["marked", "json"]
+    proxy.send(
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "marked", "arguments": {"region": "Zürich", "query": "q"}}}
+    )
+    proxy.answer(2)
+    log = proxy.close()
+    call = fixture.state.posts("tools/call")[-1]
+    assert call.headers["mcp-param-region"] == "=?base64?WsO8cmljaA==?="
+    assert not any(h.startswith("mcp-param-") and h != "mcp-param-region" for h in call.headers)
+    assert "broken" in log and "x-mcp-header" in log
+
+
 def test_expired_session_is_renewed_with_the_clients_handshake(fixture: Fixture):
     proxy = Proxy(fixture.url)
     proxy.initialize()

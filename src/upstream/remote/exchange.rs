@@ -38,8 +38,19 @@ pub(super) struct Exchange {
     /// session replays.
     pub(super) conn: Connector,
     pub(super) cap: usize,
+    /// The tools' marked parameters, learned from the listings relayed.
+    pub(super) marked: super::params::ToolParams,
     /// For a WebSocket server: how to reach it.
     pub(super) websocket: Option<super::websocket::Settings>,
+}
+
+/// What a request asks that its answer should teach the transport.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Ask {
+    /// `initialize`: the answer starts the session.
+    pub(super) initialize: bool,
+    /// `tools/list`: the answer marks parameters (see `params`).
+    pub(super) listing: bool,
 }
 
 impl Exchange {
@@ -48,10 +59,11 @@ impl Exchange {
         &self,
         line: Bytes,
         id: Option<RequestId>,
-        initialize: bool,
+        ask: Ask,
         routing: Routing,
         mut first: Option<Response>,
     ) {
+        let initialize = ask.initialize;
         let mut renewed = false;
         loop {
             let session = if initialize {
@@ -106,7 +118,7 @@ impl Exchange {
                 return;
             };
             match Answers::of(response, self.cap) {
-                Some(answers) => self.relay(answers, id, initialize, failure).await,
+                Some(answers) => self.relay(answers, id, ask, failure).await,
                 None => {
                     let failure = failure.unwrap_or_else(|| {
                         Failure::new(
@@ -125,13 +137,7 @@ impl Exchange {
     /// stream cut short. `refused`: the response's status was an error, so
     /// unless the body holds the answer (a JSON-RPC error), that is what
     /// the request is answered with.
-    async fn relay(
-        &self,
-        mut answers: Answers,
-        id: RequestId,
-        initialize: bool,
-        refused: Option<Failure>,
-    ) {
+    async fn relay(&self, mut answers: Answers, id: RequestId, ask: Ask, refused: Option<Failure>) {
         let mut resumes = 0;
         loop {
             let ended = loop {
@@ -146,10 +152,8 @@ impl Exchange {
                             *found = Some(id.clone());
                         }
                         let answered = answers_to(&read, &id);
-                        if let (true, true, Read::Parsed(Incoming::Single(Ok(message)))) =
-                            (initialize, answered, &read)
-                        {
-                            self.session.negotiated(message);
+                        if answered {
+                            self.learn(ask, &mut read);
                         }
                         if refused.is_some() && !answered {
                             continue;
@@ -211,6 +215,20 @@ impl Exchange {
             };
             resumed.last_event_id = Some(last_event_id);
             answers = resumed;
+        }
+    }
+
+    /// What the answer to `ask` teaches: the session's protocol version,
+    /// the tools' marked parameters.
+    fn learn(&self, ask: Ask, read: &mut Read) {
+        let Read::Parsed(Incoming::Single(Ok(message))) = read else {
+            return;
+        };
+        if ask.initialize {
+            self.session.negotiated(message);
+        }
+        if let (true, Message::Response(response)) = (ask.listing, message) {
+            self.marked.learn(&mut response.result);
         }
     }
 

@@ -24,6 +24,7 @@ mod http;
 mod legacy;
 mod link;
 mod listen;
+mod params;
 mod routing;
 mod session;
 mod streamable;
@@ -100,6 +101,7 @@ async fn run(
         inbox,
         conn: up.conn.clone(),
         cap: up.max_message_bytes,
+        marked: Default::default(),
         websocket,
     });
     let mut taken = Taken::default();

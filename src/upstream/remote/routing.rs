@@ -13,6 +13,7 @@
 //! `=?base64?…?=`, as the specification says. Servers of earlier revisions
 //! ignore headers they do not know.
 
+use super::params::ToolParams;
 use base64::Engine as _;
 use mcp_chain_middleware::message::method;
 use mcp_chain_middleware::Message;
@@ -33,7 +34,9 @@ pub(super) struct Routing {
 }
 
 impl Routing {
-    pub(super) fn of(message: &Message) -> Self {
+    /// The headers of `message`; `params` knows the tools' marked
+    /// parameters (`Mcp-Param-*`).
+    pub(super) fn of(message: &Message, marked: &ToolParams) -> Self {
         let mut routing = Self::default();
         let Some(name) = message.method() else {
             return routing;
@@ -50,6 +53,10 @@ impl Routing {
             // answers it as the body deserves.
             if let Ok(Some(value)) = params.str_member(member) {
                 routing.headers.push((MCP_NAME, encoded(&value)));
+                if name == method::TOOLS_CALL {
+                    let arguments = || params.member("arguments").ok().flatten();
+                    routing.headers.extend(marked.headers(&value, arguments));
+                }
             }
         }
         let version = params
@@ -62,7 +69,7 @@ impl Routing {
 
 /// `value` as a header value: as it is when that is safe, else in the
 /// specification's Base64 form.
-fn encoded(value: &str) -> HeaderValue {
+pub(super) fn encoded(value: &str) -> HeaderValue {
     let visible = value
         .bytes()
         .all(|b| b == b'\t' || (0x20..=0x7e).contains(&b));
@@ -85,7 +92,7 @@ mod tests {
     use serde_json::json;
 
     fn headers(message: Message) -> Vec<(String, String)> {
-        Routing::of(&message)
+        Routing::of(&message, &ToolParams::default())
             .headers
             .into_iter()
             .map(|(n, v)| (n.to_string(), v.to_str().expect("ascii").to_owned()))
@@ -133,16 +140,16 @@ mod tests {
     #[test]
     fn a_sessionless_request_names_its_own_version() {
         let meta = json!({"name": "t", "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}});
-        let routing = Routing::of(&Message::request(1, "tools/call", Some(meta)));
+        let routing = Routing::of(
+            &Message::request(1, "tools/call", Some(meta)),
+            &ToolParams::default(),
+        );
         assert_eq!(
             routing.version,
             Some(HeaderValue::from_static("2026-07-28"))
         );
-        let routing = Routing::of(&Message::request(
-            1,
-            "tools/call",
-            Some(json!({"name": "t"})),
-        ));
+        let call = Message::request(1, "tools/call", Some(json!({"name": "t"})));
+        let routing = Routing::of(&call, &ToolParams::default());
         assert_eq!(routing.version, None);
     }
 }

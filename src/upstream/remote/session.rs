@@ -13,6 +13,7 @@
 
 use super::answers::Answers;
 use super::http::{Failure, Http, SESSION_ID};
+use super::params::ToolParams;
 use super::routing::Routing;
 use crate::connector::Handshake;
 use crate::relay::Read;
@@ -133,7 +134,11 @@ impl Session {
             extra: Default::default(),
         });
         let response = http
-            .post(line(&request), &State::default(), &Routing::of(&request))
+            .post(
+                line(&request),
+                &State::default(),
+                &Routing::of(&request, &ToolParams::default()),
+            )
             .await?;
         if !response.status().is_success() {
             return Err(Failure::status(&response, http));
@@ -158,7 +163,11 @@ impl Session {
         if initialized {
             let note = Message::notification(method::NOTIFICATION_INITIALIZED, None);
             let response = http
-                .post(line(&note), &self.current(), &Routing::of(&note))
+                .post(
+                    line(&note),
+                    &self.current(),
+                    &Routing::of(&note, &ToolParams::default()),
+                )
                 .await?;
             if !response.status().is_success() {
                 return Err(Failure::status(&response, http));

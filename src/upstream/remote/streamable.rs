@@ -9,7 +9,7 @@
 //! HTTP+SSE, with that first message sent again there. Any other failure is
 //! reported as itself.
 
-use super::exchange::Exchange;
+use super::exchange::{Ask, Exchange};
 use super::routing::Routing;
 use super::{lines, listen, Line, Upstream, HANDSHAKE_WAIT};
 use crate::transport::queue::Taken;
@@ -82,7 +82,13 @@ impl Sender {
             _ => false,
         };
         let initialize = handshake && line.id.is_some();
-        let routing = line.message.as_ref().map(Routing::of).unwrap_or_default();
+        let marked = &self.exchange.marked;
+        let routing = line
+            .message
+            .as_ref()
+            .map(|m| Routing::of(m, marked))
+            .unwrap_or_default();
+        let listing = line.method() == Some(method::TOOLS_LIST);
         let mut first = None;
         if std::mem::take(&mut self.probe) {
             let posted = self
@@ -105,9 +111,20 @@ impl Sender {
         }
         let exchange = self.exchange.clone();
         let Line { bytes, id, .. } = line;
-        let post = self
-            .posts
-            .spawn(async move { exchange.run(bytes, id, initialize, routing, first).await });
+        let post = self.posts.spawn(async move {
+            exchange
+                .run(
+                    bytes,
+                    id,
+                    Ask {
+                        initialize,
+                        listing,
+                    },
+                    routing,
+                    first,
+                )
+                .await
+        });
         if handshake {
             if tokio::time::timeout(HANDSHAKE_WAIT, post).await.is_err() {
                 tracing::warn!(
