@@ -12,7 +12,13 @@
 //!   in the middle;
 //! - `empty`: `mcp-chain -- bench-mcp-server`, no layers;
 //! - `full`: `mcp-chain --config bench/configs/full.toml -- bench-mcp-server`
-//!   (audit to a temp file, filter, rewrite with a prefix, rate_limit).
+//!   (audit to a temp file, filter, rewrite with a prefix, rate_limit);
+//! - `http-empty`, `http-full`: the same, to the fixture served over
+//!   Streamable HTTP (`bench-mcp-server --http`, one for the run);
+//! - `http-supergateway`: supergateway's Streamable HTTP→stdio bridge to
+//!   that server, what users run for this without mcp-chain (from
+//!   tests/interop/node_modules; not available until `make test-interop`
+//!   installed it).
 //!
 //! Every round starts fresh processes and runs every workload on every
 //! mode, one after another (A B C D, A B C D, …, the order rotated each
@@ -128,7 +134,7 @@ impl Options {
 }
 
 const USAGE: &str = "usage: mcp-chain-bench [--quick] [--rounds N] [--json [PATH]] \
-[--modes direct,relay,empty,full] [--proxy PATH] [--config PATH] \
+[--modes direct,relay,empty,full,http-empty,http-full,http-supergateway] [--proxy PATH] [--config PATH] \
 [--only start-up,round-trip,pipelined,1mib,10mib,tools-list,notifications] \
 [--in-flight 1,16,256]";
 
@@ -272,7 +278,55 @@ fn run() -> Result<()> {
     Ok(())
 }
 
-fn launch(mode: Mode, fixture: &Path, proxy: &Path, config: &Path, work: &Path) -> Result<Launch> {
+/// supergateway, as the interop suite installs it.
+const SUPERGATEWAY: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../tests/interop/node_modules/supergateway/dist/index.js"
+);
+
+/// The fixture serving HTTP for the run; killed when dropped.
+struct HttpFixture {
+    child: std::process::Child,
+    url: String,
+}
+
+impl HttpFixture {
+    fn start(fixture: &Path) -> Result<Self> {
+        use std::io::BufRead;
+        let mut child = std::process::Command::new(fixture)
+            .arg("--http")
+            .stdout(std::process::Stdio::piped())
+            .spawn()?;
+        let stdout = child
+            .stdout
+            .take()
+            .ok_or("the HTTP fixture has no stdout")?;
+        let mut url = String::new();
+        std::io::BufReader::new(stdout).read_line(&mut url)?;
+        let url = url.trim().to_owned();
+        if !url.starts_with("http://") {
+            let _ = child.kill();
+            return Err(format!("the HTTP fixture said {url:?}").into());
+        }
+        Ok(Self { child, url })
+    }
+}
+
+impl Drop for HttpFixture {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn launch(
+    mode: Mode,
+    fixture: &Path,
+    url: &str,
+    proxy: &Path,
+    config: &Path,
+    work: &Path,
+) -> Result<Launch> {
     let fixture_os = OsString::from(fixture);
     let mut launch = Launch {
         program: proxy.to_owned(),
@@ -287,16 +341,39 @@ fn launch(mode: Mode, fixture: &Path, proxy: &Path, config: &Path, work: &Path) 
             launch.args = vec![fixture_os];
         }
         Mode::Empty => launch.args = vec!["--".into(), fixture_os],
-        Mode::Full => {
-            launch.args = vec!["--config".into(), config.into(), "--".into(), fixture_os];
+        Mode::Full | Mode::HttpFull => {
+            let server = if mode == Mode::Full {
+                fixture_os
+            } else {
+                url.into()
+            };
+            launch.args = vec!["--config".into(), config.into(), "--".into(), server];
             launch
                 .env
                 .push(("BENCH_AUDIT_PATH".into(), work.join("audit.jsonl").into()));
             // The rewrite in configs/full.toml prefixes every tool with this.
             launch.tool_prefix = "b_";
         }
+        Mode::HttpEmpty => launch.args = vec!["--".into(), url.into()],
+        Mode::HttpPeer => {
+            launch.program = "node".into();
+            let bridge = vec![SUPERGATEWAY.into(), "--streamableHttp".into(), url.into()];
+            launch.args = bridge;
+            launch.args.extend(["--logLevel".into(), "none".into()]);
+        }
     }
     Ok(launch)
+}
+
+/// Why a mode cannot run here, if it cannot.
+fn unavailable(mode: Mode, launch: &Launch) -> Option<String> {
+    match mode {
+        Mode::Full | Mode::HttpFull => check_full(launch).err(),
+        Mode::HttpPeer if !Path::new(SUPERGATEWAY).is_file() => {
+            Some("supergateway is not installed (make test-interop installs it)".into())
+        }
+        _ => None,
+    }
 }
 
 /// `mcp-chain check` on the full config: `Err(reason)` until the layers
@@ -318,16 +395,19 @@ fn check_full(launch: &Launch) -> std::result::Result<(), String> {
 
 fn measure(opts: &Options, fixture: &Path, proxy: &Path, work: &Path) -> Result<Report> {
     let plan = &opts.plan;
+    let http = match opts.modes.iter().any(|m| m.is_http()) {
+        true => Some(HttpFixture::start(fixture)?),
+        false => None,
+    };
+    let url = http.as_ref().map_or("", |h| h.url.as_str());
     let mut launches = Vec::new();
     let mut unavailable = Vec::new();
     for &mode in &opts.modes {
-        let l = launch(mode, fixture, proxy, &opts.config, work)?;
-        if mode == Mode::Full {
-            if let Err(reason) = check_full(&l) {
-                eprintln!("mcp-chain (full chain) not available: {reason}");
-                unavailable.push((mode, reason));
-                continue;
-            }
+        let l = launch(mode, fixture, url, proxy, &opts.config, work)?;
+        if let Some(reason) = self::unavailable(mode, &l) {
+            eprintln!("{} not available: {reason}", mode.label());
+            unavailable.push((mode, reason));
+            continue;
         }
         launches.push((mode, l));
     }

@@ -14,10 +14,23 @@ pub(crate) enum Mode {
     Relay,
     Empty,
     Full,
+    /// The fixture served over Streamable HTTP, mcp-chain in front of it.
+    HttpEmpty,
+    HttpFull,
+    /// The same, supergateway's Streamable HTTP→stdio bridge in front.
+    HttpPeer,
 }
 
 impl Mode {
-    pub(crate) const ALL: [Mode; 4] = [Mode::Direct, Mode::Relay, Mode::Empty, Mode::Full];
+    pub(crate) const ALL: [Mode; 7] = [
+        Mode::Direct,
+        Mode::Relay,
+        Mode::Empty,
+        Mode::Full,
+        Mode::HttpEmpty,
+        Mode::HttpFull,
+        Mode::HttpPeer,
+    ];
 
     pub(crate) fn key(self) -> &'static str {
         match self {
@@ -25,6 +38,9 @@ impl Mode {
             Self::Relay => "relay",
             Self::Empty => "empty",
             Self::Full => "full",
+            Self::HttpEmpty => "http-empty",
+            Self::HttpFull => "http-full",
+            Self::HttpPeer => "http-supergateway",
         }
     }
 
@@ -34,7 +50,15 @@ impl Mode {
             Self::Relay => "byte relay (floor)",
             Self::Empty => "mcp-chain, empty chain",
             Self::Full => "mcp-chain, full chain",
+            Self::HttpEmpty => "HTTP: mcp-chain, empty",
+            Self::HttpFull => "HTTP: mcp-chain, full",
+            Self::HttpPeer => "HTTP: supergateway",
         }
+    }
+
+    /// Whether the fixture is reached over HTTP in this mode.
+    pub(crate) fn is_http(self) -> bool {
+        matches!(self, Self::HttpEmpty | Self::HttpFull | Self::HttpPeer)
     }
 
     pub(crate) fn parse(text: &str) -> Option<Self> {

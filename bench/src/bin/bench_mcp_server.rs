@@ -2,7 +2,7 @@
 //! what the load generator measures is the pipe and whatever sits in it.
 //!
 //! ```text
-//! bench-mcp-server [--tools N]      (default 1,000 tools in tools/list)
+//! bench-mcp-server [--tools N] [--http]     (default 1,000 tools in tools/list)
 //! ```
 //!
 //! - `initialize` → a minimal result (tools capability); `ping` → `{}`.
@@ -18,11 +18,19 @@
 //! answers are written from cached bytes: the fixture should cost as little
 //! as possible, the same in every mode. Output is flushed whenever no input
 //! is waiting, so pipelined requests are answered in batches.
+//!
+//! With `--http` the same answers are served over Streamable HTTP (the
+//! stateless shape: no session, no GET stream) on a free loopback port,
+//! whose URL is the first line on stdout: each POST is answered with one
+//! JSON body, or an SSE stream when there are notifications before the
+//! answer; a notification gets 202. One thread per connection, connections
+//! kept alive; std only, like the rest of the benchmark.
 
 use serde::Deserialize;
 use serde_json::value::Value;
 use std::collections::HashMap;
-use std::io::{self, BufRead, BufReader, BufWriter, Write};
+use std::io::{self, BufRead, BufReader, BufWriter, Read, Write};
+use std::net::{TcpListener, TcpStream};
 
 /// Tools in `tools/list` unless `--tools` says otherwise.
 const DEFAULT_TOOLS: usize = 1000;
@@ -178,9 +186,11 @@ fn handle(line: &[u8], cache: &mut Cache, out: &mut impl Write) -> io::Result<()
 
 fn main() -> io::Result<()> {
     let mut tools = DEFAULT_TOOLS;
+    let mut http = false;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
+            "--http" => http = true,
             "--tools" => {
                 tools = args
                     .next()
@@ -189,6 +199,9 @@ fn main() -> io::Result<()> {
             }
             other => return Err(io::Error::other(format!("unknown argument {other:?}"))),
         }
+    }
+    if http {
+        return serve_http(tools);
     }
     let mut cache = Cache {
         tools,
@@ -213,4 +226,102 @@ fn main() -> io::Result<()> {
         }
     }
     out.flush()
+}
+
+/// Serves over HTTP until killed.
+fn serve_http(tools: usize) -> io::Result<()> {
+    let listener = TcpListener::bind(("127.0.0.1", 0))?;
+    println!("http://{}/mcp", listener.local_addr()?);
+    io::stdout().flush()?;
+    for stream in listener.incoming() {
+        let stream = stream?;
+        std::thread::spawn(move || {
+            let cache = Cache {
+                tools,
+                tools_list: None,
+                blobs: HashMap::new(),
+            };
+            // A connection that breaks is the client's business.
+            let _ = connection(stream, cache);
+        });
+    }
+    Ok(())
+}
+
+/// One keep-alive connection: a request, its answer, until it closes.
+fn connection(stream: TcpStream, mut cache: Cache) -> io::Result<()> {
+    stream.set_nodelay(true)?;
+    let mut input = BufReader::with_capacity(READ_BUFFER_BYTES, stream.try_clone()?);
+    let mut out = BufWriter::with_capacity(WRITE_BUFFER_BYTES, stream);
+    let mut line = String::new();
+    let mut body = Vec::new();
+    let mut answer = Vec::new();
+    loop {
+        line.clear();
+        if input.read_line(&mut line)? == 0 {
+            return Ok(());
+        }
+        let method = line.split(' ').next().unwrap_or_default().to_owned();
+        let (mut length, mut close) = (0, false);
+        loop {
+            line.clear();
+            if input.read_line(&mut line)? == 0 {
+                return Ok(());
+            }
+            let header = line.trim_end();
+            if header.is_empty() {
+                break;
+            }
+            let (name, value) = header.split_once(':').unwrap_or((header, ""));
+            if name.eq_ignore_ascii_case("content-length") {
+                length = value.trim().parse().unwrap_or(0);
+            } else if name.eq_ignore_ascii_case("connection") {
+                close = value.trim().eq_ignore_ascii_case("close");
+            }
+        }
+        body.resize(length, 0);
+        input.read_exact(&mut body)?;
+        answer.clear();
+        let status = match method.as_str() {
+            "POST" => {
+                handle(&body, &mut cache, &mut answer)?;
+                if answer.is_empty() {
+                    "202 Accepted"
+                } else {
+                    "200 OK"
+                }
+            }
+            "DELETE" => "200 OK",
+            _ => "405 Method Not Allowed",
+        };
+        let lines = answer.iter().filter(|&&b| b == b'\n').count();
+        let events = lines > 1;
+        let content_type = if events {
+            "text/event-stream"
+        } else {
+            "application/json"
+        };
+        let length = if events {
+            answer.len() + lines * "data: \n".len()
+        } else {
+            answer.len()
+        };
+        write!(
+            out,
+            "HTTP/1.1 {status}\r\ncontent-type: {content_type}\r\ncontent-length: {length}\r\n\r\n"
+        )?;
+        if events {
+            for message in answer.split(|&b| b == b'\n').filter(|m| !m.is_empty()) {
+                out.write_all(b"data: ")?;
+                out.write_all(message)?;
+                out.write_all(b"\n\n")?;
+            }
+        } else {
+            out.write_all(&answer)?;
+        }
+        out.flush()?;
+        if close {
+            return Ok(());
+        }
+    }
 }
