@@ -231,8 +231,11 @@ fn main() -> io::Result<()> {
 /// Serves over HTTP until killed.
 fn serve_http(tools: usize) -> io::Result<()> {
     let listener = TcpListener::bind(("127.0.0.1", 0))?;
-    println!("http://{}/mcp", listener.local_addr()?);
-    io::stdout().flush()?;
+    // The URL is the one line on stdout: the load generator reads it.
+    let mut stdout = io::stdout().lock();
+    writeln!(stdout, "http://{}/mcp", listener.local_addr()?)?;
+    stdout.flush()?;
+    drop(stdout);
     for stream in listener.incoming() {
         let stream = stream?;
         std::thread::spawn(move || {
