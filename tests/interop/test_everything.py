@@ -515,16 +515,25 @@ async def test_fifty_concurrent_calls(chain: Chain):
 async def test_large_payload(chain: Chain):
     """~5 MB each way in one message. Over HTTP, server-everything refuses a
     body that big (HTTP 413 from its Streamable HTTP transport, 400 from its
-    legacy SSE one): the client gets that refusal as an error naming the
-    status, and the session goes on."""
+    legacy SSE one), answering before it has read the body and closing the
+    connection: the client gets that refusal as an error naming the status,
+    or, when the server's close breaks the upload before its answer can be
+    read (a race of the server's own making, which any HTTP client meets),
+    as the broken connection. Either way the session goes on."""
     message = ("0123456789abcdef" * 64 + "\n") * 5000  # 5,125,000 bytes
     async with session(chain) as conn:
         if chain.url:
             with anyio.fail_after(60), pytest.raises(MCPError) as refused:
                 await conn.session.call_tool(chain.tool("echo"), {"message": message})
             status = 400 if chain.url.endswith("/sse") else 413
-            assert refused.value.error.data == {"layer": "upstream", "reason": "http_status", "status": status}
-            assert f"HTTP {status}" in refused.value.error.message
+            data = refused.value.error.data
+            assert refused.value.error.code == -32000, refused.value.error
+            if data.get("reason") == "transport":
+                assert data == {"layer": "upstream", "reason": "transport"}, data
+                assert "error writing a body" in refused.value.error.message, refused.value.error
+            else:
+                assert data == {"layer": "upstream", "reason": "http_status", "status": status}, data
+                assert f"HTTP {status}" in refused.value.error.message
             result = await conn.session.call_tool(chain.tool("echo"), {"message": "still here"})
             assert text_of(result) == "Echo: still here"
             return
