@@ -10,6 +10,7 @@ import contextlib
 import json
 import socket
 import subprocess
+import time
 
 import mcp_types as types
 import pytest
@@ -110,3 +111,33 @@ def test_a_device_platforms_envelope(tmp_path):
     # hello arrived; the call went after initialize's answer.
     assert all(f.get("session_id") in (None, "dev-42") for f in frames[:2]), frames
     assert frames[2]["session_id"] == "dev-42", frames
+
+
+def test_a_frame_over_the_cap_drops_the_connection_and_the_session_goes_on(tmp_path):
+    """A frame bigger than max_message_bytes is not read: the connection is
+    dropped, the call in flight answered with -32000, and after reconnecting
+    (the handshake replayed in the envelope) calls work again."""
+    harness.require_proxy_binary()
+    port = harness.free_port()
+    log = tmp_path / "frames.jsonl"
+    log.touch()
+    config = tmp_path / "device.toml"
+    config.write_text(f'[upstream]\nurl = "ws://127.0.0.1:{port}/"\nenvelope = "mcp-payload"\n')
+    with listening([NODE, str(DEVICE), str(port), str(log)], port, "ws-device"):
+        proxy = Proxy(f"ws://127.0.0.1:{port}/", "--config", str(config), "--max-message-bytes", "65536")
+        proxy.initialize()
+        lost = proxy.call(1, "big")
+        assert lost["error"]["code"] == -32000, lost
+        answer = None
+        for n in range(2, 40):
+            answer = proxy.call(n, "self.get_device_status")
+            if "result" in answer:
+                break
+            assert answer["error"]["code"] == 503, answer  # while reconnecting
+            time.sleep(0.1)
+        assert answer is not None and text(answer) == "called self.get_device_status", answer
+        proxy.close()
+    frames = [json.loads(line) for line in log.read_text().splitlines()]
+    inits = [f for f in frames if f.get("payload", {}).get("method") == "initialize"]
+    assert len(inits) == 2 and inits[1]["payload"]["params"] == inits[0]["payload"]["params"]
+    assert sum(1 for f in frames if f.get("protocol") == "mcp") == 2, "it connected again"

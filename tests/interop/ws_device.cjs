@@ -34,6 +34,8 @@ server.on("connection", (ws, request) => {
     } else if (method === "tools/list") {
       const tool = { name: "self.get_device_status", description: "status", inputSchema: { type: "object", properties: {} } };
       mcp({ jsonrpc: "2.0", id, result: { tools: [tool] } });
+    } else if (method === "tools/call" && params.name === "big") {
+      mcp({ jsonrpc: "2.0", id, result: { content: [{ type: "text", text: "x".repeat(200000) }] } });
     } else if (method === "tools/call") {
       mcp({ jsonrpc: "2.0", id, result: { content: [{ type: "text", text: `called ${params.name}` }], isError: false } });
     } else if (id !== undefined) {
