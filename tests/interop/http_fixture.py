@@ -19,6 +19,10 @@ answers `tools/call` by the tool's name:
 - ``big``: an SSE event of ``big_bytes`` bytes;
 - anything else: ``isError`` result naming it.
 
+``subscriptions/listen`` (2026-07-28) answers with an event stream: two
+notifications at once, then, once the test sets ``listen_until``, the
+answer.
+
 A request without a session is served when it names 2026-07-28 in its
 ``_meta`` (that revision has no sessions).
 
@@ -56,6 +60,8 @@ class State:
     away: str = ""
     big_bytes: int = 0
     expired: bool = False
+    # `subscriptions/listen` holds its stream open until this is set.
+    listen_until: threading.Event = field(default_factory=threading.Event)
     # Legacy HTTP+SSE: the stream of each session, and where the endpoint
     # event points ("" for the default).
     streams: dict[str, queue.Queue] = field(default_factory=dict)
@@ -179,6 +185,13 @@ class Handler(BaseHTTPRequestHandler):
             self.send_response(202)
             self.send_header("Content-Length", "0")
             self.end_headers()
+            return
+        if method == "subscriptions/listen":
+            self.start_events()
+            for n in range(2):
+                self.event({"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": f"file:///{n}"}})
+            self.state.listen_until.wait(20)
+            self.event({"jsonrpc": "2.0", "id": rid, "result": {}})
             return
         if method == "tools/list":
             return self.send_json(200, {"jsonrpc": "2.0", "id": rid, "result": {"tools": TOOLS}})

@@ -174,6 +174,20 @@ def test_marked_parameters_are_mirrored_into_headers(fixture: Fixture):
     assert "broken" in log and "x-mcp-header" in log
 
 
+def test_a_listen_streams_events_as_they_come(fixture: Fixture):
+    """subscriptions/listen's answer is a stream held open: its events reach
+    the client while it is, not when it ends."""
+    proxy = Proxy(fixture.url)
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}
+    proxy.send({"jsonrpc": "2.0", "id": 1, "method": "subscriptions/listen", "params": {"_meta": meta}})
+    updated = [proxy.read(), proxy.read()]
+    assert [m["params"]["uri"] for m in updated] == ["file:///0", "file:///1"]
+    assert not fixture.state.listen_until.is_set(), "the stream is still open"
+    fixture.state.listen_until.set()
+    assert proxy.answer(1)["result"] == {}
+    proxy.close()
+
+
 def test_expired_session_is_renewed_with_the_clients_handshake(fixture: Fixture):
     proxy = Proxy(fixture.url)
     proxy.initialize()
