@@ -80,6 +80,17 @@ class Proxy:
         self.send({"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": {"name": name, "arguments": {}}})
         return self.answer(rid)
 
+    def call_once_back(self, first_id: int, name: str) -> dict[str, Any]:
+        """Calls `name` until the server is back after a lost connection:
+        503 while mcp-chain reconnects, then the server's answer (bounded)."""
+        for rid in range(first_id, first_id + 50):
+            answer = self.call(rid, name)
+            if "result" in answer:
+                return answer
+            assert answer["error"]["code"] == 503, answer  # while reconnecting
+            time.sleep(0.1)
+        raise AssertionError(f"{name} still refused after 50 tries")
+
     def close(self) -> str:
         """Ends the session as a client does; returns mcp-chain's stderr."""
         assert self.proc.stdin is not None
@@ -311,14 +322,7 @@ def test_a_lost_legacy_stream_fails_what_was_in_flight_and_reconnects(fixture: F
     lost = proxy.call(1, "drop")
     assert lost["error"]["code"] == -32000, lost
     # Reconnected, with the client's handshake replayed: the next call works.
-    answer = None
-    for n in range(2, 40):
-        answer = proxy.call(n, "after")
-        if "result" in answer:
-            break
-        assert answer["error"]["code"] == 503, answer  # while reconnecting
-        time.sleep(0.1)
-    assert answer is not None and text(answer) == "legacy after", answer
+    assert text(proxy.call_once_back(2, "after")) == "legacy after"
     inits = fixture.state.posts("initialize")
     assert len(inits) == 3, "the probe, the client's, the replay"
     assert inits[2].body["params"] == inits[1].body["params"]

@@ -10,7 +10,6 @@ import contextlib
 import json
 import socket
 import subprocess
-import time
 
 import mcp_types as types
 import pytest
@@ -81,7 +80,10 @@ async def test_the_tour_basics_over_websocket_through_the_full_chain(everything_
     assert [r["kind"] for r in calls] == ["request", "response"], "the audit layer saw the call and its answer"
 
 
-def test_a_device_platforms_envelope(tmp_path):
+@contextlib.contextmanager
+def device(tmp_path, *args: str):
+    """The device fixture, and mcp-chain in front of it with the envelope:
+    yields the proxy and the file of the frames the device received."""
     harness.require_proxy_binary()
     port = harness.free_port()
     log = tmp_path / "frames.jsonl"
@@ -89,7 +91,11 @@ def test_a_device_platforms_envelope(tmp_path):
     config = tmp_path / "device.toml"
     config.write_text(f'[upstream]\nurl = "ws://127.0.0.1:{port}/"\nenvelope = "mcp-payload"\n')
     with listening([NODE, str(DEVICE), str(port), str(log)], port, "ws-device"):
-        proxy = Proxy(f"ws://127.0.0.1:{port}/", "--config", str(config))
+        yield Proxy(f"ws://127.0.0.1:{port}/", "--config", str(config), *args), log
+
+
+def test_a_device_platforms_envelope(tmp_path):
+    with device(tmp_path) as (proxy, log):
         init = proxy.initialize()
         assert init["result"]["serverInfo"]["name"] == "esp32-box"
         # The device's own frames (hello, tts) are skipped; its MCP
@@ -117,25 +123,12 @@ def test_a_frame_over_the_cap_drops_the_connection_and_the_session_goes_on(tmp_p
     """A frame bigger than max_message_bytes is not read: the connection is
     dropped, the call in flight answered with -32000, and after reconnecting
     (the handshake replayed in the envelope) calls work again."""
-    harness.require_proxy_binary()
-    port = harness.free_port()
-    log = tmp_path / "frames.jsonl"
-    log.touch()
-    config = tmp_path / "device.toml"
-    config.write_text(f'[upstream]\nurl = "ws://127.0.0.1:{port}/"\nenvelope = "mcp-payload"\n')
-    with listening([NODE, str(DEVICE), str(port), str(log)], port, "ws-device"):
-        proxy = Proxy(f"ws://127.0.0.1:{port}/", "--config", str(config), "--max-message-bytes", "65536")
+    with device(tmp_path, "--max-message-bytes", "65536") as (proxy, log):
         proxy.initialize()
         lost = proxy.call(1, "big")
         assert lost["error"]["code"] == -32000, lost
-        answer = None
-        for n in range(2, 40):
-            answer = proxy.call(n, "self.get_device_status")
-            if "result" in answer:
-                break
-            assert answer["error"]["code"] == 503, answer  # while reconnecting
-            time.sleep(0.1)
-        assert answer is not None and text(answer) == "called self.get_device_status", answer
+        answer = proxy.call_once_back(2, "self.get_device_status")
+        assert text(answer) == "called self.get_device_status"
         proxy.close()
     frames = [json.loads(line) for line in log.read_text().splitlines()]
     inits = [f for f in frames if f.get("payload", {}).get("method") == "initialize"]

@@ -77,18 +77,20 @@ pub(super) async fn run<L: Link>(
     let mut taken = Taken::default();
     let mut connected: Option<Connected<L>> = None;
     loop {
+        // One try to connect for what was taken at once: the lines after a
+        // failed try share its failure rather than each waiting for its own.
+        let mut refused: Option<Failure> = None;
         for line in pending.drain(..) {
-            if connected.is_none() {
+            if connected.is_none() && refused.is_none() {
                 match L::connect(exchange, None).await {
                     Ok((link, reading)) => connected = Some(Connected { link, reading }),
-                    Err(failure) => {
-                        exchange.fail(line.id, &failure).await;
-                        continue;
-                    }
+                    Err(failure) => refused = Some(failure),
                 }
             }
-            if let Some(connected) = &mut connected {
-                send(exchange, &mut connected.link, line).await;
+            match (&mut connected, &refused) {
+                (Some(connected), _) => send(exchange, &mut connected.link, line).await,
+                (None, Some(failure)) => exchange.fail(line.id, failure).await,
+                (None, None) => unreachable!("a try to connect either connects or fails"),
             }
         }
         let lost = async {
