@@ -6,7 +6,7 @@
 //! how each wraps the rest of a chain: adding a layer is adding a line here.
 
 use crate::chain::ChainService;
-use mcp_chain_middleware::{audit, filter, log, rate_limit, rewrite, timeout};
+use mcp_chain_middleware::{audit, filter, limit, log, rate_limit, rewrite, timeout};
 use serde::Deserialize;
 use tower::Layer;
 
@@ -64,6 +64,7 @@ layers! {
     Rewrite => "rewrite", rewrite::RewriteConfig, rewrite::RewriteLayer;
     RateLimit => "rate_limit", rate_limit::RateLimitConfig, rate_limit::RateLimitLayer;
     Timeout => "timeout", timeout::TimeoutConfig, timeout::TimeoutLayer;
+    Limit => "limit", limit::LimitConfig, limit::LimitLayer;
     Log => "log", log::LogConfig, log::LogLayer;
 }
 
@@ -75,7 +76,15 @@ mod tests {
     /// needs a setting is refused for that, not for its type).
     #[test]
     fn each_type_name_is_the_one_serde_reads() {
-        for name in ["audit", "filter", "rewrite", "rate_limit", "timeout", "log"] {
+        for name in [
+            "audit",
+            "filter",
+            "rewrite",
+            "rate_limit",
+            "timeout",
+            "limit",
+            "log",
+        ] {
             match toml::from_str::<MiddlewareFile>(&format!("type = \"{name}\"")) {
                 Ok(entry) => assert_eq!(entry.type_name(), name),
                 Err(e) => assert!(!e.to_string().contains("unknown variant"), "{name}: {e}"),

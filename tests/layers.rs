@@ -376,3 +376,61 @@ async fn audit_records_every_request_before_the_server_gets_it() {
         .map(|m| std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o777);
     assert_eq!(mode.ok(), Some(0o600));
 }
+
+const LIMIT: &str = r#"
+[[middleware]]
+type = "limit"
+action = "truncate"
+max_result_bytes = 200
+tools = { "whole" = "none", "strict" = 100 }
+max_list_items = 3
+"#;
+
+#[tokio::test]
+async fn limit_cuts_refuses_and_trims_through_the_binary() {
+    let dir = TempDir::new("limit");
+    let mut proxy = with_layers(&dir, LIMIT);
+    proxy.initialize("2025-11-25").await;
+    let long = "word ".repeat(100);
+    let text = json!({"content": [{"type": "text", "text": long}]});
+    // Cut to fit, saying so.
+    let cut = proxy
+        .request(
+            json!(1),
+            "tools/call",
+            json!({"name": "echo", "fixtureReply": text}),
+        )
+        .await;
+    let written = serde_json::to_vec(&cut["result"]).expect("json").len();
+    assert!(written <= 200, "{written}: {cut}");
+    let said = cut["result"]["content"][0]["text"].as_str().expect("text");
+    assert!(
+        said.starts_with("word word") && said.contains("[mcp-chain: cut to fit 200 bytes;"),
+        "{said}"
+    );
+    // No limit for this tool: as it came.
+    let whole = proxy
+        .request(
+            json!(2),
+            "tools/call",
+            json!({"name": "whole", "fixtureReply": text}),
+        )
+        .await;
+    assert_eq!(whole["result"], text);
+    // A structured result cannot be cut: refused, with size and limit.
+    let structured =
+        json!({"content": [{"type": "text", "text": long}], "structuredContent": {"t": long}});
+    let refused = proxy
+        .request(
+            json!(3),
+            "tools/call",
+            json!({"name": "strict", "fixtureReply": structured}),
+        )
+        .await;
+    assert_eq!(refused["error"]["code"], 403, "{refused}");
+    assert_eq!(refused["error"]["data"]["limit"], 100);
+    assert_eq!(refused["error"]["data"]["reason"], "too_large");
+    // Listings keep their first items; the handshake was never limited.
+    let list = proxy.request(json!(4), "tools/list", json!({})).await;
+    assert_eq!(names(&list, "tools", "name").len(), 3, "{list}");
+}

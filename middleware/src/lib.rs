@@ -38,6 +38,8 @@
 //!   (429) or hold a request back, never stalling other traffic.
 //! - [`timeout`]: a deadline per request; -32001 to the client, a
 //!   cancellation to the server.
+//! - [`limit`]: results that fit: refused or cut past a size, listings
+//!   trimmed to a number of items.
 //! - [`units`]: durations (`"2s"`) and rates (`"5/s"`) as written in configs.
 
 #![forbid(unsafe_code)]
@@ -46,6 +48,7 @@ pub mod audit;
 pub mod embedded;
 pub mod envelope;
 pub mod filter;
+pub mod limit;
 pub mod log;
 pub mod message;
 pub mod pattern;

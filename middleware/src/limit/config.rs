@@ -1,0 +1,163 @@
+//! `[[middleware]] type = "limit"` as written in the TOML, and its checks.
+
+use super::service::{Action, LimitLayer, Rules};
+use crate::pattern::Pattern;
+use serde::de::{Deserializer, MapAccess, Visitor};
+use serde::Deserialize;
+use std::fmt;
+
+/// The word that lifts the limit for the tools or methods it names.
+const NO_LIMIT: &str = "none";
+
+/// The limit layer's settings, as written.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LimitConfig {
+    /// The most bytes a result may have when no `tools` or `methods` entry
+    /// names its request.
+    #[serde(default)]
+    pub max_result_bytes: Option<Size>,
+    /// Tool-name pattern → limit for `tools/call`, first match wins.
+    #[serde(default)]
+    pub tools: Sizes,
+    /// Method pattern → limit, first match wins; checked after `tools`.
+    #[serde(default)]
+    pub methods: Sizes,
+    /// `"refuse"` (default) or `"truncate"`.
+    #[serde(default)]
+    pub action: Option<String>,
+    /// The most items a listing keeps.
+    #[serde(default)]
+    pub max_list_items: Option<usize>,
+}
+
+/// A size as written: bytes, or a string with a unit, or `"none"`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(untagged)]
+pub enum Size {
+    Bytes(u64),
+    Text(String),
+}
+
+/// A TOML table of pattern → size, in the order written.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Sizes(pub Vec<(String, Size)>);
+
+impl<'de> Deserialize<'de> for Sizes {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Entries;
+        impl<'de> Visitor<'de> for Entries {
+            type Value = Sizes;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a table of pattern = size")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Sizes, A::Error> {
+                let mut entries = Vec::new();
+                while let Some(entry) = map.next_entry::<String, Size>()? {
+                    entries.push(entry);
+                }
+                Ok(Sizes(entries))
+            }
+        }
+        d.deserialize_map(Entries)
+    }
+}
+
+// === impl LimitConfig ===
+
+impl LimitConfig {
+    /// Checks every value and compiles every pattern.
+    pub fn validate(&self) -> Result<LimitLayer, String> {
+        let default = match &self.max_result_bytes {
+            Some(size) => size.bytes().map_err(|e| format!("max_result_bytes: {e}"))?,
+            None => None,
+        };
+        let tools = patterns(&self.tools, "tools")?;
+        let methods = patterns(&self.methods, "methods")?;
+        let action = match self.action.as_deref() {
+            None | Some("refuse") => Action::Refuse,
+            Some("truncate") => Action::Truncate,
+            Some(other) => {
+                return Err(format!(
+                    "action: {other:?} is not \"refuse\" or \"truncate\""
+                ))
+            }
+        };
+        if self.max_list_items == Some(0) {
+            return Err("max_list_items: 0 would empty every listing".into());
+        }
+        let sizes = || tools.iter().chain(&methods).map(|(_, s)| s);
+        if default.is_none() && sizes().all(Option::is_none) && self.max_list_items.is_none() {
+            return Err("nothing to limit: set max_result_bytes, a size under tools or methods, or max_list_items".into());
+        }
+        Ok(LimitLayer::new(Rules {
+            default,
+            tools,
+            methods,
+            action,
+            max_list_items: self.max_list_items,
+        }))
+    }
+}
+
+fn patterns(map: &Sizes, key: &str) -> Result<Vec<(Pattern, Option<usize>)>, String> {
+    map.0
+        .iter()
+        .map(|(pattern, size)| {
+            let at = |e: String| format!("{key}.{pattern:?}: {e}");
+            Ok((
+                Pattern::new(pattern).map_err(at)?,
+                size.bytes().map_err(at)?,
+            ))
+        })
+        .collect()
+}
+
+// === impl Size ===
+
+impl Size {
+    /// The size in bytes; `None` for `"none"`.
+    pub fn bytes(&self) -> Result<Option<usize>, String> {
+        let bytes = match self {
+            Self::Bytes(n) => *n,
+            Self::Text(text) if text.trim() == NO_LIMIT => return Ok(None),
+            Self::Text(text) => parse(text)?,
+        };
+        match usize::try_from(bytes) {
+            Ok(0) => {
+                Err("a limit of 0 bytes refuses every result; say \"none\" for no limit".into())
+            }
+            Ok(n) => Ok(Some(n)),
+            Err(_) => Err(format!("{bytes} bytes is more than this machine can hold")),
+        }
+    }
+}
+
+/// `"512KiB"`, `"1MiB"`, `"2MB"`, `"100"`: bytes.
+fn parse(text: &str) -> Result<u64, String> {
+    let text = text.trim();
+    let digits = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(digits);
+    let number: u64 = number.parse().map_err(|_| {
+        format!("{text:?} is not a size (bytes, or a number with B, KB, KiB, MB, MiB, GB, GiB)")
+    })?;
+    let scale: u64 = match unit.trim() {
+        "" | "B" => 1,
+        "KB" => 1_000,
+        "KiB" => 1 << 10,
+        "MB" => 1_000_000,
+        "MiB" => 1 << 20,
+        "GB" => 1_000_000_000,
+        "GiB" => 1 << 30,
+        other => {
+            return Err(format!(
+                "{text:?}: unknown unit {other:?} (B, KB, KiB, MB, MiB, GB, GiB)"
+            ))
+        }
+    };
+    number
+        .checked_mul(scale)
+        .ok_or_else(|| format!("{text:?} is too big"))
+}

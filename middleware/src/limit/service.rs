@@ -1,0 +1,213 @@
+//! [`Limit`]: measures the answer to each client request against its limit,
+//! and refuses it, cuts it, or trims a listing.
+
+use super::cut::cut_text;
+use crate::message::{method, Response};
+use crate::pattern::Pattern;
+use crate::target::Target;
+use crate::{
+    BoxError, Direction, Envelope, ErrorCode, ErrorObject, Message, RequestId, ResponseFuture,
+};
+use serde_json::json;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use tower::{Layer, Service};
+
+/// The layer name in refusals, `data.layer` and logs.
+pub(super) const LAYER: &str = "limit";
+
+/// What to do with a result over its limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Action {
+    Refuse,
+    Truncate,
+}
+
+/// Which limit applies to which request.
+#[derive(Debug)]
+pub(super) struct Rules {
+    pub(super) default: Option<usize>,
+    pub(super) tools: Vec<(Pattern, Option<usize>)>,
+    pub(super) methods: Vec<(Pattern, Option<usize>)>,
+    pub(super) action: Action,
+    pub(super) max_list_items: Option<usize>,
+}
+
+/// Builds [`Limit`] services; clones share the rules.
+#[derive(Debug, Clone)]
+pub struct LimitLayer {
+    rules: Arc<Rules>,
+}
+
+impl LimitLayer {
+    pub(super) fn new(rules: Rules) -> Self {
+        Self {
+            rules: Arc::new(rules),
+        }
+    }
+}
+
+impl<S> Layer<S> for LimitLayer {
+    type Service = Limit<S>;
+
+    fn layer(&self, inner: S) -> Limit<S> {
+        Limit {
+            inner,
+            rules: self.rules.clone(),
+        }
+    }
+}
+
+/// Keeps the answers to the client's requests within their limits.
+#[derive(Debug, Clone)]
+pub struct Limit<S> {
+    inner: S,
+    rules: Arc<Rules>,
+}
+
+/// What one request's answer is held to.
+#[derive(Debug)]
+struct Bound {
+    method: String,
+    bytes: Option<usize>,
+    /// The list member of a listing to trim, and to how many items.
+    list: Option<(&'static str, usize)>,
+}
+
+impl Rules {
+    /// What the answer to `method` (about `target`) is held to; `None`
+    /// when nothing.
+    fn bound(&self, method: &str, tool: Option<&str>) -> Option<Bound> {
+        let by_tool = tool.and_then(|name| self.tools.iter().find(|(p, _)| p.is_match(name)));
+        let bytes = match by_tool {
+            Some((_, bytes)) => *bytes,
+            None => match self.methods.iter().find(|(p, _)| p.is_match(method)) {
+                Some((_, bytes)) => *bytes,
+                None if CONTENT.contains(&method) => self.default,
+                // The handshake, listings and the like are not content: a
+                // default meant for tool output must not refuse them.
+                None => None,
+            },
+        };
+        let list = self
+            .max_list_items
+            .and_then(|n| list_member(method).map(|key| (key, n)));
+        (bytes.is_some() || list.is_some()).then(|| Bound {
+            method: method.to_owned(),
+            bytes,
+            list,
+        })
+    }
+
+    /// The answer, held to `bound`.
+    fn apply(&self, bound: &Bound, mut response: Response) -> Message {
+        if let Some((key, max)) = bound.list {
+            let mut kept = 0;
+            let trimmed = response.result.edit_items(key, |_| {
+                kept += 1;
+                kept <= max
+            });
+            if let Err(e) = trimmed {
+                let message = format!(
+                    "mcp-chain limit: the {} result cannot be read ({e})",
+                    bound.method
+                );
+                let error =
+                    ErrorObject::refusal(ErrorCode::INTERNAL_ERROR, LAYER, "unreadable", &message);
+                return Message::error(Some(response.id), error);
+            }
+        }
+        let Some(limit) = bound.bytes else {
+            return Message::Response(response);
+        };
+        let size = response.result.json_len();
+        if size <= limit {
+            return Message::Response(response);
+        }
+        let why = match self.action {
+            Action::Refuse => None,
+            Action::Truncate => match cut_text(&bound.method, &mut response.result, size, limit) {
+                Ok(()) => return Message::Response(response),
+                Err(why) => Some(why),
+            },
+        };
+        too_large(response.id, &bound.method, size, limit, why)
+    }
+}
+
+/// The methods whose results carry content for the model, which
+/// `max_result_bytes` is about: a tool's output, a resource, a prompt, a
+/// task's result.
+const CONTENT: [&str; 5] = [
+    method::TOOLS_CALL,
+    method::RESOURCES_READ,
+    method::PROMPTS_GET,
+    method::TASKS_GET,
+    "tasks/result",
+];
+
+/// The list member of a listing method.
+fn list_member(method: &str) -> Option<&'static str> {
+    Some(match method {
+        method::TOOLS_LIST => "tools",
+        method::PROMPTS_LIST => "prompts",
+        method::RESOURCES_LIST => "resources",
+        method::RESOURCES_TEMPLATES_LIST => "resourceTemplates",
+        _ => return None,
+    })
+}
+
+/// The refusal of a result over its limit: 403, with the size and the
+/// limit in words and in `data`.
+fn too_large(id: RequestId, method: &str, size: usize, limit: usize, why: Option<&str>) -> Message {
+    let mut message = format!(
+        "mcp-chain limit: the {method} result is {size} bytes, over the limit of {limit} bytes"
+    );
+    if let Some(why) = why {
+        message += &format!(" ({why})");
+    }
+    let error = ErrorObject::new(ErrorCode::REFUSED, message)
+        .with_data(json!({"layer": LAYER, "reason": "too_large", "size": size, "limit": limit}));
+    Message::error(Some(id), error)
+}
+
+impl<S> Service<Envelope> for Limit<S>
+where
+    S: Service<Envelope, Response = Option<Message>, Error = BoxError> + Send + 'static,
+    S::Future: Send + 'static,
+{
+    type Response = Option<Message>;
+    type Error = BoxError;
+    type Future = ResponseFuture;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, env: Envelope) -> ResponseFuture {
+        let bound = match (&env.direction, &env.message) {
+            (Direction::ToServer, Message::Request(req)) => {
+                // A tool whose name cannot be read is held to the method's
+                // limit (or the default), never to none.
+                let target = Target::of(&req.method, req.params.as_ref());
+                let tool = match &target {
+                    Ok(Some(Target::Tool(name))) => Some(name.as_ref()),
+                    _ => None,
+                };
+                self.rules.bound(&req.method, tool)
+            }
+            _ => None,
+        };
+        let answer = self.inner.call(env);
+        let Some(bound) = bound else {
+            return crate::boxed(answer);
+        };
+        let rules = self.rules.clone();
+        Box::pin(async move {
+            Ok(match answer.await? {
+                Some(Message::Response(response)) => Some(rules.apply(&bound, response)),
+                other => other,
+            })
+        })
+    }
+}

@@ -1,0 +1,63 @@
+"""The limit layer in front of server-everything, driven by the official
+Python SDK client: a resource's text cut to fit (and saying so), a result
+that cannot be cut refused with its size and the limit, listings trimmed,
+what fits passed as it came. Over stdio and over Streamable HTTP."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import mcp_types as types
+import pytest
+from mcp.shared.exceptions import MCPError
+
+import harness
+from harness import CONFIGS, Chain, everything_argv, open_session
+
+pytestmark = pytest.mark.anyio
+
+LIMIT = Chain("limit", CONFIGS / "limit.toml")
+
+
+@pytest.fixture(params=["stdio", "http"])
+def chain(request) -> Chain:
+    harness.require_chain(LIMIT)
+    if request.param == "http":
+        return dataclasses.replace(LIMIT, url=request.getfixturevalue("everything_http"))
+    return LIMIT
+
+
+def session(chain: Chain):
+    server = [chain.url] if chain.url else everything_argv()
+    return open_session(server, chain, label=f"mcp-chain[{chain.id}]")
+
+
+async def test_resource_text_is_cut_to_fit_and_says_so(chain: Chain):
+    async with session(chain) as conn:
+        read = await conn.session.read_resource("demo://resource/static/document/features.md")
+        content = read.contents[0]
+        assert isinstance(content, types.TextResourceContents)
+        assert "[mcp-chain: cut to fit 300 bytes; the whole result was" in content.text, content.text
+        result = [m for d, m in conn.wire if d == "in" and m.get("id") is not None and "result" in m][-1]["result"]
+        assert len(json.dumps(result, ensure_ascii=False, separators=(",", ":")).encode()) <= 300
+
+
+async def test_a_result_that_cannot_be_cut_is_refused(chain: Chain):
+    async with session(chain) as conn:
+        with pytest.raises(MCPError) as refused:
+            await conn.session.call_tool("get-structured-content", {"location": "Chicago"})
+        error = refused.value.error
+        assert error.code == 403, error
+        assert error.data["layer"] == "limit" and error.data["reason"] == "too_large", error.data
+        assert error.data["limit"] == 50 and error.data["size"] > 50, error.data
+        assert "structuredContent" in error.message, error.message
+        # What fits passes as it came.
+        result = await conn.session.call_tool("echo", {"message": "fits"})
+        assert result.content[0].text == "Echo: fits"
+
+
+async def test_listings_are_trimmed(chain: Chain):
+    async with session(chain) as conn:
+        tools = await conn.session.list_tools()
+        assert len(tools.tools) == 5, [t.name for t in tools.tools]
