@@ -6,7 +6,7 @@
 //! how each wraps the rest of a chain: adding a layer is adding a line here.
 
 use crate::chain::ChainService;
-use mcp_chain_middleware::{audit, filter, limit, log, rate_limit, rewrite, timeout};
+use mcp_chain_middleware::{audit, filter, limit, log, rate_limit, rewrite, timeout, validate};
 use serde::Deserialize;
 use tower::Layer;
 
@@ -65,6 +65,7 @@ layers! {
     RateLimit => "rate_limit", rate_limit::RateLimitConfig, rate_limit::RateLimitLayer;
     Timeout => "timeout", timeout::TimeoutConfig, timeout::TimeoutLayer;
     Limit => "limit", limit::LimitConfig, limit::LimitLayer;
+    Validate => "validate", validate::ValidateConfig, validate::ValidateLayer;
     Log => "log", log::LogConfig, log::LogLayer;
 }
 

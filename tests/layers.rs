@@ -434,3 +434,46 @@ async fn limit_cuts_refuses_and_trims_through_the_binary() {
     let list = proxy.request(json!(4), "tools/list", json!({})).await;
     assert_eq!(names(&list, "tools", "name").len(), 3, "{list}");
 }
+
+#[tokio::test]
+async fn validate_refuses_arguments_that_do_not_fit_and_the_server_sees_nothing() {
+    let dir = TempDir::new("validate");
+    let mut proxy = with_layers(&dir, "[[middleware]]\ntype = \"validate\"\n");
+    proxy.initialize("2025-11-25").await;
+    let schema =
+        json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]});
+    let listing = json!({"tools": [{"name": "echo", "inputSchema": schema}]});
+    proxy
+        .request(json!(1), "tools/list", json!({"fixtureReply": listing}))
+        .await;
+    let refused = proxy
+        .request(
+            json!(2),
+            "tools/call",
+            json!({"name": "echo", "arguments": {"text": 42}}),
+        )
+        .await;
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    assert_eq!(refused["error"]["data"]["reason"], "invalid_arguments");
+    assert_eq!(refused["error"]["data"]["errors"][0]["pointer"], "/text");
+    let fits = proxy
+        .request(
+            json!(3),
+            "tools/call",
+            json!({"name": "echo", "arguments": {"text": "hi"}}),
+        )
+        .await;
+    assert!(fits.get("result").is_some(), "{fits}");
+    let calls: Vec<Value> = proxy
+        .server_received()
+        .await
+        .into_iter()
+        .filter(|m| m["method"] == "tools/call")
+        .collect();
+    assert_eq!(
+        calls.len(),
+        1,
+        "only the call that fits reached the server: {calls:?}"
+    );
+    assert_eq!(calls[0]["params"]["arguments"]["text"], "hi");
+}

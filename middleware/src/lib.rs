@@ -38,6 +38,8 @@
 //!   (429) or hold a request back, never stalling other traffic.
 //! - [`timeout`]: a deadline per request; -32001 to the client, a
 //!   cancellation to the server.
+//! - [`validate`]: a tool's arguments checked against its inputSchema
+//!   before the server sees them.
 //! - [`limit`]: results that fit: refused or cut past a size, listings
 //!   trimmed to a number of items.
 //! - [`units`]: durations (`"2s"`) and rates (`"5/s"`) as written in configs.
@@ -58,6 +60,7 @@ pub mod rewrite;
 pub mod target;
 pub mod timeout;
 pub mod units;
+pub mod validate;
 
 pub use envelope::{Delivered, DeliveryTicket, Direction, Envelope};
 pub use message::{ErrorCode, ErrorObject, Message, RequestId};

@@ -1,7 +1,8 @@
-"""The limit layer in front of server-everything, driven by the official
-Python SDK client: a resource's text cut to fit (and saying so), a result
-that cannot be cut refused with its size and the limit, listings trimmed,
-what fits passed as it came. Over stdio and over Streamable HTTP."""
+"""The guard layers in front of server-everything, driven by the official
+Python SDK client, over stdio and over Streamable HTTP. limit: a resource's
+text cut to fit (and saying so), a result that cannot be cut refused with
+its size and the limit, listings trimmed, what fits passed as it came.
+validate: a wrong argument type refused before the server sees it."""
 
 from __future__ import annotations
 
@@ -61,3 +62,33 @@ async def test_listings_are_trimmed(chain: Chain):
     async with session(chain) as conn:
         tools = await conn.session.list_tools()
         assert len(tools.tools) == 5, [t.name for t in tools.tools]
+
+
+# === validate ===
+
+VALIDATE = Chain("validate", CONFIGS / "validate.toml")
+
+
+@pytest.fixture(params=["stdio", "http"])
+def validating(request) -> Chain:
+    harness.require_chain(VALIDATE)
+    if request.param == "http":
+        return dataclasses.replace(VALIDATE, url=request.getfixturevalue("everything_http"))
+    return VALIDATE
+
+
+async def test_validate_refuses_a_wrong_argument_type(validating: Chain):
+    async with session(validating) as conn:
+        # Before any listing: the layer asks for one itself.
+        with pytest.raises(MCPError) as refused:
+            await conn.session.call_tool("get-sum", {"a": "two", "b": 3})
+        error = refused.value.error
+        assert error.code == -32602, error
+        assert error.data["layer"] == "validate" and error.data["reason"] == "invalid_arguments", error.data
+        assert [e["pointer"] for e in error.data["errors"]] == ["/a"], error.data
+        assert error.message.startswith("mcp-chain validate:"), error.message
+        result = await conn.session.call_tool("get-sum", {"a": 2, "b": 3})
+        assert "5" in result.content[0].text
+        # A structured result that fits its outputSchema passes.
+        weather = await conn.session.call_tool("get-structured-content", {"location": "Chicago"})
+        assert weather.structured_content is not None
