@@ -11,7 +11,8 @@
 //!
 //! The schemas come from the `tools/list` answers the chain relays, as they
 //! stand at this layer's place in it (after the layers inside it renamed
-//! anything), and are compiled once per listing, not per call. A call that
+//! anything). Each is compiled when a call first needs it, and kept while
+//! the listings repeat it unchanged: never once per call. A call that
 //! comes before any listing has named its tool makes the layer ask for the
 //! listing itself, once (all pages), through the layers inside it.
 //!

@@ -1,24 +1,38 @@
-//! The tools' schemas, compiled once per listing, and what a check finds.
+//! The tools' schemas, and what a check finds. A schema is compiled the
+//! first time a call needs it, and kept while the listings repeat it: a
+//! client that lists a thousand tools every minute and calls three pays
+//! for three compilations, once.
 
 use crate::message::Payload;
 use jsonschema::Validator;
 use serde_json::{json, Value};
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// At most this many errors are reported for one check.
 const MAX_ERRORS: usize = 20;
 
-/// One tool's compiled schemas. `Err` holds why a schema cannot be used.
+/// One tool's schemas as listed, compiled when first needed. `Err` holds
+/// why a schema cannot be used.
 #[derive(Debug)]
 pub(super) struct Tool {
-    input: Result<Validator, String>,
-    output: Option<Result<Validator, String>>,
+    input_schema: Option<Value>,
+    output_schema: Option<Value>,
+    input: OnceLock<Result<Validator, String>>,
+    output: OnceLock<Option<Result<Validator, String>>>,
 }
 
-/// Every tool the listings named, by name.
+/// Every tool the listings named, by name, and the last listing pages
+/// learned as they came (a page that comes again as it was teaches
+/// nothing, and is not read again).
 #[derive(Debug, Default)]
-pub(super) struct Schemas(Mutex<HashMap<String, Arc<Tool>>>);
+pub(super) struct Schemas {
+    tools: Mutex<HashMap<String, Arc<Tool>>>,
+    pages: Mutex<Vec<Vec<u8>>>,
+}
+
+/// Pages remembered as they came.
+const PAGES_KEPT: usize = 8;
 
 /// What is wrong with an instance: a message, and `data.errors`.
 #[derive(Debug)]
@@ -29,7 +43,7 @@ pub(super) struct Invalid {
 
 impl Schemas {
     pub(super) fn get(&self, name: &str) -> Option<Arc<Tool>> {
-        self.0
+        self.tools
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .get(name)
@@ -39,25 +53,44 @@ impl Schemas {
     /// Learns the tools of a `tools/list` result; `false` when it cannot
     /// be read.
     pub(super) fn learn(&self, result: &Payload) -> bool {
+        let text = result.text().map(|t| t.as_bytes());
+        if let Some(text) = text {
+            let pages = self.pages.lock().unwrap_or_else(|e| e.into_inner());
+            if pages.iter().any(|page| page.as_slice() == text) {
+                return true;
+            }
+        }
         let Ok(Some(Value::Array(tools))) = result.member("tools") else {
             return false;
         };
-        let learned: Vec<(String, Arc<Tool>)> = tools
-            .iter()
-            .filter_map(|tool| {
-                let name = tool.get("name")?.as_str()?.to_owned();
-                let input = match tool.get("inputSchema") {
-                    Some(schema) => compile(schema),
-                    None => Err("the tool lists no inputSchema".to_owned()),
+        if let Some(text) = text {
+            let mut pages = self.pages.lock().unwrap_or_else(|e| e.into_inner());
+            if pages.len() == PAGES_KEPT {
+                pages.remove(0);
+            }
+            pages.push(text.to_vec());
+        }
+        let mut known = self.tools.lock().unwrap_or_else(|e| e.into_inner());
+        for mut tool in tools {
+            let Some(Value::String(name)) = tool.get_mut("name").map(Value::take) else {
+                continue;
+            };
+            let input_schema = tool.get_mut("inputSchema").map(Value::take);
+            let output_schema = tool.get_mut("outputSchema").map(Value::take);
+            // The same schemas as before keep what was compiled of them.
+            let same = known.get(&name).is_some_and(|t| {
+                t.input_schema == input_schema && t.output_schema == output_schema
+            });
+            if !same {
+                let tool = Tool {
+                    input_schema,
+                    output_schema,
+                    input: OnceLock::new(),
+                    output: OnceLock::new(),
                 };
-                let output = tool.get("outputSchema").map(compile);
-                Some((name, Arc::new(Tool { input, output })))
-            })
-            .collect();
-        self.0
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .extend(learned);
+                known.insert(name, Arc::new(tool));
+            }
+        }
         true
     }
 }
@@ -69,7 +102,11 @@ fn compile(schema: &Value) -> Result<Validator, String> {
 impl Tool {
     /// Checks a call's arguments.
     pub(super) fn check_input(&self, name: &str, arguments: &Value) -> Result<(), Invalid> {
-        match &self.input {
+        let input = self.input.get_or_init(|| match &self.input_schema {
+            Some(schema) => compile(schema),
+            None => Err("the tool lists no inputSchema".to_owned()),
+        });
+        match input {
             Ok(validator) => check(validator, arguments, &format!("the arguments of {name} do not fit its inputSchema")),
             Err(why) => Err(Invalid {
                 message: format!("the inputSchema of {name} cannot be used ({why}); the call is refused rather than passed unchecked"),
@@ -81,7 +118,10 @@ impl Tool {
     /// Checks a result's `structuredContent`, when the tool has an
     /// `outputSchema`.
     pub(super) fn check_output(&self, name: &str, structured: &Value) -> Result<(), Invalid> {
-        match &self.output {
+        let output = self
+            .output
+            .get_or_init(|| self.output_schema.as_ref().map(compile));
+        match output {
             None => Ok(()),
             Some(Ok(validator)) => check(
                 validator,

@@ -222,3 +222,31 @@ async fn output_is_checked_when_asked() {
         "an isError result passes: {passed}"
     );
 }
+
+#[tokio::test]
+async fn a_later_listing_replaces_a_changed_schema() {
+    let strict = json!([{"name": "t", "inputSchema": {"type": "object", "required": ["a"]}}]);
+    let loose = json!([{"name": "t", "inputSchema": {"type": "object"}}]);
+    let layer = layer(false);
+    let list = |server: &Server| {
+        let svc = layer.layer(server.service());
+        let listing = Message::request(9, "tools/list", None);
+        svc.oneshot(Envelope::new(Direction::ToServer, listing))
+    };
+    let first = Server::new(strict.clone(), json!({"content": []}));
+    list(&first).await.expect("listed");
+    let refused = call(&layer, &first, 1, "t", json!({})).await;
+    assert_eq!(refused["error"]["data"]["reason"], "invalid_arguments");
+    let again = Server::new(strict, json!({"content": []}));
+    list(&again).await.expect("listed");
+    assert!(call(&layer, &again, 2, "t", json!({}))
+        .await
+        .get("error")
+        .is_some());
+    let second = Server::new(loose, json!({"content": []}));
+    list(&second).await.expect("listed");
+    assert!(call(&layer, &second, 3, "t", json!({}))
+        .await
+        .get("result")
+        .is_some());
+}
