@@ -67,6 +67,7 @@ class State:
     streams: dict[str, queue.Queue] = field(default_factory=dict)
     legacy_endpoint: str = ""
     get_stream: bool = False
+    get_count: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def posts(self, rpc_method: str | None = None) -> list[Seen]:
@@ -305,8 +306,14 @@ class Handler(BaseHTTPRequestHandler):
             return
         if not get_stream:
             return self.send_status(405)
+        # Each GET stream says one thing, with an event id and a short
+        # retry, and ends: the client reopens it after the id it last saw.
         self.start_events()
-        self.event({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+        with self.state.lock:
+            self.state.get_count += 1
+            n = self.state.get_count
+        note = {"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": f"stream {n}"}}
+        self.event({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"} if n == 1 else note, event_id=f"g{n}", retry=50)
 
     def do_DELETE(self) -> None:
         self.record(None)

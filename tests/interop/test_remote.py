@@ -276,13 +276,18 @@ def test_an_event_over_the_cap_is_dropped_not_buffered(fixture: Fixture):
     proxy.close()
 
 
-def test_the_servers_own_stream_is_relayed(fixture: Fixture):
+def test_the_servers_own_stream_is_relayed_and_reopened_after_its_last_event(fixture: Fixture):
     fixture.state.get_stream = True
     proxy = Proxy(fixture.url)
     proxy.initialize()
     seen = proxy.read()
     assert seen == {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}
+    # The stream ended; reopened after the server's retry, from its last id.
+    again = proxy.read()
+    assert again["params"]["data"] == "stream 2", again
     proxy.close()
+    gets = [g.headers.get("last-event-id") for g in fixture.state.requests("GET")]
+    assert gets[:2] == [None, "g1"], gets
 
 
 def test_an_unreachable_server_fails_each_request_and_nothing_hangs():
