@@ -23,7 +23,7 @@ use crate::connector::Handshake;
 use crate::relay::{Owed, Side, Unwritten};
 use crate::transport::codec::{Frame, FrameReader};
 use crate::transport::writer;
-use mcp_chain_middleware::message::{method, Incoming, Request};
+use mcp_chain_middleware::message::{method, Incoming};
 use mcp_chain_middleware::{Direction, Envelope, Message};
 use serde_json::Value;
 use std::time::Duration;
@@ -198,18 +198,9 @@ impl Supervisor {
         else {
             return Ok(None);
         };
-        // A string id: the connector's own ids are numbers, so the two
-        // cannot meet, and this answer is read here, never routed.
-        let id = "mcp-chain-replay";
         let stdin = child.stdin_mut().ok_or("the server has no stdin")?;
         let mut line = Vec::new();
-        let request = Request {
-            id: id.into(),
-            method: method::INITIALIZE.to_owned(),
-            params: Some(params),
-            extra: Default::default(),
-        };
-        Message::Request(request).write_line(&mut line);
+        Handshake::replayed_initialize(params).write_line(&mut line);
         stdin.write_all(&line).await.map_err(|e| e.to_string())?;
         stdin.flush().await.map_err(|e| e.to_string())?;
         let result = tokio::time::timeout(REPLAY_TIMEOUT, async {
@@ -222,14 +213,16 @@ impl Supervisor {
                 };
                 if let Ok(Incoming::Single(Ok(msg))) = parsed {
                     match msg {
-                        Message::Response(r) if r.id == id.into() => return Ok(r.result),
-                        Message::Error(e) if e.id == Some(id.into()) => {
-                            return Err(format!("it refused initialize: {}", e.error.message))
-                        }
-                        other => tracing::debug!(
+                        other if !Handshake::answers_replay(&other) => tracing::debug!(
                             kind = other.kind(),
                             "skipping a message during the replayed handshake"
                         ),
+                        Message::Error(e) => {
+                            return Err(format!("it refused initialize: {}", e.error.message))
+                        }
+                        Message::Response(r) => return Ok(r.result),
+                        // Only a response or an error answers.
+                        Message::Request(_) | Message::Notification(_) => {}
                     }
                 }
             }

@@ -68,40 +68,45 @@ def everything_argv(*extra: str) -> list[str]:
 
 
 @contextlib.contextmanager
-def everything_served(mode: str = "streamableHttp"):
-    """server-everything serving over HTTP (`streamableHttp` at /mcp, or legacy
-    `sse` at /sse) on a free loopback port, for the run: yields the URL a
-    client is given. Without RUN_MARKER in its command line, so the per-test
-    cleanup leaves it running."""
+def listening(argv: list[str], port: int, label: str, env: dict[str, str] | None = None, wait_s: float = 20):
+    """Starts `argv`, waits (bounded) until it listens on `port` on loopback,
+    and ends it afterwards. Its output goes to a stderr file of the test."""
     import socket
 
-    port = free_port()
-    stderr = new_stderr_file(f"server-everything[{mode}]")
+    stderr = new_stderr_file(label)
     with open(stderr, "w") as errlog:
         proc = subprocess.Popen(
-            [NODE, str(EVERYTHING), mode],
-            env={**os.environ, "PORT": str(port)},
-            stdin=subprocess.DEVNULL,
-            stdout=errlog,
-            stderr=errlog,
+            argv, env={**os.environ, **(env or {})}, stdin=subprocess.DEVNULL, stdout=errlog, stderr=errlog
         )
     try:
 
         def is_open() -> bool:
             if proc.poll() is not None:
-                raise AssertionError(f"server-everything {mode} exited with {proc.returncode}")
+                raise AssertionError(f"{label} exited with {proc.returncode}")
             with socket.socket() as s:
                 s.settimeout(0.2)
                 return s.connect_ex(("127.0.0.1", port)) == 0
 
-        assert wait_until(is_open, 20, 0.1), f"server-everything {mode} not listening on {port}"
-        yield f"http://127.0.0.1:{port}/{'sse' if mode == 'sse' else 'mcp'}"
+        assert wait_until(is_open, wait_s, 0.1), f"{label} not listening on {port}"
+        yield
     finally:
         proc.terminate()
         try:
             proc.wait(5)
         except subprocess.TimeoutExpired:
             proc.kill()
+
+
+@contextlib.contextmanager
+def everything_served(mode: str = "streamableHttp"):
+    """server-everything serving over HTTP (`streamableHttp` at /mcp, or legacy
+    `sse` at /sse) on a free loopback port, for the run: yields the URL a
+    client is given. Without RUN_MARKER in its command line, so the per-test
+    cleanup leaves it running."""
+    port = free_port()
+    argv = [NODE, str(EVERYTHING), mode]
+    with listening(argv, port, f"server-everything[{mode}]", env={"PORT": str(port)}):
+        yield f"http://127.0.0.1:{port}/{'sse' if mode == 'sse' else 'mcp'}"
 
 
 def end_leftovers() -> list[int]:

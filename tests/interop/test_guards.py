@@ -21,12 +21,18 @@ pytestmark = pytest.mark.anyio
 LIMIT = Chain("limit", CONFIGS / "limit.toml")
 
 
+def reached(chain: Chain, request) -> Chain:
+    """`chain`, with server-everything as its child (stdio) or at its
+    Streamable HTTP URL, as the fixture's parameter says."""
+    harness.require_chain(chain)
+    if request.param == "http":
+        return dataclasses.replace(chain, url=request.getfixturevalue("everything_http"))
+    return chain
+
+
 @pytest.fixture(params=["stdio", "http"])
 def chain(request) -> Chain:
-    harness.require_chain(LIMIT)
-    if request.param == "http":
-        return dataclasses.replace(LIMIT, url=request.getfixturevalue("everything_http"))
-    return LIMIT
+    return reached(LIMIT, request)
 
 
 def session(chain: Chain):
@@ -71,10 +77,7 @@ VALIDATE = Chain("validate", CONFIGS / "validate.toml")
 
 @pytest.fixture(params=["stdio", "http"])
 def validating(request) -> Chain:
-    harness.require_chain(VALIDATE)
-    if request.param == "http":
-        return dataclasses.replace(VALIDATE, url=request.getfixturevalue("everything_http"))
-    return VALIDATE
+    return reached(VALIDATE, request)
 
 
 async def test_validate_refuses_a_wrong_argument_type(validating: Chain):

@@ -360,12 +360,8 @@ def test_a_stateless_server_takes_the_routing_headers_after_a_rename(tmp_path):
     the header must name the tool the server has, not the one the client
     called."""
     port = harness.free_port()
-    stderr = harness.new_stderr_file("stateless-server")
     python = str(harness.REPO / ".venv/bin/python")
-    with open(stderr, "w") as errlog:
-        server = subprocess.Popen([python, str(STATELESS_SERVER), str(port)], stdout=errlog, stderr=errlog)
-    try:
-        assert harness.wait_until(lambda: _listening(port, server), 30, 0.1), "the stateless server did not start"
+    with harness.listening([python, str(STATELESS_SERVER), str(port)], port, "stateless-server", wait_s=30):
         config = tmp_path / "prefix.toml"
         config.write_text('[[middleware]]\ntype = "rewrite"\ntool_prefix = "py_"\n')
         proxy = Proxy(f"http://127.0.0.1:{port}/mcp", "--config", str(config))
@@ -383,19 +379,6 @@ def test_a_stateless_server_takes_the_routing_headers_after_a_rename(tmp_path):
         answer = proxy.answer(3)
         assert answer["result"]["structuredContent"] == {"result": 5}, answer
         proxy.close()
-    finally:
-        server.terminate()
-        server.wait(10)
-
-
-def _listening(port: int, proc: subprocess.Popen) -> bool:
-    import socket
-
-    if proc.poll() is not None:
-        raise AssertionError(f"the server exited with {proc.returncode}")
-    with socket.socket() as s:
-        s.settimeout(0.2)
-        return s.connect_ex(("127.0.0.1", port)) == 0
 
 
 # === TLS ===

@@ -8,43 +8,17 @@ from __future__ import annotations
 
 import contextlib
 import json
-import socket
-import subprocess
 
 import mcp_types as types
 import pytest
 
 import harness
-from harness import NODE, PERMISSIVE, SUPERGATEWAY, everything_argv, open_session
+from harness import NODE, PERMISSIVE, SUPERGATEWAY, everything_argv, listening, open_session
 from test_remote import Proxy, text
 
 pytestmark = pytest.mark.anyio
 
 DEVICE = harness.INTEROP / "ws_device.cjs"
-
-
-@contextlib.contextmanager
-def listening(argv: list[str], port: int, label: str):
-    stderr = harness.new_stderr_file(label)
-    with open(stderr, "w") as errlog:
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=errlog, stderr=errlog)
-    try:
-
-        def is_open() -> bool:
-            if proc.poll() is not None:
-                raise AssertionError(f"{label} exited with {proc.returncode}")
-            with socket.socket() as s:
-                s.settimeout(0.2)
-                return s.connect_ex(("127.0.0.1", port)) == 0
-
-        assert harness.wait_until(is_open, 20, 0.1), f"{label} not listening on {port}"
-        yield
-    finally:
-        proc.terminate()
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(5)
-        if proc.poll() is None:
-            proc.kill()
 
 
 @pytest.fixture

@@ -1,10 +1,8 @@
 //! `[[middleware]] type = "limit"` as written in the TOML, and its checks.
 
 use super::service::{Action, LimitLayer, Rules};
-use crate::pattern::Pattern;
-use serde::de::{Deserializer, MapAccess, Visitor};
+use crate::pattern::Table;
 use serde::Deserialize;
-use std::fmt;
 
 /// The word that lifts the limit for the tools or methods it names.
 const NO_LIMIT: &str = "none";
@@ -19,10 +17,10 @@ pub struct LimitConfig {
     pub max_result_bytes: Option<Size>,
     /// Tool-name pattern → limit for `tools/call`, first match wins.
     #[serde(default)]
-    pub tools: Sizes,
+    pub tools: Table<Size>,
     /// Method pattern → limit, first match wins; checked after `tools`.
     #[serde(default)]
-    pub methods: Sizes,
+    pub methods: Table<Size>,
     /// `"refuse"` (default) or `"truncate"`.
     #[serde(default)]
     pub action: Option<String>,
@@ -39,30 +37,6 @@ pub enum Size {
     Text(String),
 }
 
-/// A TOML table of pattern → size, in the order written.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Sizes(pub Vec<(String, Size)>);
-
-impl<'de> Deserialize<'de> for Sizes {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct Entries;
-        impl<'de> Visitor<'de> for Entries {
-            type Value = Sizes;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a table of pattern = size")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Sizes, A::Error> {
-                let mut entries = Vec::new();
-                while let Some(entry) = map.next_entry::<String, Size>()? {
-                    entries.push(entry);
-                }
-                Ok(Sizes(entries))
-            }
-        }
-        d.deserialize_map(Entries)
-    }
-}
-
 // === impl LimitConfig ===
 
 impl LimitConfig {
@@ -72,8 +46,8 @@ impl LimitConfig {
             Some(size) => size.bytes().map_err(|e| format!("max_result_bytes: {e}"))?,
             None => None,
         };
-        let tools = patterns(&self.tools, "tools")?;
-        let methods = patterns(&self.methods, "methods")?;
+        let tools = self.tools.compile("tools", Size::bytes)?;
+        let methods = self.methods.compile("methods", Size::bytes)?;
         let action = match self.action.as_deref() {
             None | Some("refuse") => Action::Refuse,
             Some("truncate") => Action::Truncate,
@@ -98,19 +72,6 @@ impl LimitConfig {
             max_list_items: self.max_list_items,
         }))
     }
-}
-
-fn patterns(map: &Sizes, key: &str) -> Result<Vec<(Pattern, Option<usize>)>, String> {
-    map.0
-        .iter()
-        .map(|(pattern, size)| {
-            let at = |e: String| format!("{key}.{pattern:?}: {e}");
-            Ok((
-                Pattern::new(pattern).map_err(at)?,
-                size.bytes().map_err(at)?,
-            ))
-        })
-        .collect()
 }
 
 // === impl Size ===

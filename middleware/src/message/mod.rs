@@ -155,6 +155,16 @@ impl Message {
         }
     }
 
+    /// Whether this is the answer (a response or an error) to the request
+    /// `id`.
+    pub fn answers(&self, id: &RequestId) -> bool {
+        match self {
+            Self::Response(r) => r.id == *id,
+            Self::Error(e) => e.id.as_ref() == Some(id),
+            Self::Request(_) | Self::Notification(_) => false,
+        }
+    }
+
     /// `params` of a request or notification.
     pub fn params(&self) -> Option<&Payload> {
         match self {

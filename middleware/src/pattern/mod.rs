@@ -14,6 +14,8 @@
 //! `re:^...$`-style anchors are implied: `re:read_.*` must match the whole
 //! name, as a glob does, so `re:read` never matches `unread_file`.
 //!
+//! [`Table`] is a config table of pattern = value, first match wins.
+//!
 //! [`PatternList`] is an allow/deny pair: deny wins over allow, and an allow
 //! list (even an empty one) means everything it does not name is denied.
 //!
@@ -23,9 +25,11 @@
 
 mod glob;
 mod list;
+mod table;
 pub mod uri;
 
 pub use list::{AllowDenyConfig, PatternList};
+pub use table::Table;
 
 use regex::Regex;
 use std::fmt;

@@ -1,11 +1,9 @@
 //! `[[middleware]] type = "timeout"` as written in the TOML, and its checks.
 
 use super::layer::{Deadline, Rules, TimeoutLayer};
-use crate::pattern::Pattern;
+use crate::pattern::Table;
 use crate::units::parse_duration;
-use serde::de::{Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
-use std::fmt;
 use std::time::Duration;
 
 /// The word that turns a deadline off for the tools or methods it names.
@@ -20,10 +18,10 @@ pub struct TimeoutConfig {
     pub default: Option<String>,
     /// Tool-name pattern → deadline for `tools/call`, first match wins.
     #[serde(default)]
-    pub tools: OrderedMap,
+    pub tools: Table<String>,
     /// Method pattern → deadline, first match wins; checked after `tools`.
     #[serde(default)]
-    pub methods: OrderedMap,
+    pub methods: Table<String>,
     /// Each `notifications/progress` for the request starts its deadline over.
     #[serde(default)]
     pub reset_on_progress: bool,
@@ -31,31 +29,6 @@ pub struct TimeoutConfig {
     /// progress it reports.
     #[serde(default)]
     pub max_total: Option<String>,
-}
-
-/// A TOML table kept in the order it was written, so "first match wins"
-/// means what the user sees in the file.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct OrderedMap(pub Vec<(String, String)>);
-
-impl<'de> Deserialize<'de> for OrderedMap {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct Entries;
-        impl<'de> Visitor<'de> for Entries {
-            type Value = OrderedMap;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a table of pattern = \"duration\"")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<OrderedMap, A::Error> {
-                let mut entries = Vec::new();
-                while let Some(entry) = map.next_entry::<String, String>()? {
-                    entries.push(entry);
-                }
-                Ok(OrderedMap(entries))
-            }
-        }
-        d.deserialize_map(Entries)
-    }
 }
 
 // === impl TimeoutConfig ===
@@ -68,8 +41,8 @@ impl TimeoutConfig {
             Some(text) => deadline(text).map_err(|e| format!("default: {e}"))?,
             None => None,
         };
-        let tools = patterns(&self.tools, "tools")?;
-        let methods = patterns(&self.methods, "methods")?;
+        let tools = self.tools.compile("tools", |text| deadline(text))?;
+        let methods = self.methods.compile("methods", |text| deadline(text))?;
         if default.is_none() && tools.iter().chain(&methods).all(|(_, d)| d.is_none()) {
             return Err(
                 "nothing to time out: set default, or a deadline under tools or methods".into(),
@@ -90,19 +63,6 @@ impl TimeoutConfig {
             max_total,
         }))
     }
-}
-
-fn patterns(map: &OrderedMap, key: &str) -> Result<Vec<(Pattern, Deadline)>, String> {
-    map.0
-        .iter()
-        .map(|(pattern, text)| {
-            let at = |e: String| format!("{key}.{pattern:?}: {e}");
-            Ok((
-                Pattern::new(pattern).map_err(at)?,
-                deadline(text).map_err(at)?,
-            ))
-        })
-        .collect()
 }
 
 /// A positive duration, or `"none"` for no deadline.

@@ -66,7 +66,7 @@ mod config;
 mod layer;
 mod service;
 
-pub use config::{OrderedMap, TimeoutConfig};
+pub use config::TimeoutConfig;
 pub use layer::TimeoutLayer;
 pub use service::Timeout;
 

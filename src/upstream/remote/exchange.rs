@@ -255,14 +255,9 @@ impl Exchange {
 /// Whether `read` is the answer to the request `id`.
 fn answers_to(read: &Read, id: &RequestId) -> bool {
     match read {
-        Read::Parsed(Incoming::Single(Ok(Message::Response(r)))) => r.id == *id,
-        Read::Parsed(Incoming::Single(Ok(Message::Error(e)))) => e.id.as_ref() == Some(id),
+        Read::Parsed(Incoming::Single(Ok(message))) => message.answers(id),
         // A 2025-03-26 server may answer inside a batch.
-        Read::Parsed(Incoming::Batch(items)) => items.iter().flatten().any(|m| match m {
-            Message::Response(r) => r.id == *id,
-            Message::Error(e) => e.id.as_ref() == Some(id),
-            _ => false,
-        }),
+        Read::Parsed(Incoming::Batch(items)) => items.iter().flatten().any(|m| m.answers(id)),
         Read::Unparsable {
             id: Some(found), ..
         }

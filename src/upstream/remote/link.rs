@@ -13,13 +13,14 @@
 
 use super::exchange::Exchange;
 use super::http::Failure;
-use super::session::{line, REPLAY_ID};
+use super::session::line;
 use super::{lines, Line, Upstream};
+use crate::connector::Handshake;
 use crate::relay::Read;
 use crate::transport::queue::Taken;
 use bytes::Bytes;
-use mcp_chain_middleware::message::{method, Incoming, Request};
-use mcp_chain_middleware::{Message, RequestId};
+use mcp_chain_middleware::message::{method, Incoming};
+use mcp_chain_middleware::Message;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
@@ -156,13 +157,7 @@ async fn send<L: Link>(exchange: &Exchange, link: &mut L, line: Line) {
 /// to-client side is gone.
 pub(super) async fn deliver(exchange: &Exchange, read: Read, replay: &mut Replay) -> bool {
     if let Read::Parsed(Incoming::Single(Ok(message))) = &read {
-        let replayed = RequestId::from(REPLAY_ID);
-        let is_replay = match message {
-            Message::Response(r) => r.id == replayed,
-            Message::Error(e) => e.id.as_ref() == Some(&replayed),
-            _ => false,
-        };
-        if is_replay {
+        if Handshake::answers_replay(message) {
             if let (Some(to), Read::Parsed(Incoming::Single(Ok(message)))) = (replay.take(), read) {
                 let _ = to.send(message);
             }
@@ -197,19 +192,19 @@ async fn reconnect<L: Link>(exchange: &Arc<Exchange>) -> Result<Connected<L>, Fa
 }
 
 async fn replayed<L: Link>(exchange: &Arc<Exchange>) -> Result<Connected<L>, Failure> {
-    let handshake = exchange.conn.handshake().filter(|h| h.initialize.is_some());
-    let Some(handshake) = handshake else {
+    let Some(Handshake {
+        initialize: Some(params),
+        initialized,
+        ..
+    }) = exchange.conn.handshake()
+    else {
+        // Nothing to replay: the client never initialized.
         let (link, reading) = L::connect(exchange, None).await?;
         return Ok(Connected { link, reading });
     };
     let (to, answer) = oneshot::channel();
     let (mut link, reading) = L::connect(exchange, Some(to)).await?;
-    let request = Message::Request(Request {
-        id: REPLAY_ID.into(),
-        method: method::INITIALIZE.to_owned(),
-        params: handshake.initialize,
-        extra: Default::default(),
-    });
+    let request = Handshake::replayed_initialize(params);
     let refused = |detail: String| {
         reading.abort();
         Failure::new("session", detail)
@@ -234,7 +229,7 @@ async fn replayed<L: Link>(exchange: &Arc<Exchange>) -> Result<Connected<L>, Fai
             e.error.message
         )));
     }
-    if handshake.initialized {
+    if initialized {
         let note = Message::notification(method::NOTIFICATION_INITIALIZED, None);
         link.send(exchange, line(&note)).await?;
     }

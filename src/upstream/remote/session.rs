@@ -18,8 +18,8 @@ use super::routing::Routing;
 use crate::connector::Handshake;
 use crate::relay::Read;
 use bytes::Bytes;
-use mcp_chain_middleware::message::{method, Incoming, Request};
-use mcp_chain_middleware::{Message, RequestId};
+use mcp_chain_middleware::message::{method, Incoming};
+use mcp_chain_middleware::Message;
 use reqwest::header::HeaderValue;
 use reqwest::Response;
 use std::time::Duration;
@@ -27,10 +27,6 @@ use tokio::sync::{watch, Mutex};
 
 /// How long the server gets to answer a replayed `initialize`.
 const REPLAY_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// The replayed `initialize`'s id: a string, where the connector's ids are
-/// numbers, so the two cannot meet.
-pub(super) const REPLAY_ID: &str = "mcp-chain-replay";
 
 /// What every request carries, as of one moment.
 #[derive(Debug, Clone, Default)]
@@ -127,12 +123,7 @@ impl Session {
             self.set(None);
             return Ok(());
         };
-        let request = Message::Request(Request {
-            id: REPLAY_ID.into(),
-            method: method::INITIALIZE.to_owned(),
-            params: Some(params),
-            extra: Default::default(),
-        });
+        let request = Handshake::replayed_initialize(params);
         let response = http
             .post(
                 line(&request),
@@ -190,17 +181,15 @@ pub(super) fn line(message: &Message) -> Bytes {
 async fn answer_in(response: Response, cap: usize) -> Result<Message, Failure> {
     let mut answers = Answers::of(response, cap)
         .ok_or_else(|| Failure::new("session", "the server's answer to initialize is not JSON"))?;
-    let replay = RequestId::from(REPLAY_ID);
     while let Some(read) = answers.next().await? {
         if let Read::Parsed(Incoming::Single(Ok(message))) = read {
-            match &message {
-                Message::Response(r) if r.id == replay => return Ok(message),
-                Message::Error(e) if e.id.as_ref() == Some(&replay) => return Ok(message),
-                other => tracing::debug!(
-                    kind = other.kind(),
-                    "skipping a message during the replayed handshake"
-                ),
+            if Handshake::answers_replay(&message) {
+                return Ok(message);
             }
+            tracing::debug!(
+                kind = message.kind(),
+                "skipping a message during the replayed handshake"
+            );
         }
     }
     Err(Failure::new(
