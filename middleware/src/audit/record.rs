@@ -73,7 +73,7 @@ pub(super) struct Record<'a> {
     pub(super) input_requests: Option<Vec<String>>,
     pub(super) params: Option<&'a Payload>,
     pub(super) result: Option<&'a Payload>,
-    pub(super) error: Option<ErrorPayload<'a>>,
+    pub(super) error: Option<&'a ErrorObject>,
 }
 
 impl<'a> Record<'a> {
@@ -153,7 +153,7 @@ impl<'a> Record<'a> {
                     }
                     Message::Error(e) => {
                         self.error_outcome(&e.error);
-                        self.error = payloads.then_some(ErrorPayload(&e.error));
+                        self.error = payloads.then_some(&*e.error);
                     }
                     // Not an answer to a request; recorded as it came.
                     Message::Request(_) | Message::Notification(_) => self.outcome = Some("ok"),
@@ -263,17 +263,6 @@ fn key(out: &mut Vec<u8>, name: &str) {
     out.extend_from_slice(b",\"");
     out.extend_from_slice(name.as_bytes());
     out.extend_from_slice(b"\":");
-}
-
-/// `error` with its `code`, `message` and `data`, written in place.
-#[derive(Debug)]
-pub(super) struct ErrorPayload<'a>(&'a ErrorObject);
-
-impl Serialize for ErrorPayload<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        // Small, and only with payloads on: a Value copy keeps this short.
-        self.0.to_value().serialize(s)
-    }
 }
 
 /// Milliseconds with microsecond precision, for `duration_ms`.

@@ -1,6 +1,7 @@
 //! Protocol errors: the `error` member of a JSON-RPC error response, and the
 //! codes mcp-chain uses. docs/errors.md lists the same table.
 
+use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{Map, Value};
 use std::fmt;
 
@@ -93,15 +94,21 @@ impl ErrorObject {
             extra: map,
         })
     }
+}
 
-    pub fn to_value(&self) -> Value {
-        let mut map = Map::with_capacity(3 + self.extra.len());
-        map.insert("code".into(), self.code.0.into());
-        map.insert("message".into(), self.message.clone().into());
+/// Written as its members in order, without building a `Value`.
+impl Serialize for ErrorObject {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let len = 2 + usize::from(self.data.is_some()) + self.extra.len();
+        let mut map = s.serialize_map(Some(len))?;
+        map.serialize_entry("code", &self.code.0)?;
+        map.serialize_entry("message", &self.message)?;
         if let Some(data) = &self.data {
-            map.insert("data".into(), data.clone());
+            map.serialize_entry("data", data)?;
         }
-        map.extend(self.extra.iter().map(|(k, v)| (k.clone(), v.clone())));
-        Value::Object(map)
+        for (k, v) in &self.extra {
+            map.serialize_entry(k, v)?;
+        }
+        map.end()
     }
 }

@@ -109,6 +109,15 @@ impl Line<'_> {
         }))
     }
 
+    /// Whether `jsonrpc` is the string `"2.0"`, however spelled; checked
+    /// as a payload is.
+    fn version<E: serde::de::Error>(&self, raw: &RawValue) -> Result<bool, E> {
+        let text = raw.get();
+        check(text, self.outer).map_err(E::custom)?;
+        let spelled = || serde_json::from_str::<String>(text).is_ok_and(|s| s == VERSION);
+        Ok(text == r#""2.0""# || spelled())
+    }
+
     fn fields<'de, A: MapAccess<'de>>(&self, mut map: A) -> Result<Fields, A::Error> {
         let mut fields = Fields::default();
         while let Some(name) = map.next_key_seed(KeySeed)? {
@@ -116,7 +125,7 @@ impl Line<'_> {
             match name {
                 "params" => fields.params = Some(self.payload(map.next_value()?)?),
                 "result" => fields.result = Some(self.payload(map.next_value()?)?),
-                "jsonrpc" => fields.jsonrpc = Some(map.next_value_seed(Version)?),
+                "jsonrpc" => fields.jsonrpc = Some(self.version(map.next_value()?)?),
                 _ => fields.set(name, map.next_value_seed(ValueSeed)?),
             }
         }
@@ -200,41 +209,6 @@ pub(super) fn not_an_object() -> Invalid {
         id: None,
         reason: "a message must be a JSON object",
     }
-}
-
-/// Reads `jsonrpc`: whether it is the string `"2.0"`, however spelled.
-struct Version;
-
-impl<'de> DeserializeSeed<'de> for Version {
-    type Value = bool;
-
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<bool, D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
-impl<'de> Visitor<'de> for Version {
-    type Value = bool;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("\"2.0\"")
-    }
-
-    fn visit_str<E>(self, s: &str) -> Result<bool, E> {
-        Ok(s == VERSION)
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<bool, A::Error> {
-        while seq.next_element::<IgnoredAny>()?.is_some() {}
-        Ok(false)
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<bool, A::Error> {
-        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-        Ok(false)
-    }
-
-    scalars_are_not_messages!(false);
 }
 
 /// A message object's members: the envelope's own apart, every other one in

@@ -105,6 +105,25 @@ fn parse_sorts_lines() {
 }
 
 #[test]
+fn jsonrpc_is_2_0_however_spelled_and_refused_as_serde_json_refuses_it() {
+    let line = |version: &str| format!(r#"{{"jsonrpc":{version},"id":1,"method":"ping"}}"#);
+    for spelled in [r#""2.0""#, r#""2\u002e0""#, r#""\u0032.0""#] {
+        let msg = single(line(spelled).as_bytes());
+        assert_eq!(msg.method(), Some("ping"), "{spelled}");
+    }
+    for wrong in [r#""2.00""#, "2.0", r#"["2.0"]"#, r#"{"v":"2.0"}"#, "null"] {
+        let read = Incoming::parse(line(wrong).as_bytes()).expect("valid JSON");
+        assert!(matches!(read, Incoming::Single(Err(_))), "{wrong}");
+    }
+    // What serde_json refuses in a whole line is refused here too.
+    let deep = format!("{}{}", "[".repeat(200), "]".repeat(200));
+    for bad in [r#""\ud800""#, deep.as_str()] {
+        assert!(Incoming::parse(line(bad).as_bytes()).is_err(), "{bad}");
+        assert!(serde_json::from_str::<serde_json::Value>(&line(bad)).is_err());
+    }
+}
+
+#[test]
 fn deep_nesting_is_an_error_not_a_crash() {
     let deep = "[".repeat(100_000);
     assert!(Incoming::parse(deep.as_bytes()).is_err());

@@ -1,9 +1,8 @@
 //! Messages out, one line of JSON each: the envelope written as serde_json
 //! writes it, the payloads as they stand (see [`Payload::write`]).
 
-use super::{ErrorObject, Message, RequestId};
+use super::{Message, RequestId};
 use crate::payload::{Payload, Text, BIG_PAYLOAD_BYTES};
-use serde::ser::{Serialize, SerializeMap, Serializer};
 
 // === impl Message ===
 
@@ -87,7 +86,7 @@ impl Message {
                     None => out.put(b"null"),
                 }
                 out.put(br#","error":"#);
-                serde_json::to_writer(&mut *out, &ErrorSer(&e.error))
+                serde_json::to_writer(&mut *out, &e.error)
                     .expect("an error object always serializes");
                 (None, &b""[..], &e.extra)
             }
@@ -168,25 +167,5 @@ impl Out for Count {
 
     fn written(&self) -> usize {
         self.0
-    }
-}
-
-/// Serializes an [`ErrorObject`] without building an intermediate `Value`.
-struct ErrorSer<'a>(&'a ErrorObject);
-
-impl Serialize for ErrorSer<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let e = self.0;
-        let len = 2 + usize::from(e.data.is_some()) + e.extra.len();
-        let mut map = s.serialize_map(Some(len))?;
-        map.serialize_entry("code", &e.code.0)?;
-        map.serialize_entry("message", &e.message)?;
-        if let Some(d) = &e.data {
-            map.serialize_entry("data", d)?;
-        }
-        for (k, v) in &e.extra {
-            map.serialize_entry(k, v)?;
-        }
-        map.end()
     }
 }

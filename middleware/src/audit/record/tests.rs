@@ -73,7 +73,7 @@ fn a_line_is_json_with_every_field_in_order() {
         input_requests: Some(vec!["sampling/createMessage".into()]),
         params: Some(&params),
         result: Some(&params),
-        error: Some(ErrorPayload(&error)),
+        error: Some(&error),
     };
     let line = record.to_line();
     assert_eq!(line.last(), Some(&b'\n'));
@@ -89,7 +89,7 @@ fn a_line_is_json_with_every_field_in_order() {
         head: Some(&head),
         failure: record.failure.clone(),
         input_requests: record.input_requests.clone(),
-        error: Some(ErrorPayload(&error)),
+        error: Some(&error),
         ..record
     };
     assert_eq!(reused.to_line(), line);
