@@ -15,6 +15,7 @@ use std::path::PathBuf;
 ///   mcp-chain -- https://mcp.example.com/mcp
 ///   mcp-chain --config fs.toml
 ///   mcp-chain --config fs.toml -- uvx mcp-server-time
+///   mcp-chain --listen 127.0.0.1:8080 -- npx -y @modelcontextprotocol/server-everything
 ///   mcp-chain check --config fs.toml
 #[derive(Debug, Parser)]
 #[command(name = "mcp-chain", version, verbatim_doc_comment)]
@@ -48,6 +49,17 @@ pub struct Cli {
     /// proxy.shutdown_grace.
     #[arg(long, value_name = "DURATION")]
     pub shutdown_grace: Option<String>,
+
+    /// Serve the chain over HTTP on this address (127.0.0.1:8080) instead
+    /// of stdio: Streamable HTTP at /mcp, legacy HTTP+SSE at /sse, one
+    /// server session per client session. Overrides front.listen.
+    #[arg(long, value_name = "ADDR")]
+    pub listen: Option<String>,
+
+    /// Listen on an address other than loopback without front.tokens:
+    /// anyone who can reach the port can use the server.
+    #[arg(long)]
+    pub allow_unauthenticated: bool,
 
     /// A header sent with every request to a URL upstream, as "NAME: VALUE";
     /// repeatable, added to [upstream] headers. Prefer `headers` in the

@@ -10,6 +10,48 @@ use mcp_chain_middleware::{audit, filter, limit, log, rate_limit, rewrite, timeo
 use serde::Deserialize;
 use tower::Layer;
 
+/// A layer's instance for one session of the HTTP front.
+trait PerSession {
+    fn for_session(&self) -> Self;
+}
+
+/// Layers whose state is what the config says, nothing learned per
+/// session: every session shares them (the audit shares its file).
+macro_rules! shared_across_sessions {
+    ($($layer:ty),*) => {$(
+        impl PerSession for $layer {
+            fn for_session(&self) -> Self {
+                self.clone()
+            }
+        }
+    )*};
+}
+
+/// Layers that learn about their session (requests held, progress
+/// watched, schemas listed).
+macro_rules! fresh_per_session {
+    ($($layer:ty),*) => {$(
+        impl PerSession for $layer {
+            fn for_session(&self) -> Self {
+                <$layer>::for_session(self)
+            }
+        }
+    )*};
+}
+
+shared_across_sessions!(
+    audit::AuditLayer,
+    filter::FilterLayer,
+    rewrite::RewriteLayer,
+    limit::LimitLayer,
+    log::LogLayer
+);
+fresh_per_session!(
+    rate_limit::RateLimitLayer,
+    timeout::TimeoutLayer,
+    validate::ValidateLayer
+);
+
 macro_rules! layers {
     ($($variant:ident => $name:literal, $config:ty, $layer:ty;)*) => {
         /// One `[[middleware]]` table as written; `type` picks the layer.
@@ -45,6 +87,15 @@ macro_rules! layers {
             pub(crate) fn name(&self) -> &'static str {
                 match self {
                     $(Self::$variant(_) => $name,)*
+                }
+            }
+
+            /// The layer for one client session of the HTTP front (see
+            /// each layer's `for_session`; a layer without state of its
+            /// own is shared).
+            pub(crate) fn for_session(&self) -> Self {
+                match self {
+                    $(Self::$variant(layer) => Self::$variant(PerSession::for_session(layer)),)*
                 }
             }
 

@@ -28,6 +28,7 @@ pub mod relay;
 mod chain;
 mod check;
 mod connector;
+mod front;
 mod layers;
 mod transport;
 mod upstream;
@@ -51,6 +52,9 @@ pub fn main(cli: Cli) -> ExitCode {
             check::run(&config, &upstream_for(&config, &cli, server))
         }
         None => match upstream_for(&config, &cli, &cli.server) {
+            Ok(upstream) if config.front.listen.is_some() => {
+                listen(config, upstream, cli.allow_unauthenticated)
+            }
             Ok(upstream) => serve(&config, &upstream),
             Err(message) => {
                 eprintln!("mcp-chain: {message}");
@@ -67,6 +71,10 @@ fn effective_config(cli: &Cli) -> Result<Config, String> {
     };
     if let Some(bytes) = cli.max_message_bytes {
         config.max_message_bytes = usize::try_from(bytes).unwrap_or(usize::MAX);
+    }
+    if let Some(listen) = &cli.listen {
+        config.front.listen =
+            Some(config::parse_listen(listen).map_err(|e| format!("--listen: {e}"))?);
     }
     if let Some(grace) = &cli.shutdown_grace {
         config.shutdown_grace =
@@ -118,20 +126,46 @@ fn upstream_for(config: &Config, cli: &Cli, server: &[String]) -> Result<Upstrea
     Ok(upstream)
 }
 
+/// One thread: the relay is I/O-bound, and hand-offs between threads would
+/// cost more per message than the work itself.
+fn runtime() -> Result<tokio::runtime::Runtime, ExitCode> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| {
+            eprintln!("mcp-chain: cannot start the runtime: {e}");
+            ExitCode::FAILURE
+        })
+}
+
+/// Serves the chain over HTTP (`--listen`, `[front] listen`).
+fn listen(config: Config, upstream: UpstreamConfig, allow_unauthenticated: bool) -> ExitCode {
+    let Some(addr) = config.front.listen else {
+        return ExitCode::FAILURE;
+    };
+    if let Err(message) = front::check_exposure(&config.front, addr, allow_unauthenticated) {
+        eprintln!("mcp-chain: {message}");
+        return ExitCode::FAILURE;
+    }
+    let runtime = match runtime() {
+        Ok(rt) => rt,
+        Err(code) => return code,
+    };
+    match runtime.block_on(async { front::run(config, upstream, addr, signals()).await }) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("mcp-chain: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
 fn serve(config: &Config, upstream: &UpstreamConfig) -> ExitCode {
     // If whoever started us dies without closing our stdin, stop anyway.
     let _ = rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::TERM));
-    // One thread: the relay is I/O-bound, and hand-offs between threads
-    // would cost more per message than the work itself.
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
+    let runtime = match runtime() {
         Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("mcp-chain: cannot start the runtime: {e}");
-            return ExitCode::FAILURE;
-        }
+        Err(code) => return code,
     };
     let result = runtime.block_on(async {
         let stdin = transport::stdio::stdin().map_err(|e| format!("stdin: {e}"))?;

@@ -12,6 +12,8 @@ pub(crate) struct ConfigFile {
     #[serde(default)]
     pub(crate) proxy: ProxyFile,
     #[serde(default)]
+    pub(crate) front: super::front::FrontFile,
+    #[serde(default)]
     pub(crate) middleware: Vec<toml::Spanned<MiddlewareFile>>,
 }
 

@@ -5,10 +5,12 @@
 mod error;
 mod expand;
 mod file;
+mod front;
 mod upstream;
 mod validate;
 
 pub use error::ConfigError;
+pub use front::{parse_listen, FrontConfig};
 pub use upstream::{
     is_url, CommandConfig, Envelope, RestartPolicy, Transport, UpstreamConfig, UrlConfig,
 };
@@ -28,6 +30,8 @@ pub struct Config {
     pub upstream: Option<UpstreamConfig>,
     pub max_message_bytes: usize,
     pub shutdown_grace: Duration,
+    /// `[front]`: serving the chain over HTTP.
+    pub front: FrontConfig,
     /// The layers, in file order: the first is outermost.
     pub(crate) chain: Vec<AnyLayer>,
     /// The file this came from, for messages.
@@ -40,6 +44,7 @@ impl Default for Config {
             upstream: None,
             max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
             shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
+            front: FrontConfig::default(),
             chain: Vec::new(),
             path: None,
         }

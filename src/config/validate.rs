@@ -55,6 +55,8 @@ pub(super) fn validate(file: ConfigFile) -> Result<Config, Vec<Problem>> {
         }
     };
 
+    let front = super::front::front(file.front, &mut problems);
+
     let mut chain = Vec::with_capacity(file.middleware.len());
     for (index, entry) in file.middleware.into_iter().enumerate() {
         let offset = entry.span().start;
@@ -71,6 +73,7 @@ pub(super) fn validate(file: ConfigFile) -> Result<Config, Vec<Problem>> {
             upstream,
             max_message_bytes,
             shutdown_grace,
+            front,
             chain,
             path: None,
         })

@@ -22,9 +22,9 @@ mod source;
 
 pub(crate) use owed::Owed;
 pub(crate) use side::{Side, Unwritten};
-pub(crate) use source::Read;
+pub(crate) use source::{Read, Source};
 
-use crate::chain::{self, ChainService};
+use crate::chain::{self, AnyLayer, ChainService};
 use crate::config::{Config, UpstreamConfig};
 use crate::connector::Connector;
 use crate::transport::codec::FrameReader;
@@ -59,21 +59,46 @@ pub async fn run(
     upstream: &UpstreamConfig,
     client_in: Reader,
     client_out: Writer,
+    signals: mpsc::Receiver<()>,
+) -> Result<Ending, RunError> {
+    let queue = Queue::default();
+    let writer = tokio::spawn(writer::run(queue.clone(), client_out, "client", true));
+    let client = Client {
+        source: FrameReader::new(client_in, config.max_message_bytes),
+        queue,
+        writer,
+    };
+    session(config, &config.chain, upstream, client, signals).await
+}
+
+/// The client's end of a session: where its messages come from, the queue
+/// of what goes to it, and the task that takes from that queue (a pipe's
+/// writer, or the HTTP front's router).
+pub(crate) struct Client<S> {
+    pub(crate) source: S,
+    pub(crate) queue: Queue,
+    pub(crate) writer: tokio::task::JoinHandle<()>,
+}
+
+/// [`run`] for any client end, through `layers`. The first message on
+/// `signals` asks for a graceful stop, the next one cuts it short.
+pub(crate) async fn session<S: Source>(
+    config: &Config,
+    layers: &[AnyLayer],
+    upstream: &UpstreamConfig,
+    client: Client<S>,
     mut signals: mpsc::Receiver<()>,
 ) -> Result<Ending, RunError> {
-    let client_queue = Queue::default();
+    let Client {
+        source,
+        queue: client_queue,
+        writer: client_writer,
+    } = client;
     let server_queue = Queue::default();
-    let client_writer = tokio::spawn(writer::run(
-        client_queue.clone(),
-        client_out,
-        "client",
-        true,
-    ));
-
     let upstream_conn = Connector::new(server_queue.clone(), "server").recording();
     let downstream_conn = Connector::new(client_queue.clone(), "client");
-    let to_server = chain::to_server(&config.chain, ChainService::new(upstream_conn.clone()));
-    let to_client = chain::to_client(&config.chain, ChainService::new(downstream_conn.clone()));
+    let to_server = chain::to_server(layers, ChainService::new(upstream_conn.clone()));
+    let to_client = chain::to_client(layers, ChainService::new(downstream_conn.clone()));
 
     let (stop_server, server_stop) = oneshot::channel();
     let (hurry_tx, hurry) = watch::channel(false);
@@ -92,7 +117,7 @@ pub async fn run(
     // Answers owed to the client: shutdown waits for these.
     let owed = TaskTracker::new();
     let mut client_side = Side {
-        source: FrameReader::new(client_in, config.max_message_bytes),
+        source,
         chain: to_server,
         own: downstream_conn.clone(),
         reply: client_queue.clone(),
@@ -119,10 +144,15 @@ pub async fn run(
     drop(client_side);
     // A (further) signal while shutting down means: stop waiting. Clients
     // such as the MCP SDKs close stdin, then signal, then kill.
+    // When no more signals can come (an HTTP session's stopper is gone),
+    // `hurry` stays false until the session is over: a dropped sender
+    // would read as "hurry" to everyone waiting on it.
     tokio::spawn(async move {
         if signals.recv().await.is_some() {
             tracing::warn!("asked to stop again; ending the server now");
             let _ = hurry_tx.send(true);
+        } else {
+            hurry_tx.closed().await;
         }
     });
     // Nobody will answer the server's requests now: say so, so a server

@@ -6,6 +6,7 @@
 //! chain over HTTP is a front of its own, beside the relay.
 
 pub(crate) mod codec;
+pub(crate) mod lines;
 pub(crate) mod queue;
 pub(crate) mod stdio;
 pub(crate) mod writer;

@@ -24,6 +24,19 @@ pub struct RateLimitConfig {
     /// Checked in order; the first rule that matches a request limits it.
     #[serde(default)]
     pub rules: Vec<RuleConfig>,
+    /// Served over HTTP to several clients: one set of buckets for all
+    /// sessions (`global`, the default), or one per session.
+    #[serde(default)]
+    pub scope: Scope,
+}
+
+/// `scope`: whose requests share the buckets.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Scope {
+    #[default]
+    Global,
+    Session,
 }
 
 /// `on_limit`: refuse at once, or hold the request for a token.
@@ -91,6 +104,7 @@ impl RateLimitConfig {
             on_limit: self.on_limit,
             max_wait,
             rules,
+            scope: self.scope,
         }))
     }
 }

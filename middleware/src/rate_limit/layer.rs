@@ -2,7 +2,7 @@
 //! the layer builds (both directions, every clone).
 
 use super::bucket::Bucket;
-use super::config::{OnLimit, RuleDirection};
+use super::config::{OnLimit, RuleDirection, Scope};
 use super::service::RateLimit;
 use crate::message::Request;
 use crate::pattern::Pattern;
@@ -23,10 +23,11 @@ pub(super) struct Settings {
     pub(super) on_limit: OnLimit,
     pub(super) max_wait: Duration,
     pub(super) rules: Vec<Rule>,
+    pub(super) scope: Scope,
 }
 
 /// What a rule matches.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(super) enum Matcher {
     /// `tools/call` for a tool whose name matches.
     Tool(Pattern),
@@ -50,7 +51,7 @@ pub(super) struct Rule {
 /// one can release it before it ever reaches the other side).
 #[derive(Debug)]
 pub(super) struct Shared {
-    pub(super) settings: Settings,
+    pub(super) settings: Arc<Settings>,
     /// (direction of the request, its id) → the wake-up for its cancellation.
     /// An entry lives as long as the held request's [`Hold`].
     held: Mutex<HashMap<(Direction, RequestId), Arc<Notify>>>,
@@ -66,10 +67,30 @@ pub struct RateLimitLayer {
 
 impl RateLimitLayer {
     pub(super) fn new(settings: Settings) -> Self {
+        Self::with(Arc::new(settings))
+    }
+
+    fn with(settings: Arc<Settings>) -> Self {
         Self {
             shared: Arc::new(Shared {
                 settings,
                 held: Mutex::default(),
+            }),
+        }
+    }
+
+    /// The layer for one client session of the HTTP front: requests held
+    /// are the session's own (ids are per session); the buckets are shared
+    /// by every session, or the session's own with `scope = "session"`.
+    pub fn for_session(&self) -> Self {
+        let settings = &self.shared.settings;
+        match settings.scope {
+            Scope::Global => Self::with(settings.clone()),
+            Scope::Session => Self::new(Settings {
+                on_limit: settings.on_limit,
+                max_wait: settings.max_wait,
+                rules: settings.rules.iter().map(Rule::fresh).collect(),
+                scope: settings.scope,
             }),
         }
     }
@@ -92,6 +113,17 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 // === impl Rule ===
 
 impl Rule {
+    /// The same rule with a full bucket of its own.
+    fn fresh(&self) -> Self {
+        Self {
+            matcher: self.matcher.clone(),
+            direction: self.direction,
+            rate: self.rate,
+            burst: self.burst,
+            bucket: Mutex::new(Bucket::new(self.rate, self.burst)),
+        }
+    }
+
     fn matches(&self, direction: Direction, req: &Request) -> bool {
         let direction_ok = matches!(
             (self.direction, direction),

@@ -29,7 +29,7 @@ pub(super) struct Rules {
 /// notification coming back from the server can push its request's deadline.
 #[derive(Debug)]
 pub(super) struct Shared {
-    pub(super) rules: Rules,
+    pub(super) rules: Arc<Rules>,
     /// progressToken → the waker of the request that carries it. An entry
     /// lives as long as its request's future (removed by [`ProgressWatch`]'s
     /// drop), so the map holds only requests in flight.
@@ -46,12 +46,22 @@ pub struct TimeoutLayer {
 
 impl TimeoutLayer {
     pub(super) fn new(rules: Rules) -> Self {
+        Self::with(Arc::new(rules))
+    }
+
+    fn with(rules: Arc<Rules>) -> Self {
         Self {
             shared: Arc::new(Shared {
                 rules,
                 progress: Mutex::default(),
             }),
         }
+    }
+
+    /// The layer for one client session of the HTTP front: the same
+    /// deadlines; the progress tokens it watches are the session's own.
+    pub fn for_session(&self) -> Self {
+        Self::with(self.shared.rules.clone())
     }
 }
 

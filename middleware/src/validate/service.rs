@@ -43,6 +43,12 @@ impl ValidateLayer {
             }),
         }
     }
+
+    /// The layer for one client session of the HTTP front: the schemas it
+    /// checks are the ones that session's server listed.
+    pub fn for_session(&self) -> Self {
+        Self::new(self.shared.output)
+    }
 }
 
 impl<S> Layer<S> for ValidateLayer {

@@ -14,9 +14,10 @@
 use super::exchange::Exchange;
 use super::http::Failure;
 use super::session::line;
-use super::{lines, Line, Upstream};
+use super::Upstream;
 use crate::connector::Handshake;
 use crate::relay::Read;
+use crate::transport::lines::{lines, Line};
 use crate::transport::queue::Taken;
 use bytes::Bytes;
 use mcp_chain_middleware::message::{method, Incoming};

@@ -32,14 +32,12 @@ mod websocket;
 
 use super::{End, Upstream};
 use crate::config::{Transport, UrlConfig};
-use crate::relay::{Owed, Read, Side, Unwritten};
+use crate::relay::{Owed, Side, Unwritten};
 use crate::transport::queue::Taken;
-use bytes::Bytes;
 use exchange::Exchange;
 use http::Http;
 use legacy::Legacy;
-use mcp_chain_middleware::message::Incoming;
-use mcp_chain_middleware::{Direction, Message, RequestId};
+use mcp_chain_middleware::Direction;
 use session::Session;
 use std::sync::Arc;
 use std::time::Duration;
@@ -154,45 +152,4 @@ async fn run(
         },
         None => End::Stopped(None),
     }
-}
-
-/// A line taken off the server-bound queue, read back: the connector wrote
-/// it, and the transport must know what kind of message it is.
-pub(super) struct Line {
-    pub(super) bytes: Bytes,
-    pub(super) message: Option<Message>,
-    /// Set for a request only: an answer to the server's request has an id
-    /// too, and gets no answer.
-    pub(super) id: Option<RequestId>,
-}
-
-impl Line {
-    fn of(bytes: Bytes) -> Self {
-        let message = match Read::parse(&bytes) {
-            Read::Parsed(Incoming::Single(Ok(message))) => Some(message),
-            _ => None,
-        };
-        let id = match &message {
-            Some(Message::Request(request)) => Some(request.id.clone()),
-            _ => None,
-        };
-        Self { bytes, message, id }
-    }
-
-    pub(super) fn method(&self) -> Option<&str> {
-        self.message.as_ref().and_then(Message::method)
-    }
-}
-
-/// The lines of what was taken off the queue.
-pub(super) fn lines(taken: &mut Taken) -> Vec<Line> {
-    let bytes = Bytes::from(taken.joined());
-    taken.clear();
-    let mut lines = Vec::new();
-    let mut from = 0;
-    while let Some(len) = memchr::memchr(b'\n', &bytes[from..]) {
-        lines.push(Line::of(bytes.slice(from..from + len)));
-        from += len + 1;
-    }
-    lines
 }

@@ -11,7 +11,8 @@
 
 use super::exchange::{Ask, Exchange};
 use super::routing::Routing;
-use super::{lines, listen, Line, Upstream, HANDSHAKE_WAIT};
+use super::{listen, Upstream, HANDSHAKE_WAIT};
+use crate::transport::lines::{lines, Line};
 use crate::transport::queue::Taken;
 use mcp_chain_middleware::message::method;
 use reqwest::StatusCode;

@@ -1,0 +1,161 @@
+//! `[front]`: serving the chain over HTTP (`--listen`). Only read when
+//! mcp-chain listens; without `listen` (or `--listen`) it speaks stdio.
+//!
+//! Secure by default: loopback, Host and Origin checked against loopback
+//! names, a cap on sessions; off loopback a bearer token is required
+//! unless the operator says otherwise on the command line.
+
+use super::validate::{parse_duration, Problem};
+use serde::Deserialize;
+use std::fmt;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+/// `[front]` as written.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct FrontFile {
+    listen: Option<String>,
+    path: Option<String>,
+    legacy_sse: Option<bool>,
+    #[serde(default)]
+    tokens: Vec<String>,
+    #[serde(default)]
+    allowed_hosts: Vec<String>,
+    #[serde(default)]
+    allowed_origins: Vec<String>,
+    max_sessions: Option<usize>,
+    session_idle: Option<String>,
+    init_timeout: Option<String>,
+}
+
+/// A checked `[front]`.
+#[derive(Clone)]
+pub struct FrontConfig {
+    /// Where to listen; `None`: speak stdio.
+    pub listen: Option<SocketAddr>,
+    /// The Streamable HTTP endpoint.
+    pub path: String,
+    /// Serve `/sse` and `/messages` for 2024-11-05 clients.
+    pub legacy_sse: bool,
+    /// Bearer tokens, any of which lets a request in. Never logged.
+    pub tokens: Vec<String>,
+    /// Host names (without port) a request may name; empty: loopback
+    /// names when listening on loopback, any otherwise.
+    pub allowed_hosts: Vec<String>,
+    /// Origins (`scheme://host[:port]`) a browser request may come from;
+    /// loopback origins are allowed when listening on loopback.
+    pub allowed_origins: Vec<String>,
+    pub max_sessions: usize,
+    /// A session with no request and no open stream for this long is ended.
+    pub session_idle: Duration,
+    /// A session whose client never sends `notifications/initialized`
+    /// within this is ended.
+    pub init_timeout: Duration,
+}
+
+pub(crate) const DEFAULT_PATH: &str = "/mcp";
+pub(crate) const DEFAULT_MAX_SESSIONS: usize = 64;
+pub(crate) const DEFAULT_SESSION_IDLE: Duration = Duration::from_secs(30 * 60);
+pub(crate) const DEFAULT_INIT_TIMEOUT: Duration = Duration::from_secs(30);
+
+impl Default for FrontConfig {
+    fn default() -> Self {
+        Self {
+            listen: None,
+            path: DEFAULT_PATH.to_owned(),
+            legacy_sse: true,
+            tokens: Vec::new(),
+            allowed_hosts: Vec::new(),
+            allowed_origins: Vec::new(),
+            max_sessions: DEFAULT_MAX_SESSIONS,
+            session_idle: DEFAULT_SESSION_IDLE,
+            init_timeout: DEFAULT_INIT_TIMEOUT,
+        }
+    }
+}
+
+impl fmt::Debug for FrontConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FrontConfig")
+            .field("listen", &self.listen)
+            .field("path", &self.path)
+            .field("legacy_sse", &self.legacy_sse)
+            .field("tokens", &format_args!("{} (not shown)", self.tokens.len()))
+            .field("allowed_hosts", &self.allowed_hosts)
+            .field("allowed_origins", &self.allowed_origins)
+            .field("max_sessions", &self.max_sessions)
+            .field("session_idle", &self.session_idle)
+            .field("init_timeout", &self.init_timeout)
+            .finish()
+    }
+}
+
+/// Parses `host:port` (an IPv6 host in brackets).
+pub fn parse_listen(text: &str) -> Result<SocketAddr, String> {
+    text.parse().map_err(|_| {
+        format!(
+            "{text:?} is not an address to listen on (127.0.0.1:8080, [::1]:8080, 0.0.0.0:8080)"
+        )
+    })
+}
+
+pub(super) fn front(file: FrontFile, problems: &mut Vec<Problem>) -> FrontConfig {
+    let mut front = FrontConfig::default();
+    let mut problem = |message: String| problems.push((None, format!("front.{message}")));
+    if let Some(listen) = &file.listen {
+        match parse_listen(listen) {
+            Ok(addr) => front.listen = Some(addr),
+            Err(e) => problem(format!("listen: {e}")),
+        }
+    }
+    if let Some(path) = file.path {
+        if !path.starts_with('/') || path.contains(['?', '#']) || path == "/sse" {
+            problem(format!(
+                "path: {path:?} must start with / and name a path other than /sse, without ? or #"
+            ));
+        }
+        front.path = path;
+    }
+    front.legacy_sse = file.legacy_sse.unwrap_or(true);
+    for (n, token) in file.tokens.iter().enumerate() {
+        if token.len() < 16 || token.chars().any(|c| !c.is_ascii_graphic()) {
+            problem(format!(
+                "tokens[{n}]: a token must be at least 16 visible ASCII characters (is ${{VAR}} set?)"
+            ));
+        }
+    }
+    front.tokens = file.tokens;
+    front.allowed_hosts = file
+        .allowed_hosts
+        .iter()
+        .map(|h| h.to_ascii_lowercase())
+        .collect();
+    for origin in &file.allowed_origins {
+        if !(origin.starts_with("http://") || origin.starts_with("https://"))
+            || origin.ends_with('/')
+        {
+            problem(format!(
+                "allowed_origins: {origin:?} must be scheme://host[:port], as a browser sends it"
+            ));
+        }
+    }
+    front.allowed_origins = file.allowed_origins;
+    match file.max_sessions {
+        Some(0) => problem("max_sessions: must be at least 1".to_owned()),
+        Some(n) => front.max_sessions = n,
+        None => {}
+    }
+    let mut duration = |key: &str, text: Option<String>, into: &mut Duration| match text
+        .as_deref()
+        .map(parse_duration)
+    {
+        Some(Ok(d)) if !d.is_zero() => *into = d,
+        Some(Ok(_)) => problem(format!("{key}: must be more than zero")),
+        Some(Err(e)) => problem(format!("{key}: {e}")),
+        None => {}
+    };
+    duration("session_idle", file.session_idle, &mut front.session_idle);
+    duration("init_timeout", file.init_timeout, &mut front.init_timeout);
+    front
+}

@@ -1,0 +1,88 @@
+//! What the front answers with: a whole body (JSON, or an error's text), or
+//! a stream of server-sent events fed by the session's router, one event
+//! per message, with a comment every so often so that a client that went
+//! away is noticed when the write fails.
+
+use bytes::Bytes;
+use http_body::{Body, Frame, SizeHint};
+use std::convert::Infallible;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+use tokio::sync::mpsc;
+use tokio::time::{interval_at, Instant, Interval};
+
+/// How often an idle event stream carries a comment.
+const KEEP_ALIVE: Duration = Duration::from_secs(15);
+
+/// A response body.
+pub(super) enum Reply {
+    Full(Option<Bytes>),
+    Events {
+        events: mpsc::Receiver<Bytes>,
+        keep_alive: Interval,
+    },
+}
+
+impl Reply {
+    pub(super) fn full(bytes: impl Into<Bytes>) -> Self {
+        Self::Full(Some(bytes.into()))
+    }
+
+    pub(super) fn empty() -> Self {
+        Self::Full(None)
+    }
+
+    /// A stream of the events sent on `events`, ending when it closes.
+    pub(super) fn events(events: mpsc::Receiver<Bytes>) -> Self {
+        let keep_alive = interval_at(Instant::now() + KEEP_ALIVE, KEEP_ALIVE);
+        Self::Events { events, keep_alive }
+    }
+}
+
+impl Body for Reply {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        match self.get_mut() {
+            Self::Full(bytes) => Poll::Ready(bytes.take().map(|b| Ok(Frame::data(b)))),
+            Self::Events { events, keep_alive } => match events.poll_recv(cx) {
+                Poll::Ready(event) => Poll::Ready(event.map(|e| Ok(Frame::data(e)))),
+                Poll::Pending => match keep_alive.poll_tick(cx) {
+                    Poll::Ready(_) => Poll::Ready(Some(Ok(Frame::data(Bytes::from_static(
+                        b": keep-alive\n\n",
+                    ))))),
+                    Poll::Pending => Poll::Pending,
+                },
+            },
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        matches!(self, Self::Full(None))
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match self {
+            Self::Full(bytes) => SizeHint::with_exact(bytes.as_ref().map_or(0, |b| b.len() as u64)),
+            Self::Events { .. } => SizeHint::default(),
+        }
+    }
+}
+
+/// One SSE event carrying a message (`line` without its newline), with an
+/// id when the stream can be resumed.
+pub(super) fn event(id: Option<u64>, line: &[u8]) -> Bytes {
+    let mut out = Vec::with_capacity(line.len() + 40);
+    if let Some(id) = id {
+        out.extend_from_slice(format!("id: {id}\n").as_bytes());
+    }
+    out.extend_from_slice(b"event: message\ndata: ");
+    out.extend_from_slice(line);
+    out.extend_from_slice(b"\n\n");
+    Bytes::from(out)
+}

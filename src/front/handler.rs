@@ -1,0 +1,368 @@
+//! One HTTP request to the front: checked (`guard`), then a POST, GET or
+//! DELETE on the Streamable HTTP endpoint, or the legacy `/sse` stream and
+//! its `/messages` POSTs.
+
+use super::body::Reply;
+use super::guard::Refusal;
+use super::routes::{self, Waiting};
+use super::session::{self, Session};
+use super::Front;
+use crate::relay::Read;
+use bytes::Bytes;
+use http_body_util::{BodyExt, Limited};
+use hyper::body::Incoming as HttpBody;
+use hyper::header::{
+    HeaderValue, ACCEPT, ALLOW, CACHE_CONTROL, CONTENT_TYPE, RETRY_AFTER, WWW_AUTHENTICATE,
+};
+use hyper::{Method, Request, Response, StatusCode};
+use mcp_chain_middleware::message::{method, Incoming};
+use mcp_chain_middleware::{ErrorCode, ErrorObject, Message};
+use std::convert::Infallible;
+use std::sync::Arc;
+
+pub(super) const SESSION_HEADER: &str = "mcp-session-id";
+const VERSION_HEADER: &str = "mcp-protocol-version";
+const LAST_EVENT_ID: &str = "last-event-id";
+
+/// The revisions a client may name in `MCP-Protocol-Version`.
+const VERSIONS: [&str; 5] = [
+    "2024-11-05",
+    "2025-03-26",
+    "2025-06-18",
+    "2025-11-25",
+    "2026-07-28",
+];
+
+type Answer = Response<Reply>;
+
+pub(super) async fn handle(
+    front: Arc<Front>,
+    req: Request<HttpBody>,
+) -> Result<Answer, Infallible> {
+    let (head, body) = req.into_parts();
+    let path = head.uri.path();
+    let legacy = front.settings.legacy_sse && (path == "/sse" || path == "/messages");
+    if path != front.settings.path && !legacy {
+        return Ok(status(StatusCode::NOT_FOUND, "no MCP endpoint here"));
+    }
+    match front.guard.check(&head) {
+        Ok(_) => {}
+        Err(Refusal::Unauthorized) => {
+            let mut answer = status(StatusCode::UNAUTHORIZED, "a bearer token is required");
+            answer
+                .headers_mut()
+                .insert(WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            return Ok(answer);
+        }
+        Err(Refusal::Forbidden(why)) => return Ok(status(StatusCode::FORBIDDEN, why)),
+    }
+    if let Some(version) = head.headers.get(VERSION_HEADER) {
+        if !VERSIONS.iter().any(|v| version.as_bytes() == v.as_bytes()) {
+            return Ok(rpc_error(
+                StatusCode::BAD_REQUEST,
+                ErrorCode::INVALID_REQUEST,
+                "unsupported MCP-Protocol-Version",
+            ));
+        }
+    }
+    let session_id = head
+        .headers
+        .get(SESSION_HEADER)
+        .map(|v| v.to_str().unwrap_or_default().to_owned());
+    Ok(match (&head.method, path) {
+        (&Method::GET, "/sse") => legacy_stream(&front),
+        (&Method::POST, "/messages") => {
+            let query = head.uri.query().unwrap_or_default();
+            let id = query
+                .split('&')
+                .find_map(|kv| kv.strip_prefix("sessionId="))
+                .map(str::to_owned);
+            match find(&front, id.as_deref()) {
+                Ok(session) if session.legacy => post(&front, Some(session), body, false).await,
+                Ok(_) => status(StatusCode::NOT_FOUND, "no such legacy session"),
+                Err(answer) => *answer,
+            }
+        }
+        (&Method::POST, _) => {
+            let events = match accepts(&head.headers) {
+                Some(events) => events,
+                None => {
+                    return Ok(status(
+                        StatusCode::NOT_ACCEPTABLE,
+                        "accept application/json or text/event-stream",
+                    ))
+                }
+            };
+            let session = match session_id {
+                None => None,
+                Some(id) => match find(&front, Some(&id)) {
+                    Ok(session) => Some(session),
+                    Err(answer) => return Ok(*answer),
+                },
+            };
+            post(&front, session, body, events).await
+        }
+        (&Method::GET, _) => {
+            if accepts(&head.headers) != Some(true) {
+                return Ok(status(
+                    StatusCode::NOT_ACCEPTABLE,
+                    "the GET stream is text/event-stream",
+                ));
+            }
+            match find(&front, session_id.as_deref()) {
+                Ok(session) => {
+                    let last = head
+                        .headers
+                        .get(LAST_EVENT_ID)
+                        .and_then(|v| v.to_str().ok()?.parse().ok());
+                    session.touch();
+                    let events = routes::lock(&session.routes).get(last);
+                    event_stream(Reply::events(events))
+                }
+                Err(answer) => *answer,
+            }
+        }
+        (&Method::DELETE, _) => match find(&front, session_id.as_deref()) {
+            Ok(session) => {
+                front.sessions.remove(&session.id);
+                session.stop();
+                tracing::info!(session = %session::short(&session.id), "session ended by its client");
+                status(StatusCode::OK, "")
+            }
+            Err(answer) => *answer,
+        },
+        _ => {
+            let mut answer = status(StatusCode::METHOD_NOT_ALLOWED, "POST, GET or DELETE");
+            answer
+                .headers_mut()
+                .insert(ALLOW, HeaderValue::from_static("POST, GET, DELETE"));
+            answer
+        }
+    })
+}
+
+/// A POST's messages to its session (a new one for `initialize`).
+async fn post(
+    front: &Arc<Front>,
+    session: Option<Arc<Session>>,
+    body: HttpBody,
+    events: bool,
+) -> Answer {
+    let bytes = match Limited::new(body, front.config.max_message_bytes)
+        .collect()
+        .await
+    {
+        Ok(collected) => collected.to_bytes(),
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => {
+            return status(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "the message is over proxy.max_message_bytes",
+            );
+        }
+        Err(_) => {
+            return status(
+                StatusCode::BAD_REQUEST,
+                "the request body could not be read",
+            )
+        }
+    };
+    let read = Read::from_vec(bytes.to_vec());
+    let messages: Vec<&Message> = match &read {
+        Read::Parsed(Incoming::Single(Ok(message))) => vec![message],
+        Read::Parsed(Incoming::Batch(items)) if items.iter().all(Result::is_ok) => {
+            items.iter().flatten().collect()
+        }
+        Read::Parsed(Incoming::Single(Err(invalid))) => {
+            return rpc_error(
+                StatusCode::BAD_REQUEST,
+                ErrorCode::INVALID_REQUEST,
+                &format!("invalid JSON-RPC message: {}", invalid.reason),
+            );
+        }
+        Read::Parsed(Incoming::Batch(_)) => {
+            return rpc_error(
+                StatusCode::BAD_REQUEST,
+                ErrorCode::INVALID_REQUEST,
+                "a batch holds an invalid message",
+            );
+        }
+        Read::Unparsable { error, .. } => {
+            return rpc_error(
+                StatusCode::BAD_REQUEST,
+                ErrorCode::PARSE_ERROR,
+                &format!("parse error: {error}"),
+            );
+        }
+        Read::TooLong { .. } => {
+            return status(StatusCode::PAYLOAD_TOO_LARGE, "the message is too long")
+        }
+    };
+    let initialize = messages
+        .iter()
+        .any(|m| m.method() == Some(method::INITIALIZE) && m.id().is_some());
+    let session = match (session, initialize) {
+        (Some(session), false) => session,
+        (Some(_), true) => {
+            return rpc_error(
+                StatusCode::BAD_REQUEST,
+                ErrorCode::INVALID_REQUEST,
+                "this session is initialized already",
+            );
+        }
+        (None, true) if messages.len() == 1 => match front.sessions.open(front, false) {
+            Some(session) => session,
+            None => {
+                let mut answer = status(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "too many sessions (front.max_sessions)",
+                );
+                answer
+                    .headers_mut()
+                    .insert(RETRY_AFTER, HeaderValue::from_static("5"));
+                return answer;
+            }
+        },
+        (None, _) => {
+            return rpc_error(
+                StatusCode::BAD_REQUEST,
+                ErrorCode::INVALID_REQUEST,
+                "Mcp-Session-Id is required (initialize first)",
+            );
+        }
+    };
+    if messages
+        .iter()
+        .any(|m| m.method() == Some(method::NOTIFICATION_INITIALIZED))
+    {
+        session.initialized();
+    }
+    let requests: Vec<&Message> = messages
+        .into_iter()
+        .filter(|m| matches!(m, Message::Request(_)))
+        .collect();
+    let waiting = Waiting {
+        ids: requests.iter().filter_map(|m| m.id().cloned()).collect(),
+        tokens: requests.iter().filter_map(|m| progress_token(m)).collect(),
+        events,
+    };
+    let answers = (!waiting.ids.is_empty() && !session.legacy)
+        .then(|| routes::lock(&session.routes).post(waiting));
+    if !session.send(read).await {
+        return status(StatusCode::NOT_FOUND, "the session has ended");
+    }
+    let mut answer = match answers {
+        None => status(StatusCode::ACCEPTED, ""),
+        Some(answers) if events => event_stream(Reply::events(answers)),
+        Some(mut answers) => match answers.recv().await {
+            Some(line) => json(StatusCode::OK, line),
+            None => rpc_error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                ErrorCode::CONNECTION_CLOSED,
+                "the session ended before the server answered",
+            ),
+        },
+    };
+    if initialize {
+        if let Ok(id) = HeaderValue::from_str(&session.id) {
+            answer.headers_mut().insert(SESSION_HEADER, id);
+        }
+    }
+    answer
+}
+
+/// `GET /sse`: a legacy session, its stream opening with the endpoint to
+/// POST to.
+fn legacy_stream(front: &Arc<Front>) -> Answer {
+    let Some(session) = front.sessions.open(front, true) else {
+        let mut answer = status(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "too many sessions (front.max_sessions)",
+        );
+        answer
+            .headers_mut()
+            .insert(RETRY_AFTER, HeaderValue::from_static("5"));
+        return answer;
+    };
+    session.initialized();
+    let events = routes::lock(&session.routes).legacy_with(format!(
+        "event: endpoint\ndata: /messages?sessionId={}\n\n",
+        session.id
+    ));
+    event_stream(Reply::events(events))
+}
+
+/// The session a request names: 400 without one, 404 when there is none
+/// such (a client then starts a new one).
+fn find(front: &Front, id: Option<&str>) -> Result<Arc<Session>, Box<Answer>> {
+    let Some(id) = id else {
+        return Err(Box::new(rpc_error(
+            StatusCode::BAD_REQUEST,
+            ErrorCode::INVALID_REQUEST,
+            "Mcp-Session-Id is required",
+        )));
+    };
+    let found = session::well_formed(id).then(|| front.sessions.get(id)).flatten();
+    found.ok_or_else(|| {
+        Box::new(rpc_error(
+            StatusCode::NOT_FOUND,
+            ErrorCode::INVALID_REQUEST,
+            "session not found",
+        ))
+    })
+}
+
+/// Whether the client takes an event stream (`Some(true)`), JSON only
+/// (`Some(false)`), or neither.
+fn accepts(headers: &hyper::HeaderMap) -> Option<bool> {
+    let accept: Vec<&str> = headers
+        .get_all(ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .collect();
+    let accept = accept.join(",");
+    if accept.is_empty() || accept.contains("*/*") || accept.contains("text/event-stream") {
+        return Some(true);
+    }
+    accept.contains("application/json").then_some(false)
+}
+
+fn progress_token(message: &Message) -> Option<String> {
+    let meta = message.params()?.member("_meta").ok()??;
+    meta.get("progressToken").map(ToString::to_string)
+}
+
+fn event_stream(reply: Reply) -> Answer {
+    let mut answer = Response::new(reply);
+    let headers = answer.headers_mut();
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+    headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    answer
+}
+
+fn json(code: StatusCode, body: Bytes) -> Answer {
+    let mut answer = Response::new(Reply::full(body));
+    *answer.status_mut() = code;
+    answer
+        .headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    answer
+}
+
+/// An HTTP error whose body is a JSON-RPC error (id `null`), as MCP
+/// clients read it.
+fn rpc_error(code: StatusCode, rpc: ErrorCode, message: &str) -> Answer {
+    let error = ErrorObject::new(rpc, format!("mcp-chain: {message}"));
+    let mut line = Vec::new();
+    Message::error(None, error).write_line(&mut line);
+    json(code, Bytes::from(line))
+}
+
+fn status(code: StatusCode, text: &'static str) -> Answer {
+    let mut answer = Response::new(if text.is_empty() {
+        Reply::empty()
+    } else {
+        Reply::full(text)
+    });
+    *answer.status_mut() = code;
+    answer
+}

@@ -1,0 +1,147 @@
+//! The HTTP front (`--listen`): the chain served to remote clients over
+//! Streamable HTTP (and legacy HTTP+SSE), instead of to one client on
+//! stdio.
+//!
+//! Every request is checked first (`guard`: Host, Origin, bearer token),
+//! then handled (`handler`): `initialize` opens a session (`session`): its
+//! own server and its own instance of the chain, the stdio relay with an
+//! HTTP client end; its answers find their way back to the right HTTP
+//! response (`routes`). Sessions end on DELETE, when idle, when their
+//! server is gone, and at shutdown, which ends them all within the grace.
+
+mod body;
+mod guard;
+mod handler;
+mod routes;
+mod session;
+
+use crate::chain::AnyLayer;
+use crate::config::{Config, FrontConfig, UpstreamConfig};
+use guard::Guard;
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use session::Sessions;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tokio::sync::mpsc;
+
+/// Most headers a request may carry, and most bytes of its head.
+const MAX_HEADERS: usize = 64;
+const MAX_HEAD_BYTES: usize = 16 * 1024;
+/// How long a client may take to send a request's head.
+const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// What every request and session of the front shares.
+pub(crate) struct Front {
+    config: Arc<Config>,
+    settings: FrontConfig,
+    upstream: UpstreamConfig,
+    guard: Guard,
+    sessions: Sessions,
+}
+
+impl Front {
+    /// The chain's layers for a new session: what a layer learns about a
+    /// session starts empty; what is shared by design (a global rate
+    /// limit's buckets, the audit file) stays shared.
+    fn layers_for_session(&self) -> Vec<AnyLayer> {
+        self.config
+            .chain
+            .iter()
+            .map(AnyLayer::for_session)
+            .collect()
+    }
+}
+
+/// Checks, before binding, that listening on `listen` is safe as
+/// configured.
+pub(crate) fn check_exposure(
+    front: &FrontConfig,
+    listen: SocketAddr,
+    allow_unauthenticated: bool,
+) -> Result<(), String> {
+    if listen.ip().is_loopback() || !front.tokens.is_empty() || allow_unauthenticated {
+        return Ok(());
+    }
+    Err(format!(
+        "{listen} is not a loopback address: anyone who can reach it could use the server. Set front.tokens (a bearer token each client must send), listen on 127.0.0.1, or pass --allow-unauthenticated"
+    ))
+}
+
+/// Serves until the first signal, then ends every session (a second
+/// signal cuts their grace short).
+pub(crate) async fn run(
+    config: Config,
+    upstream: UpstreamConfig,
+    listen: SocketAddr,
+    mut signals: mpsc::Receiver<()>,
+) -> Result<(), String> {
+    let listener = TcpListener::bind(listen)
+        .await
+        .map_err(|e| format!("cannot listen on {listen}: {e}"))?;
+    let bound = listener.local_addr().map_err(|e| e.to_string())?;
+    let settings = config.front.clone();
+    let front = Arc::new(Front {
+        guard: Guard::new(&settings, bound),
+        config: Arc::new(config),
+        settings,
+        upstream,
+        sessions: Sessions::default(),
+    });
+    let path = &front.settings.path;
+    let legacy = if front.settings.legacy_sse {
+        ", legacy HTTP+SSE at /sse"
+    } else {
+        ""
+    };
+    tracing::warn!("mcp-chain serving Streamable HTTP at http://{bound}{path}{legacy}");
+    let reaper = tokio::spawn(Sessions::reap(front.clone()));
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, peer)) => serve_connection(&front, stream, peer),
+                Err(e) => {
+                    // Out of descriptors, most likely: wait rather than spin.
+                    tracing::warn!(error = %e, "cannot accept a connection");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            },
+            Some(()) = signals.recv() => break,
+        }
+    }
+    drop(listener);
+    reaper.abort();
+    tracing::info!("asked to stop; ending every session");
+    front.sessions.stop_all(false);
+    front.sessions.tasks.close();
+    tokio::select! {
+        () = front.sessions.tasks.wait() => {}
+        Some(()) = signals.recv() => {
+            tracing::warn!("asked to stop again; ending the servers now");
+            front.sessions.stop_all(true);
+            front.sessions.tasks.wait().await;
+        }
+    }
+    Ok(())
+}
+
+fn serve_connection(front: &Arc<Front>, stream: tokio::net::TcpStream, peer: SocketAddr) {
+    let _ = stream.set_nodelay(true);
+    let front = front.clone();
+    tokio::spawn(async move {
+        let service = service_fn(move |req| handler::handle(front.clone(), req));
+        let served = http1::Builder::new()
+            .timer(TokioTimer::new())
+            .header_read_timeout(HEAD_TIMEOUT)
+            .max_headers(MAX_HEADERS)
+            .max_buf_size(MAX_HEAD_BYTES)
+            .serve_connection(TokioIo::new(stream), service)
+            .await;
+        if let Err(e) = served {
+            tracing::debug!(%peer, error = %e, "HTTP connection ended with an error");
+        }
+    });
+}

@@ -1,0 +1,305 @@
+//! Where each message for an HTTP client goes. Over a pipe everything goes
+//! out on one stdout; over Streamable HTTP an answer belongs on the
+//! response to the POST that carried its request, and the session's other
+//! messages on the client's GET stream.
+//!
+//! The session's router takes what the chain queued for the client (the
+//! same queue a pipe's writer takes from), reads each line back and sends
+//! it on:
+//!
+//! - an answer: to the POST waiting for that id (as an SSE event, or as
+//!   the JSON body); the POST's stream ends with its last answer;
+//! - `notifications/progress`: to the POST whose request carries that
+//!   progress token;
+//! - anything else: to the GET stream, with an event id, kept in a bounded
+//!   backlog so a client that reconnects with `Last-Event-ID` gets what it
+//!   missed; with no GET stream open, to the newest POST stream still open
+//!   (a server's question during a tool call must reach a client that
+//!   never opened one), else it waits in the backlog;
+//! - legacy HTTP+SSE: everything to the one stream of the session.
+
+use super::body::event;
+use crate::transport::lines::{lines, Line};
+use crate::transport::queue::{Queue, Taken};
+use bytes::Bytes;
+use mcp_chain_middleware::message::{method, Incoming};
+use mcp_chain_middleware::{ErrorCode, ErrorObject, Message, RequestId};
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use tokio::sync::mpsc;
+
+/// Events a POST stream holds before the router waits for its client.
+const POST_EVENTS: usize = 64;
+/// What the backlog keeps for `Last-Event-ID`: this many events, and no
+/// more than this many bytes beyond the newest one.
+const BACKLOG_EVENTS: usize = 1024;
+const BACKLOG_BYTES: usize = 8 * 1024 * 1024;
+/// Room in a GET stream beyond what it replays.
+const GET_EVENTS: usize = 64;
+
+/// The routes of one session, shared by its router and its HTTP handlers.
+#[derive(Default)]
+pub(super) struct Routes {
+    next_post: u64,
+    /// A request's id → the POST waiting for its answer.
+    answers: HashMap<RequestId, u64>,
+    /// A request's progress token (as JSON) → its POST.
+    progress: HashMap<String, u64>,
+    posts: HashMap<u64, Post>,
+    get: Option<mpsc::Sender<Bytes>>,
+    backlog: Backlog,
+    /// Legacy HTTP+SSE: the session's one stream.
+    legacy: Option<mpsc::Sender<Bytes>>,
+}
+
+struct Post {
+    tx: mpsc::Sender<Bytes>,
+    /// Ids whose answers are still to come.
+    waiting: Vec<RequestId>,
+    tokens: Vec<String>,
+    /// An SSE stream (which may carry other messages), not a JSON body.
+    events: bool,
+}
+
+#[derive(Default)]
+struct Backlog {
+    events: VecDeque<(u64, Bytes)>,
+    bytes: usize,
+    /// The id the next event gets (from 1).
+    next: u64,
+    /// Events up to this id were handed to a GET stream.
+    sent: u64,
+}
+
+/// What a POST registers before its messages go to the session.
+pub(super) struct Waiting {
+    pub(super) ids: Vec<RequestId>,
+    pub(super) tokens: Vec<String>,
+    pub(super) events: bool,
+}
+
+pub(super) type Shared = Arc<Mutex<Routes>>;
+
+pub(super) fn lock(routes: &Shared) -> MutexGuard<'_, Routes> {
+    routes.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl Routes {
+    /// A POST's route: what its requests' answers (and, for a stream, the
+    /// messages that belong with them) come on.
+    pub(super) fn post(&mut self, waiting: Waiting) -> mpsc::Receiver<Bytes> {
+        let (tx, rx) = mpsc::channel(POST_EVENTS);
+        self.next_post += 1;
+        let n = self.next_post;
+        for id in &waiting.ids {
+            self.answers.insert(id.clone(), n);
+        }
+        for token in &waiting.tokens {
+            self.progress.insert(token.clone(), n);
+        }
+        let post = Post {
+            tx,
+            waiting: waiting.ids,
+            tokens: waiting.tokens,
+            events: waiting.events,
+        };
+        self.posts.insert(n, post);
+        rx
+    }
+
+    /// The GET stream: what the client missed (after `last`, its
+    /// `Last-Event-ID`, or everything not yet handed to a stream), then
+    /// what comes. A new stream replaces the old one.
+    pub(super) fn get(&mut self, last: Option<u64>) -> mpsc::Receiver<Bytes> {
+        let after = last.unwrap_or(self.backlog.sent);
+        let missed: Vec<Bytes> = self
+            .backlog
+            .events
+            .iter()
+            .filter(|(id, _)| *id > after)
+            .map(|(_, e)| e.clone())
+            .collect();
+        let (tx, rx) = mpsc::channel(missed.len() + GET_EVENTS);
+        for e in missed {
+            let _ = tx.try_send(e);
+        }
+        self.backlog.sent = self.backlog.next.saturating_sub(1);
+        self.get = Some(tx);
+        rx
+    }
+
+    /// The legacy stream: `first` (the endpoint event), then every
+    /// message of the session.
+    pub(super) fn legacy_with(&mut self, first: String) -> mpsc::Receiver<Bytes> {
+        let (tx, rx) = mpsc::channel(POST_EVENTS);
+        let _ = tx.try_send(Bytes::from(first));
+        self.legacy = Some(tx);
+        rx
+    }
+
+    /// Whether a client is connected to a stream of this session.
+    pub(super) fn streaming(&self) -> bool {
+        let open = |tx: &Option<mpsc::Sender<Bytes>>| tx.as_ref().is_some_and(|t| !t.is_closed());
+        open(&self.get) || open(&self.legacy) || self.posts.values().any(|p| !p.tx.is_closed())
+    }
+
+    /// Where `line` goes, and as what.
+    fn target(&mut self, line: &Line) -> Option<(mpsc::Sender<Bytes>, Bytes)> {
+        if let Some(legacy) = &self.legacy {
+            return Some((legacy.clone(), event(None, &line.bytes)));
+        }
+        let answered = match &line.message {
+            Some(m @ (Message::Response(_) | Message::Error(_))) => {
+                m.id().cloned().into_iter().collect()
+            }
+            Some(_) => Vec::new(),
+            None => batch_ids(&line.bytes),
+        };
+        if let Some(first) = answered.first() {
+            return self.answer(first, &answered, &line.bytes);
+        }
+        if let Some(post) = line.message.as_ref().and_then(|m| self.progress_post(m)) {
+            return Some((post.tx.clone(), event(None, &line.bytes)));
+        }
+        let id = self.backlog.push(&line.bytes);
+        if let Some(get) = self.get.as_ref().filter(|g| !g.is_closed()) {
+            self.backlog.sent = id;
+            return Some((get.clone(), event(Some(id), &line.bytes)));
+        }
+        let newest = self
+            .posts
+            .iter()
+            .filter(|(_, p)| p.events && !p.tx.is_closed())
+            .max_by_key(|(n, _)| **n);
+        newest.map(|(_, post)| (post.tx.clone(), event(Some(id), &line.bytes)))
+    }
+
+    /// An answer (or a batch's answers) for the POST waiting for `first`.
+    fn answer(
+        &mut self,
+        first: &RequestId,
+        ids: &[RequestId],
+        line: &Bytes,
+    ) -> Option<(mpsc::Sender<Bytes>, Bytes)> {
+        let Some(n) = self.answers.get(first).copied() else {
+            tracing::debug!(id = %first, "an answer no HTTP request is waiting for; dropped");
+            return None;
+        };
+        for id in ids {
+            self.answers.remove(id);
+        }
+        let post = self.posts.get_mut(&n)?;
+        post.waiting.retain(|w| !ids.contains(w));
+        let tx = post.tx.clone();
+        let bytes = if post.events {
+            event(None, line)
+        } else {
+            line.clone()
+        };
+        if post.waiting.is_empty() {
+            self.close_post(n);
+        }
+        Some((tx, bytes))
+    }
+
+    fn progress_post(&self, message: &Message) -> Option<&Post> {
+        if message.method() != Some(method::NOTIFICATION_PROGRESS) {
+            return None;
+        }
+        let token = message.params()?.member("progressToken").ok()??;
+        let post = self.posts.get(self.progress.get(&token.to_string())?)?;
+        post.events.then_some(post)
+    }
+
+    fn close_post(&mut self, n: u64) -> Option<Post> {
+        let post = self.posts.remove(&n)?;
+        for id in &post.waiting {
+            self.answers.remove(id);
+        }
+        for token in &post.tokens {
+            self.progress.remove(token);
+        }
+        Some(post)
+    }
+}
+
+impl Backlog {
+    fn push(&mut self, line: &Bytes) -> u64 {
+        self.next = self.next.max(1);
+        let id = self.next;
+        self.next += 1;
+        let e = event(Some(id), line);
+        self.bytes += e.len();
+        self.events.push_back((id, e));
+        while self.events.len() > BACKLOG_EVENTS
+            || (self.bytes > BACKLOG_BYTES && self.events.len() > 1)
+        {
+            if let Some((old, e)) = self.events.pop_front() {
+                self.bytes -= e.len();
+                if old > self.sent {
+                    tracing::warn!(
+                        event = old,
+                        "no client stream took this message before the backlog was full; dropped"
+                    );
+                }
+            }
+        }
+        id
+    }
+}
+
+/// The ids of the answers in a batch's answer line.
+fn batch_ids(line: &[u8]) -> Vec<RequestId> {
+    match crate::relay::Read::parse(line) {
+        crate::relay::Read::Parsed(Incoming::Batch(items)) => items
+            .iter()
+            .filter_map(|m| m.as_ref().ok().and_then(Message::id).cloned())
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// The session's router: takes what the chain queued for the client until
+/// the queue closes, then answers every request still waiting with an
+/// error, so no HTTP client waits for a session that is gone.
+pub(super) async fn run(queue: Queue, routes: Shared) {
+    let mut taken = Taken::default();
+    while queue.take(&mut taken).await {
+        for line in lines(&mut taken) {
+            let target = lock(&routes).target(&line);
+            if let Some((tx, bytes)) = target {
+                if tx.send(bytes).await.is_err() {
+                    tracing::debug!("the HTTP client went away before this message; dropped");
+                }
+            }
+        }
+    }
+    let ended: Vec<Post> = {
+        let mut routes = lock(&routes);
+        routes.get = None;
+        routes.legacy = None;
+        let posts: Vec<u64> = routes.posts.keys().copied().collect();
+        posts
+            .into_iter()
+            .filter_map(|n| routes.close_post(n))
+            .collect()
+    };
+    for post in ended {
+        for id in post.waiting {
+            let error = ErrorObject::new(
+                ErrorCode::CONNECTION_CLOSED,
+                "mcp-chain: the session ended before the server answered",
+            )
+            .with_data(serde_json::json!({"layer": "front", "reason": "session_ended"}));
+            let mut line = Vec::new();
+            Message::error(Some(id), error).write_line(&mut line);
+            line.pop();
+            let bytes = if post.events {
+                event(None, &line)
+            } else {
+                Bytes::from(line)
+            };
+            let _ = post.tx.send(bytes).await;
+        }
+    }
+}

@@ -1,0 +1,224 @@
+//! One client session of the HTTP front, and the table of them.
+//!
+//! A session is the stdio relay with its client end swapped: what the
+//! client POSTs is parsed once and handed to the relay's reading side
+//! through a channel, and what the relay queues for the client is taken by
+//! the session's router (see `routes`) instead of a pipe's writer. Each
+//! session has its own server (its own child process: a stdio server
+//! serves one client; its own connection to a URL) and its own instance
+//! of the chain.
+
+use super::routes::{self, Routes};
+use super::Front;
+use crate::relay::{self, Ending, Read};
+use crate::transport::queue::Queue;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+/// Messages a session holds from its client before a POST waits.
+const INBOX: usize = 64;
+
+pub(super) struct Session {
+    pub(super) id: String,
+    /// Taken at [`Session::stop`]: the relay sees its client's input end.
+    inbox: Mutex<Option<mpsc::Sender<Read>>>,
+    pub(super) routes: routes::Shared,
+    stop: mpsc::Sender<()>,
+    /// Served over legacy HTTP+SSE (`/sse`): it lives as long as its stream.
+    pub(super) legacy: bool,
+    created: Instant,
+    last_seen: Mutex<Instant>,
+    /// The client sent `notifications/initialized`.
+    initialized: AtomicBool,
+}
+
+impl Session {
+    /// Starts a session: its server, its chain, its router.
+    pub(super) fn start(front: &Arc<Front>, legacy: bool) -> Arc<Self> {
+        let (inbox, source) = mpsc::channel(INBOX);
+        let (stop, signals) = mpsc::channel(4);
+        let queue = Queue::default();
+        let routes = Arc::new(Mutex::new(Routes::default()));
+        let session = Arc::new(Self {
+            id: new_id(),
+            inbox: Mutex::new(Some(inbox)),
+            routes: routes.clone(),
+            stop,
+            legacy,
+            created: Instant::now(),
+            last_seen: Mutex::new(Instant::now()),
+            initialized: AtomicBool::new(false),
+        });
+        let client = relay::Client {
+            writer: tokio::spawn(routes::run(queue.clone(), routes)),
+            source,
+            queue,
+        };
+        let front = front.clone();
+        let id = session.id.clone();
+        let layers = front.layers_for_session();
+        let tasks = front.sessions.tasks.clone();
+        tasks.spawn(async move {
+            let ending = relay::session(&front.config, &layers, &front.upstream, client, signals).await;
+            match ending {
+                Ok(Ending::Clean) => tracing::info!(session = %short(&id), "session ended"),
+                Ok(Ending::ServerGone(reason)) => {
+                    tracing::warn!(session = %short(&id), %reason, "session ended: its server is gone")
+                }
+                Err(e) => tracing::warn!(session = %short(&id), error = %e, "session could not start"),
+            }
+            front.sessions.remove(&id);
+        });
+        session
+    }
+
+    /// Hands a client's message to the session. `false` when it has ended.
+    pub(super) async fn send(&self, read: Read) -> bool {
+        self.touch();
+        let inbox = self
+            .inbox
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        match inbox {
+            Some(inbox) => inbox.send(read).await.is_ok(),
+            None => false,
+        }
+    }
+
+    pub(super) fn touch(&self) {
+        *self
+            .last_seen
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Instant::now();
+    }
+
+    pub(super) fn initialized(&self) {
+        self.initialized.store(true, Ordering::Relaxed);
+    }
+
+    /// Ends the session as a stdio client ends one by closing its input:
+    /// answers still owed are finished within the shutdown grace, then its
+    /// server is ended.
+    pub(super) fn stop(&self) {
+        self.inbox
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+    }
+
+    /// Cuts a stopping session's grace short.
+    pub(super) fn hurry(&self) {
+        let _ = self.stop.try_send(());
+    }
+
+    /// Why the session should be reaped now, if it should.
+    fn expired(&self, front: &Front, now: Instant) -> Option<&'static str> {
+        let streaming = routes::lock(&self.routes).streaming();
+        let last_seen = *self
+            .last_seen
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if self.legacy && !streaming && now - self.created > LEGACY_GRACE {
+            return Some("its event stream closed");
+        }
+        if !self.initialized.load(Ordering::Relaxed)
+            && now - self.created > front.settings.init_timeout
+        {
+            return Some("its client never finished the handshake");
+        }
+        (!streaming && now - last_seen > front.settings.session_idle).then_some("it was idle")
+    }
+}
+
+/// How long a legacy session may be without its stream (its first POST can
+/// come before the stream's first byte is read).
+const LEGACY_GRACE: Duration = Duration::from_secs(5);
+
+/// 128 random bits, as 32 lowercase hex digits.
+fn new_id() -> String {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes).expect("the OS's random generator works");
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Whether `id` has the shape of a session id this front hands out.
+pub(super) fn well_formed(id: &str) -> bool {
+    id.len() == 32 && id.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+/// A session id shortened for logs: enough to tell sessions apart, not
+/// enough to use one.
+pub(super) fn short(id: &str) -> &str {
+    id.get(..8).unwrap_or(id)
+}
+
+/// The sessions of the front.
+#[derive(Default)]
+pub(super) struct Sessions {
+    map: Mutex<HashMap<String, Arc<Session>>>,
+    /// Every session's task: shutdown waits for them.
+    pub(super) tasks: tokio_util::task::TaskTracker,
+}
+
+impl Sessions {
+    fn map(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Session>>> {
+        self.map.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Starts a session, unless there are `max` already.
+    pub(super) fn open(&self, front: &Arc<Front>, legacy: bool) -> Option<Arc<Session>> {
+        if self.map().len() >= front.settings.max_sessions {
+            return None;
+        }
+        let session = Session::start(front, legacy);
+        self.map().insert(session.id.clone(), session.clone());
+        tracing::info!(session = %short(&session.id), legacy, "session started");
+        Some(session)
+    }
+
+    pub(super) fn get(&self, id: &str) -> Option<Arc<Session>> {
+        self.map().get(id).cloned()
+    }
+
+    pub(super) fn remove(&self, id: &str) -> Option<Arc<Session>> {
+        self.map().remove(id)
+    }
+
+    /// Asks every session to end (`hurry`: at once).
+    pub(super) fn stop_all(&self, hurry: bool) {
+        for session in self.map().values() {
+            match hurry {
+                false => session.stop(),
+                true => session.hurry(),
+            }
+        }
+    }
+
+    /// Ends, every so often, the sessions that are idle, never finished
+    /// their handshake, or (legacy) lost their stream.
+    pub(super) async fn reap(front: Arc<Front>) {
+        let every = (front.settings.init_timeout.min(front.settings.session_idle) / 4)
+            .clamp(Duration::from_millis(100), Duration::from_secs(5));
+        let mut tick = tokio::time::interval(every);
+        loop {
+            tick.tick().await;
+            let now = Instant::now();
+            let expired: Vec<(Arc<Session>, &str)> = front
+                .sessions
+                .map()
+                .values()
+                .filter_map(|s| s.expired(&front, now).map(|why| (s.clone(), why)))
+                .collect();
+            for (session, why) in expired {
+                tracing::info!(session = %short(&session.id), "ending a session: {why}");
+                front.sessions.remove(&session.id);
+                session.stop();
+            }
+        }
+    }
+}
