@@ -202,6 +202,9 @@ async fn post(
         .any(|m| m.method() == Some(method::INITIALIZE) && m.id().is_some());
     let session = match (session, initialize) {
         (Some(session), false) => session,
+        // A legacy session exists from its stream on; it is initialized by
+        // a POST like any other.
+        (Some(session), true) if session.legacy => session,
         (Some(_), true) => {
             return rpc_error(
                 StatusCode::BAD_REQUEST,
@@ -301,7 +304,9 @@ fn find(front: &Front, id: Option<&str>) -> Result<Arc<Session>, Box<Answer>> {
             "Mcp-Session-Id is required",
         )));
     };
-    let found = session::well_formed(id).then(|| front.sessions.get(id)).flatten();
+    let found = session::well_formed(id)
+        .then(|| front.sessions.get(id))
+        .flatten();
     found.ok_or_else(|| {
         Box::new(rpc_error(
             StatusCode::NOT_FOUND,

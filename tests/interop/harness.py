@@ -27,7 +27,9 @@ from typing import Any
 import anyio
 import pytest
 from mcp.client.session import ClientSession
+from mcp.client.sse import sse_client
 from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
 
 INTEROP = Path(__file__).resolve().parent
 REPO = INTEROP.parents[1]
@@ -88,7 +90,7 @@ def listening(argv: list[str], port: int, label: str, env: dict[str, str] | None
                 return s.connect_ex(("127.0.0.1", port)) == 0
 
         assert wait_until(is_open, wait_s, 0.1), f"{label} not listening on {port}"
-        yield
+        yield stderr
     finally:
         proc.terminate()
         try:
@@ -137,6 +139,9 @@ class Chain:
     audited: bool = False
     # The server's URL when it is reached over HTTP, not started as a child.
     url: str | None = None
+    # How the client reaches mcp-chain when it serves over HTTP
+    # (`--listen`): "http" (Streamable HTTP at /mcp) or "sse" (legacy, /sse).
+    front: str | None = None
 
     def tool(self, upstream_name: str) -> str:
         """The name the client sees for an upstream tool."""
@@ -298,68 +303,84 @@ async def open_session(
     stderr = new_stderr_file(label if not DIRECT else "server")
     audit = Path(str(stderr).replace(".stderr", ".audit.jsonl")) if chain.audited else None
     argv = list(server_argv) if exact_argv else launch_argv(server_argv, chain.config)
-    params = StdioServerParameters(
-        command=argv[0],
-        args=argv[1:],
-        env={**chain_env(audit), **(env or {})},
-        cwd=str(cwd),
-    )
+    env = {**chain_env(audit), **(env or {})}
+    async with contextlib.AsyncExitStack() as stack:
+        if chain.front:
+            # mcp-chain serving over HTTP; the client connects to it.
+            port = free_port()
+            # A short grace: server-everything, asked for roots, does not
+            # exit when its input closes, and each session would wait it out.
+            served = [argv[0], "--listen", f"127.0.0.1:{port}", "--shutdown-grace", "1s", *argv[1:]]
+            stderr = stack.enter_context(listening(served, port, label, env=env))
+            if chain.front == "sse":
+                streams = sse_client(f"http://127.0.0.1:{port}/sse")
+            else:
+                streams = streamable_http_client(f"http://127.0.0.1:{port}/mcp", max_sse_event_size=None)
+        else:
+            params = StdioServerParameters(command=argv[0], args=argv[1:], env=env, cwd=str(cwd))
+            streams = stdio_client(params, errlog=stack.enter_context(open(stderr, "w")))
+        read, write = await stack.enter_async_context(streams)
+        async with _tapped(read, write, chain, stderr, audit, initialize, callbacks) as conn:
+            yield conn
+
+
+@contextlib.asynccontextmanager
+async def _tapped(read, write, chain: Chain, stderr: Path, audit: Path | None, initialize: bool, callbacks: dict):
+    """A ClientSession over (read, write), every message recorded in a Conn."""
     user_handler = callbacks.pop("message_handler", None)
-    with open(stderr, "w") as errlog:
-        async with stdio_client(params, errlog=errlog) as (read, write):
-            in_send, in_recv = anyio.create_memory_object_stream[Any](64)
-            out_send, out_recv = anyio.create_memory_object_stream[Any](64)
-            conn: Conn | None = None
-            pending: list[tuple[str, dict[str, Any]]] = []
+    in_send, in_recv = anyio.create_memory_object_stream[Any](64)
+    out_send, out_recv = anyio.create_memory_object_stream[Any](64)
+    conn: Conn | None = None
+    pending: list[tuple[str, dict[str, Any]]] = []
 
-            def record(direction: str, item: Any) -> None:
-                if isinstance(item, Exception):
-                    return
-                message = _dump(item)
-                if conn is None:
-                    pending.append((direction, message))
-                else:
-                    conn._record(direction, message)
+    def record(direction: str, item: Any) -> None:
+        if isinstance(item, Exception):
+            return
+        message = _dump(item)
+        if conn is None:
+            pending.append((direction, message))
+        else:
+            conn._record(direction, message)
 
-            async def pump_in() -> None:
-                with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
-                    async with in_send:
-                        async for item in read:
-                            record("in", item)
-                            await in_send.send(item)
+    async def pump_in() -> None:
+        with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+            async with in_send:
+                async for item in read:
+                    record("in", item)
+                    await in_send.send(item)
 
-            async def pump_out() -> None:
-                with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
-                    async for item in out_recv:
-                        record("out", item)
-                        await write.send(item)
+    async def pump_out() -> None:
+        with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+            async for item in out_recv:
+                record("out", item)
+                await write.send(item)
 
-            async def handler(message: Any) -> None:
-                assert conn is not None
-                conn.notifications.append(message)
-                conn._wake()
-                if user_handler is not None:
-                    await user_handler(message)
+    async def handler(message: Any) -> None:
+        assert conn is not None
+        conn.notifications.append(message)
+        conn._wake()
+        if user_handler is not None:
+            await user_handler(message)
 
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(pump_in)
-                tg.start_soon(pump_out)
-                session = ClientSession(in_recv, out_send, message_handler=handler, **callbacks)
-                conn = Conn(session=session, chain=chain, stderr=stderr, audit=audit)
-                for direction, message in pending:
-                    conn._record(direction, message)
-                # The test's own failure is re-raised as itself, after a clean
-                # shutdown, rather than wrapped in the task groups' exception groups.
-                failure: Exception | None = None
-                async with session:
-                    try:
-                        if initialize:
-                            with anyio.fail_after(SESSION_TIMEOUT_S):
-                                await session.initialize()
-                        yield conn
-                    except Exception as e:
-                        failure = e
-                tg.cancel_scope.cancel()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(pump_in)
+        tg.start_soon(pump_out)
+        session = ClientSession(in_recv, out_send, message_handler=handler, **callbacks)
+        conn = Conn(session=session, chain=chain, stderr=stderr, audit=audit)
+        for direction, message in pending:
+            conn._record(direction, message)
+        # The test's own failure is re-raised as itself, after a clean
+        # shutdown, rather than wrapped in the task groups' exception groups.
+        failure: Exception | None = None
+        async with session:
+            try:
+                if initialize:
+                    with anyio.fail_after(SESSION_TIMEOUT_S):
+                        await session.initialize()
+                yield conn
+            except Exception as e:
+                failure = e
+        tg.cancel_scope.cancel()
     if failure is not None:
         raise failure
 
