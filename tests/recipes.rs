@@ -23,11 +23,20 @@ fn recipes(page: &str) -> Vec<(String, String)> {
 
 #[test]
 fn every_recipe_prints_what_the_docs_show() {
+    run_recipes("docs/recipes.md", 6);
+}
+
+#[test]
+fn the_http_front_recipe_prints_what_the_docs_show() {
+    run_recipes("docs/http-front.md", 1);
+}
+
+fn run_recipes(name: &str, at_least: usize) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let page = std::fs::read_to_string(root.join("docs/recipes.md")).expect("docs/recipes.md");
+    let page = std::fs::read_to_string(root.join(name)).expect(name);
     let recipes = recipes(&page);
     assert!(
-        recipes.len() >= 6,
+        recipes.len() >= at_least,
         "expected the recipes, found {}",
         recipes.len()
     );
@@ -39,7 +48,11 @@ fn every_recipe_prints_what_the_docs_show() {
         bin.display(),
         std::env::var("PATH").unwrap_or_default()
     );
-    let scratch = std::env::temp_dir().join(format!("mcp-chain-recipes-{}", std::process::id()));
+    let scratch = std::env::temp_dir().join(format!(
+        "mcp-chain-recipes-{}-{}",
+        std::process::id(),
+        name.replace('/', "-")
+    ));
     std::fs::create_dir_all(&scratch).expect("scratch dir");
     // The recipes run from the repository root (they name config/demo.toml);
     // what they write under /tmp goes to a scratch folder instead.
