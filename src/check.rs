@@ -68,6 +68,24 @@ pub(crate) fn run(config: &Config, upstream: &Result<UpstreamConfig, String>) ->
         "proxy: max_message_bytes = {}, shutdown_grace = {:?}",
         config.max_message_bytes, config.shutdown_grace
     );
+    let front = &config.front;
+    if let Some(listen) = front.listen {
+        let legacy = if front.legacy_sse {
+            ", legacy HTTP+SSE at /sse"
+        } else {
+            ""
+        };
+        let _ = writeln!(report, "front: http://{listen}{}{legacy}", front.path);
+        let tokens = match front.tokens.len() {
+            0 => "none".to_owned(),
+            n => format!("{n} (not shown)"),
+        };
+        let _ = writeln!(
+            report,
+            "  tokens: {tokens}; max_sessions = {}, session_idle = {:?}, init_timeout = {:?}",
+            front.max_sessions, front.session_idle, front.init_timeout
+        );
+    }
     let names = config.layer_names();
     if names.is_empty() {
         report += "chain: empty (a transparent relay)\n";

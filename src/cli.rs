@@ -53,7 +53,7 @@ pub struct Cli {
     /// Serve the chain over HTTP on this address (127.0.0.1:8080) instead
     /// of stdio: Streamable HTTP at /mcp, legacy HTTP+SSE at /sse, one
     /// server session per client session. Overrides front.listen.
-    #[arg(long, value_name = "ADDR")]
+    #[arg(long, value_name = "ADDR", global = true)]
     pub listen: Option<String>,
 
     /// Listen on an address other than loopback without front.tokens:

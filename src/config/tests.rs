@@ -222,3 +222,64 @@ fn only_urls_of_the_four_schemes_are_urls_on_the_command_line() {
     assert!(!is_url("http://"));
     assert!(!is_url("./http://x"));
 }
+
+#[test]
+fn front_settings_are_read_and_tokens_never_shown() {
+    let config = load(
+        r#"
+[front]
+listen = "127.0.0.1:8080"
+path = "/v1/mcp"
+legacy_sse = false
+tokens = ["a-token-of-20-chars!"]
+allowed_hosts = ["MCP.example.com"]
+allowed_origins = ["https://app.example.com"]
+max_sessions = 8
+session_idle = "5m"
+init_timeout = "10s"
+"#,
+    )
+    .expect("valid");
+    let front = &config.front;
+    assert_eq!(front.listen, Some("127.0.0.1:8080".parse().expect("addr")));
+    assert_eq!((front.path.as_str(), front.legacy_sse), ("/v1/mcp", false));
+    assert_eq!(front.allowed_hosts, ["mcp.example.com"]);
+    assert_eq!(front.max_sessions, 8);
+    assert_eq!(front.session_idle, std::time::Duration::from_secs(300));
+    assert_eq!(front.init_timeout, std::time::Duration::from_secs(10));
+    assert!(!format!("{front:?}").contains("a-token-of-20-chars!"));
+    // Without [front], stdio.
+    assert!(load("").expect("valid").front.listen.is_none());
+}
+
+#[test]
+fn front_mistakes_are_named() {
+    let found = problems(
+        r#"
+[front]
+listen = "localhost"
+path = "mcp"
+tokens = ["short", ""]
+allowed_origins = ["app.example.com", "https://x.example/"]
+max_sessions = 0
+session_idle = "0s"
+init_timeout = "soon"
+"#,
+    );
+    for expected in [
+        "front.listen:",
+        "front.path:",
+        "front.tokens[0]:",
+        "front.tokens[1]:",
+        "front.allowed_origins: \"app.example.com\"",
+        "front.allowed_origins: \"https://x.example/\"",
+        "front.max_sessions:",
+        "front.session_idle: must be more than zero",
+        "front.init_timeout:",
+    ] {
+        assert!(
+            found.iter().any(|p| p.contains(expected)),
+            "{expected} in {found:?}"
+        );
+    }
+}
