@@ -95,19 +95,9 @@ def run_suite(label: str, server_argv: list[str], tmp: Path) -> dict[str, dict[s
             env={**os.environ, **harness.chain_env()},
             cwd=harness.REPO,
         )
-    out_dir = tmp / label
     try:
         wait_for_port(port, proc, PORT_WAIT_S)
-        suite_log = harness.new_stderr_file(f"conformance[{label}]")
-        with open(suite_log, "w") as log:
-            subprocess.run(
-                [str(NODE22), str(CONFORMANCE), "server", "--url", f"http://127.0.0.1:{port}/mcp", "-o", str(out_dir)],
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                timeout=SUITE_TIMEOUT_S,
-                cwd=tmp,
-            )
+        return suite(label, f"http://127.0.0.1:{port}/mcp", tmp)
     finally:
         with_pgid = proc.pid
         if proc.poll() is None:
@@ -117,6 +107,21 @@ def run_suite(label: str, server_argv: list[str], tmp: Path) -> dict[str, dict[s
             except subprocess.TimeoutExpired:
                 os.killpg(with_pgid, signal.SIGKILL)
                 proc.wait(5)
+
+
+def suite(label: str, url: str, tmp: Path) -> dict[str, dict[str, str]]:
+    """Every server scenario against `url`: {scenario: {check id: status}}."""
+    out_dir = tmp / label
+    suite_log = harness.new_stderr_file(f"conformance[{label}]")
+    with open(suite_log, "w") as log:
+        subprocess.run(
+            [str(NODE22), str(CONFORMANCE), "server", "--url", url, "-o", str(out_dir)],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            timeout=SUITE_TIMEOUT_S,
+            cwd=tmp,
+        )
     results: dict[str, dict[str, str]] = {}
     for checks in sorted(out_dir.glob("server-*/checks.json")):
         scenario = re.sub(r"-\d{4}-\d\d-\d\dT[\d-]+Z$", "", checks.parent.name).removeprefix("server-")
@@ -147,4 +152,28 @@ def test_conformance_through_mcp_chain_matches_direct(tmp_path: Path):
         if direct.get(s) != proxied.get(s)
     }
     assert not differences, "conformance results differ through mcp-chain:\n" + json.dumps(differences, indent=2)
+    assert harness.wait_until(lambda: not harness.processes_with(marker), 10), "server processes left running"
+
+
+@pytest.mark.slow
+def test_conformance_directly_against_the_http_front(tmp_path: Path):
+    """The suite against `mcp-chain --listen` itself, no bridge, with
+    server-everything (stdio) behind it, compared with server-everything's
+    own Streamable HTTP mode: every scenario that passes there passes
+    through mcp-chain's front."""
+    harness.require_chain(EMPTY)
+    if harness.DIRECT:
+        pytest.skip("the front is mcp-chain's")
+    with harness.everything_served("streamableHttp") as url:
+        own = suite("server-everything-http", url, tmp_path)
+    marker = f"interop-marker-{uuid.uuid4().hex}"
+    port = harness.free_port()
+    front = [str(harness.MCP_CHAIN), "--listen", f"127.0.0.1:{port}", "--shutdown-grace", "1s", "--", *everything_argv(marker)]
+    with harness.listening(front, port, "mcp-chain --listen"):
+        through = suite("mcp-chain-front", f"http://127.0.0.1:{port}/mcp", tmp_path)
+    print("scenario | server-everything's HTTP | through mcp-chain --listen")
+    for s in sorted(set(own) | set(through)):
+        print(s, "|", "pass" if s in passed(own) else "fail", "|", "pass" if s in passed(through) else "fail")
+    lost = passed(own) - passed(through)
+    assert not lost, f"scenarios passing against server-everything's HTTP but not through the front: {sorted(lost)}"
     assert harness.wait_until(lambda: not harness.processes_with(marker), 10), "server processes left running"
