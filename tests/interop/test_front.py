@@ -262,3 +262,29 @@ def test_sigterm_finishes_answers_owed_and_ends_every_server():
 def _no_servers_left():
     yield
     assert harness.wait_until(lambda: not children(), 10), "servers outlived the test"
+
+
+def test_typescript_sdk_client_over_streamable_http():
+    """The official TypeScript SDK client (pinned in package.json) through
+    the front to server-everything: list, call, progress, read, terminate."""
+    marker = f"interop-marker-{os.getpid()}-ts"
+    port = harness.free_port()
+    argv = [str(harness.MCP_CHAIN), "--listen", f"127.0.0.1:{port}", "--shutdown-grace", "1s", "--", *harness.everything_argv(marker)]
+    with harness.listening(argv, port, "mcp-chain --listen"):
+        done = subprocess.run(
+            [harness.NODE, str(harness.INTEROP / "ts_client.cjs"), f"http://127.0.0.1:{port}/mcp"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd=harness.INTEROP,
+        )
+        assert done.returncode == 0, done.stderr
+        seen = json.loads(done.stdout)
+        assert len(seen["sessionId"]) == 32
+        assert "echo" in seen["tools"] and "trigger-long-running-operation" in seen["tools"]
+        assert seen["echo"] == "Echo: over HTTP"
+        assert seen["progress"] == [1, 2, 3], seen
+        assert "completed" in seen["slow"].lower(), seen
+        assert seen["resourceBytes"] > 0
+        # terminateSession ended the session and its server.
+        assert harness.wait_until(lambda: not harness.processes_with(marker), 10)

@@ -71,3 +71,32 @@ def test_inspector_resources_and_prompts(chain: Chain):
         chain, "--method", "prompts/get", "--prompt-name", "args-prompt", "--prompt-args", "city=Porto"
     )
     assert "Porto" in prompt["messages"][0]["content"]["text"], prompt
+
+
+def test_inspector_over_the_http_front(tmp_path):
+    """The Inspector CLI as a remote client of `mcp-chain --listen`, with a
+    bearer token, over Streamable HTTP and over legacy SSE."""
+    if harness.DIRECT:
+        pytest.skip("the front is mcp-chain's")
+    token = "inspector-token-0123456789"
+    config = tmp_path / "front.toml"
+    config.write_text('[front]\ntokens = ["${INSPECTOR_TOKEN}"]\n')
+    port = harness.free_port()
+    argv = [str(harness.MCP_CHAIN), "--listen", f"127.0.0.1:{port}", "--shutdown-grace", "1s", "--config", str(config)]
+    argv += ["--", *everything_argv()]
+    with harness.listening(argv, port, "mcp-chain --listen", env={"INSPECTOR_TOKEN": token}):
+        for url in [f"http://127.0.0.1:{port}/mcp", f"http://127.0.0.1:{port}/sse"]:
+
+            def remote(*options: str) -> subprocess.CompletedProcess:
+                cmd = [NODE, str(INSPECTOR_CLI_DIR / "index.js"), url, *options]
+                return subprocess.run(cmd, cwd=INSPECTOR_CLI_DIR, capture_output=True, text=True, timeout=60)
+
+            auth = ("--header", f"Authorization: Bearer {token}")
+            listed = remote(*auth, "--method", "tools/list")
+            assert listed.returncode == 0, listed.stderr
+            assert "get-sum" in {t["name"] for t in json.loads(listed.stdout)["tools"]}
+            called = remote(*auth, "--method", "tools/call", "--tool-name", "get-sum", "--tool-arg", "a=40", "b=2")
+            assert called.returncode == 0, called.stderr
+            assert json.loads(called.stdout)["content"][0]["text"] == "The sum of 40 and 2 is 42."
+            refused = remote("--method", "tools/list")
+            assert refused.returncode != 0 and ("401" in refused.stderr or "bearer token is required" in refused.stderr), refused
