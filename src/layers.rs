@@ -6,21 +6,22 @@
 //! how each wraps the rest of a chain: adding a layer is adding a line here.
 
 use crate::chain::ChainService;
+use mcp_chain_middleware::session::SessionInfo;
 use mcp_chain_middleware::{audit, filter, limit, log, rate_limit, rewrite, timeout, validate};
 use serde::Deserialize;
 use tower::Layer;
 
 /// A layer's instance for one session of the HTTP front.
 trait PerSession {
-    fn for_session(&self) -> Self;
+    fn for_session(&self, session: &SessionInfo) -> Self;
 }
 
 /// Layers whose state is what the config says, nothing learned per
-/// session: every session shares them (the audit shares its file).
+/// session: every session shares them.
 macro_rules! shared_across_sessions {
     ($($layer:ty),*) => {$(
         impl PerSession for $layer {
-            fn for_session(&self) -> Self {
+            fn for_session(&self, _: &SessionInfo) -> Self {
                 self.clone()
             }
         }
@@ -32,15 +33,21 @@ macro_rules! shared_across_sessions {
 macro_rules! fresh_per_session {
     ($($layer:ty),*) => {$(
         impl PerSession for $layer {
-            fn for_session(&self) -> Self {
+            fn for_session(&self, _: &SessionInfo) -> Self {
                 <$layer>::for_session(self)
             }
         }
     )*};
 }
 
+/// The audit shares its file and says, in every line, which session.
+impl PerSession for audit::AuditLayer {
+    fn for_session(&self, session: &SessionInfo) -> Self {
+        audit::AuditLayer::for_session(self, session)
+    }
+}
+
 shared_across_sessions!(
-    audit::AuditLayer,
     filter::FilterLayer,
     rewrite::RewriteLayer,
     limit::LimitLayer,
@@ -93,9 +100,9 @@ macro_rules! layers {
             /// The layer for one client session of the HTTP front (see
             /// each layer's `for_session`; a layer without state of its
             /// own is shared).
-            pub(crate) fn for_session(&self) -> Self {
+            pub(crate) fn for_session(&self, session: &SessionInfo) -> Self {
                 match self {
-                    $(Self::$variant(layer) => Self::$variant(PerSession::for_session(layer)),)*
+                    $(Self::$variant(layer) => Self::$variant(PerSession::for_session(layer, session)),)*
                 }
             }
 

@@ -42,6 +42,7 @@
 //!   before the server sees them.
 //! - [`limit`]: results that fit: refused or cut past a size, listings
 //!   trimmed to a number of items.
+//! - [`session`]: who a session of the HTTP front serves (the audit says).
 //! - [`units`]: durations (`"2s"`) and rates (`"5/s"`) as written in configs.
 
 #![forbid(unsafe_code)]
@@ -57,6 +58,7 @@ pub mod pattern;
 pub mod payload;
 pub mod rate_limit;
 pub mod rewrite;
+pub mod session;
 pub mod target;
 pub mod timeout;
 pub mod units;

@@ -19,7 +19,7 @@ pub(crate) struct FrontFile {
     path: Option<String>,
     legacy_sse: Option<bool>,
     #[serde(default)]
-    tokens: Vec<String>,
+    tokens: Vec<TokenFile>,
     #[serde(default)]
     allowed_hosts: Vec<String>,
     #[serde(default)]
@@ -27,6 +27,22 @@ pub(crate) struct FrontFile {
     max_sessions: Option<usize>,
     session_idle: Option<String>,
     init_timeout: Option<String>,
+}
+
+/// One `tokens` entry: the token, or a table naming it for the audit.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum TokenFile {
+    Plain(String),
+    Named { name: String, token: String },
+}
+
+/// A bearer token and the name the audit knows it by.
+#[derive(Clone)]
+pub struct Token {
+    /// As configured, or its position from 1.
+    pub name: String,
+    pub secret: String,
 }
 
 /// A checked `[front]`.
@@ -39,7 +55,7 @@ pub struct FrontConfig {
     /// Serve `/sse` and `/messages` for 2024-11-05 clients.
     pub legacy_sse: bool,
     /// Bearer tokens, any of which lets a request in. Never logged.
-    pub tokens: Vec<String>,
+    pub tokens: Vec<Token>,
     /// Host names (without port) a request may name; empty: loopback
     /// names when listening on loopback, any otherwise.
     pub allowed_hosts: Vec<String>,
@@ -118,14 +134,18 @@ pub(super) fn front(file: FrontFile, problems: &mut Vec<Problem>) -> FrontConfig
         front.path = path;
     }
     front.legacy_sse = file.legacy_sse.unwrap_or(true);
-    for (n, token) in file.tokens.iter().enumerate() {
-        if token.len() < 16 || token.chars().any(|c| !c.is_ascii_graphic()) {
+    for (n, token) in file.tokens.into_iter().enumerate() {
+        let (name, secret) = match token {
+            TokenFile::Plain(secret) => ((n + 1).to_string(), secret),
+            TokenFile::Named { name, token } => (name, token),
+        };
+        if secret.len() < 16 || secret.chars().any(|c| !c.is_ascii_graphic()) {
             problem(format!(
                 "tokens[{n}]: a token must be at least 16 visible ASCII characters (is ${{VAR}} set?)"
             ));
         }
+        front.tokens.push(Token { name, secret });
     }
-    front.tokens = file.tokens;
     front.allowed_hosts = file
         .allowed_hosts
         .iter()

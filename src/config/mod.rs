@@ -10,7 +10,7 @@ mod upstream;
 mod validate;
 
 pub use error::ConfigError;
-pub use front::{parse_listen, FrontConfig};
+pub use front::{parse_listen, FrontConfig, Token};
 pub use upstream::{
     is_url, CommandConfig, Envelope, RestartPolicy, Transport, UpstreamConfig, UrlConfig,
 };

@@ -41,7 +41,11 @@ impl Guard {
             (true, false) => None,
         };
         Self {
-            tokens: front.tokens.iter().map(|t| t.as_bytes().to_vec()).collect(),
+            tokens: front
+                .tokens
+                .iter()
+                .map(|t| t.secret.as_bytes().to_vec())
+                .collect(),
             hosts,
             origins: front.allowed_origins.clone(),
             loopback_origins: loopback,
@@ -49,7 +53,7 @@ impl Guard {
     }
 
     /// Checks a request's head. `Ok` carries which token let it in (its
-    /// position, from 1), for the logs; never the token itself.
+    /// index in `[front] tokens`); never the token itself.
     pub(super) fn check(&self, head: &Parts) -> Result<Option<usize>, Refusal> {
         if let Some(hosts) = &self.hosts {
             let host = head.headers.get(HOST).and_then(|h| h.to_str().ok());
@@ -77,7 +81,7 @@ impl Guard {
         let mut found = None;
         for (n, token) in self.tokens.iter().enumerate() {
             if bool::from(token.as_slice().ct_eq(given)) && found.is_none() {
-                found = Some(n + 1);
+                found = Some(n);
             }
         }
         found.map(Some).ok_or(Refusal::Unauthorized)
@@ -119,7 +123,13 @@ mod tests {
 
     fn guard(tokens: &[&str], listen: &str) -> Guard {
         let front = FrontConfig {
-            tokens: tokens.iter().map(|t| t.to_string()).collect(),
+            tokens: tokens
+                .iter()
+                .map(|t| crate::config::Token {
+                    name: String::new(),
+                    secret: t.to_string(),
+                })
+                .collect(),
             allowed_origins: vec!["https://app.example.com".into()],
             ..FrontConfig::default()
         };
@@ -154,7 +164,7 @@ mod tests {
             "0.0.0.0:8080",
         );
         let with = |auth: &str| head(&[("host", "mcp.example.com"), ("authorization", auth)]);
-        assert_eq!(g.check(&with("Bearer second-token-012345678")), Ok(Some(2)));
+        assert_eq!(g.check(&with("Bearer second-token-012345678")), Ok(Some(1)));
         for wrong in [
             "Bearer second-token-01234567",
             "Bearer ",

@@ -5,7 +5,7 @@
 use super::body::Reply;
 use super::guard::Refusal;
 use super::routes::{self, Waiting};
-use super::session::{self, Session};
+use super::session::{self, Caller, Session};
 use super::Front;
 use crate::relay::Read;
 use bytes::Bytes;
@@ -18,6 +18,7 @@ use hyper::{Method, Request, Response, StatusCode};
 use mcp_chain_middleware::message::{method, Incoming};
 use mcp_chain_middleware::{ErrorCode, ErrorObject, Message};
 use std::convert::Infallible;
+use std::net::SocketAddr;
 use std::sync::Arc;
 
 pub(super) const SESSION_HEADER: &str = "mcp-session-id";
@@ -38,6 +39,7 @@ type Answer = Response<Reply>;
 pub(super) async fn handle(
     front: Arc<Front>,
     req: Request<HttpBody>,
+    peer: SocketAddr,
 ) -> Result<Answer, Infallible> {
     let (head, body) = req.into_parts();
     let path = head.uri.path();
@@ -45,8 +47,8 @@ pub(super) async fn handle(
     if path != front.settings.path && !legacy {
         return Ok(status(StatusCode::NOT_FOUND, "no MCP endpoint here"));
     }
-    match front.guard.check(&head) {
-        Ok(_) => {}
+    let caller = match front.guard.check(&head) {
+        Ok(token) => Caller { peer, token },
         Err(Refusal::Unauthorized) => {
             let mut answer = status(StatusCode::UNAUTHORIZED, "a bearer token is required");
             answer
@@ -55,7 +57,7 @@ pub(super) async fn handle(
             return Ok(answer);
         }
         Err(Refusal::Forbidden(why)) => return Ok(status(StatusCode::FORBIDDEN, why)),
-    }
+    };
     if let Some(version) = head.headers.get(VERSION_HEADER) {
         if !VERSIONS.iter().any(|v| version.as_bytes() == v.as_bytes()) {
             return Ok(rpc_error(
@@ -70,7 +72,7 @@ pub(super) async fn handle(
         .get(SESSION_HEADER)
         .map(|v| v.to_str().unwrap_or_default().to_owned());
     Ok(match (&head.method, path) {
-        (&Method::GET, "/sse") => legacy_stream(&front),
+        (&Method::GET, "/sse") => legacy_stream(&front, &caller),
         (&Method::POST, "/messages") => {
             let query = head.uri.query().unwrap_or_default();
             let id = query
@@ -78,7 +80,9 @@ pub(super) async fn handle(
                 .find_map(|kv| kv.strip_prefix("sessionId="))
                 .map(str::to_owned);
             match find(&front, id.as_deref()) {
-                Ok(session) if session.legacy => post(&front, Some(session), body, false).await,
+                Ok(session) if session.legacy => {
+                    post(&front, &caller, Some(session), body, false).await
+                }
                 Ok(_) => status(StatusCode::NOT_FOUND, "no such legacy session"),
                 Err(answer) => *answer,
             }
@@ -100,7 +104,7 @@ pub(super) async fn handle(
                     Err(answer) => return Ok(*answer),
                 },
             };
-            post(&front, session, body, events).await
+            post(&front, &caller, session, body, events).await
         }
         (&Method::GET, _) => {
             if accepts(&head.headers) != Some(true) {
@@ -144,6 +148,7 @@ pub(super) async fn handle(
 /// A POST's messages to its session (a new one for `initialize`).
 async fn post(
     front: &Arc<Front>,
+    caller: &Caller,
     session: Option<Arc<Session>>,
     body: HttpBody,
     events: bool,
@@ -212,7 +217,7 @@ async fn post(
                 "this session is initialized already",
             );
         }
-        (None, true) if messages.len() == 1 => match front.sessions.open(front, false) {
+        (None, true) if messages.len() == 1 => match front.sessions.open(front, false, caller) {
             Some(session) => session,
             None => {
                 let mut answer = status(
@@ -275,8 +280,8 @@ async fn post(
 
 /// `GET /sse`: a legacy session, its stream opening with the endpoint to
 /// POST to.
-fn legacy_stream(front: &Arc<Front>) -> Answer {
-    let Some(session) = front.sessions.open(front, true) else {
+fn legacy_stream(front: &Arc<Front>, caller: &Caller) -> Answer {
+    let Some(session) = front.sessions.open(front, true, caller) else {
         let mut answer = status(
             StatusCode::SERVICE_UNAVAILABLE,
             "too many sessions (front.max_sessions)",

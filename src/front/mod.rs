@@ -21,6 +21,7 @@ use guard::Guard;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
+use mcp_chain_middleware::session::SessionInfo;
 use session::Sessions;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -47,12 +48,9 @@ impl Front {
     /// The chain's layers for a new session: what a layer learns about a
     /// session starts empty; what is shared by design (a global rate
     /// limit's buckets, the audit file) stays shared.
-    fn layers_for_session(&self) -> Vec<AnyLayer> {
-        self.config
-            .chain
-            .iter()
-            .map(AnyLayer::for_session)
-            .collect()
+    fn layers_for_session(&self, session: &SessionInfo) -> Vec<AnyLayer> {
+        let layers = self.config.chain.iter();
+        layers.map(|layer| layer.for_session(session)).collect()
     }
 }
 
@@ -132,7 +130,7 @@ fn serve_connection(front: &Arc<Front>, stream: tokio::net::TcpStream, peer: Soc
     let _ = stream.set_nodelay(true);
     let front = front.clone();
     tokio::spawn(async move {
-        let service = service_fn(move |req| handler::handle(front.clone(), req));
+        let service = service_fn(move |req| handler::handle(front.clone(), req, peer));
         let served = http1::Builder::new()
             .timer(TokioTimer::new())
             .header_read_timeout(HEAD_TIMEOUT)

@@ -12,7 +12,9 @@ use super::routes::{self, Routes};
 use super::Front;
 use crate::relay::{self, Ending, Read};
 use crate::transport::queue::Queue;
+use mcp_chain_middleware::session::SessionInfo;
 use std::collections::HashMap;
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -21,6 +23,13 @@ use tokio::time::Instant;
 
 /// Messages a session holds from its client before a POST waits.
 const INBOX: usize = 64;
+
+/// Who sent a request: its address, and the token that let it in (an index
+/// into `[front] tokens`).
+pub(super) struct Caller {
+    pub(super) peer: SocketAddr,
+    pub(super) token: Option<usize>,
+}
 
 pub(super) struct Session {
     pub(super) id: String,
@@ -37,8 +46,8 @@ pub(super) struct Session {
 }
 
 impl Session {
-    /// Starts a session: its server, its chain, its router.
-    pub(super) fn start(front: &Arc<Front>, legacy: bool) -> Arc<Self> {
+    /// Starts a session for `caller`: its server, its chain, its router.
+    pub(super) fn start(front: &Arc<Front>, legacy: bool, caller: &Caller) -> Arc<Self> {
         let (inbox, source) = mpsc::channel(INBOX);
         let (stop, signals) = mpsc::channel(4);
         let queue = Queue::default();
@@ -60,7 +69,13 @@ impl Session {
         };
         let front = front.clone();
         let id = session.id.clone();
-        let layers = front.layers_for_session();
+        let info = SessionInfo {
+            id: short(&id).to_owned(),
+            client: caller.peer.to_string(),
+            token: caller.token.map(|n| front.settings.tokens[n].name.clone()),
+        };
+        tracing::info!(session = %short(&id), client = %info.client, token = info.token.as_deref(), legacy, "session started");
+        let layers = front.layers_for_session(&info);
         let tasks = front.sessions.tasks.clone();
         tasks.spawn(async move {
             let ending = relay::session(&front.config, &layers, &front.upstream, client, signals).await;
@@ -171,13 +186,17 @@ impl Sessions {
     }
 
     /// Starts a session, unless there are `max` already.
-    pub(super) fn open(&self, front: &Arc<Front>, legacy: bool) -> Option<Arc<Session>> {
+    pub(super) fn open(
+        &self,
+        front: &Arc<Front>,
+        legacy: bool,
+        caller: &Caller,
+    ) -> Option<Arc<Session>> {
         if self.map().len() >= front.settings.max_sessions {
             return None;
         }
-        let session = Session::start(front, legacy);
+        let session = Session::start(front, legacy, caller);
         self.map().insert(session.id.clone(), session.clone());
-        tracing::info!(session = %short(&session.id), legacy, "session started");
         Some(session)
     }
 

@@ -288,3 +288,57 @@ def test_typescript_sdk_client_over_streamable_http():
         assert seen["resourceBytes"] > 0
         # terminateSession ended the session and its server.
         assert harness.wait_until(lambda: not harness.processes_with(marker), 10)
+
+
+def call(f: Front, session: str, n: int, headers: dict | None = None):
+    body = {"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": {"name": "add", "arguments": {"a": n, "b": 1}}}
+    status, _, text = f.request("POST", body, {"Mcp-Session-Id": session, "Accept": "application/json", **(headers or {})})
+    assert status == 200, (status, text)
+    return json.loads(text)
+
+
+def test_audit_says_which_session_client_and_token(tmp_path):
+    audit = tmp_path / "audit.jsonl"
+    other = "second-token-0123456789abc"
+    config = f"""
+[front]
+tokens = [{{ name = "ci", token = "${{FRONT_TOKEN}}" }}, "{other}"]
+
+[[middleware]]
+type = "audit"
+path = "{audit}"
+"""
+    with front(config=config, env={"FRONT_TOKEN": TOKEN}) as f:
+        ci = {"Authorization": f"Bearer {TOKEN}"}
+        second = {"Authorization": f"Bearer {other}"}
+        a, b = f.initialize(ci), f.initialize(second)
+        call(f, a, 1, ci)
+        call(f, b, 2, second)
+        lines = [json.loads(line) for line in audit.read_text().splitlines()]
+        calls = {(rec["session"], rec.get("token"), rec["id"]) for rec in lines if rec.get("method") == "tools/call"}
+        assert calls == {(a[:8], "ci", 1), (b[:8], "2", 2)}, calls
+        assert all(rec["client"].startswith("127.0.0.1:") for rec in lines)
+        for secret in [TOKEN, other, a, b]:
+            assert secret not in audit.read_text() and secret not in f.stderr.read_text()
+
+
+@pytest.mark.parametrize("scope", ["global", "session"])
+def test_rate_limits_hold_across_sessions_unless_scoped(scope):
+    """Opening another session must not buy more calls, unless the layer
+    says its buckets are per session."""
+    config = f"""
+[[middleware]]
+type = "rate_limit"
+scope = "{scope}"
+rules = [{{ tool = "add", rate = "2/min", burst = 2 }}]
+"""
+    with front(config=config) as f:
+        a, b = f.initialize(), f.initialize()
+        assert all("result" in call(f, a, n) for n in (1, 2))
+        third = call(f, a, 3)
+        assert third["error"]["code"] == 429, third
+        other = call(f, b, 4)
+        if scope == "global":
+            assert other["error"]["code"] == 429, other
+        else:
+            assert other["result"]["structuredContent"] == {"sum": 5}, other

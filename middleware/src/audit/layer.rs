@@ -3,8 +3,10 @@
 //! lock and one file handle.
 
 use super::config::OnWriteError;
+use super::record::string_field;
 use super::service::Audit;
 use super::sink::Sink;
+use crate::session::SessionInfo;
 use std::sync::Arc;
 use tower::Layer;
 
@@ -19,12 +21,28 @@ pub(super) struct Shared {
 #[derive(Debug, Clone)]
 pub struct AuditLayer {
     shared: Arc<Shared>,
+    /// Served over HTTP: the session's fields, written into every line.
+    session: Option<Arc<[u8]>>,
 }
 
 impl AuditLayer {
     pub(super) fn new(shared: Shared) -> Self {
         Self {
             shared: Arc::new(shared),
+            session: None,
+        }
+    }
+
+    /// The layer for one client session of the HTTP front: the same file;
+    /// every line also says `session`, `client` and (with tokens) `token`.
+    pub fn for_session(&self, session: &SessionInfo) -> Self {
+        let mut fields = Vec::new();
+        string_field(&mut fields, "session", Some(&session.id));
+        string_field(&mut fields, "client", Some(&session.client));
+        string_field(&mut fields, "token", session.token.as_deref());
+        Self {
+            shared: self.shared.clone(),
+            session: Some(fields.into()),
         }
     }
 }
@@ -33,6 +51,6 @@ impl<S> Layer<S> for AuditLayer {
     type Service = Audit<S>;
 
     fn layer(&self, inner: S) -> Audit<S> {
-        Audit::new(inner, self.shared.clone())
+        Audit::new(inner, self.shared.clone(), self.session.clone())
     }
 }

@@ -48,6 +48,9 @@ pub(super) struct Record<'a> {
     pub(super) time: Timestamp,
     pub(super) direction: &'static str,
     pub(super) kind: &'static str,
+    /// `"session"`, `"client"` and `"token"`, already written, when served
+    /// over HTTP.
+    pub(super) session: Option<&'a [u8]>,
     pub(super) id: Option<&'a RequestId>,
     pub(super) method: Option<&'a str>,
     pub(super) tool: Option<&'a str>,
@@ -193,6 +196,9 @@ impl<'a> Record<'a> {
         out.extend_from_slice(b"\",\"kind\":\"");
         out.extend_from_slice(self.kind.as_bytes());
         out.push(b'"');
+        if let Some(session) = self.session {
+            out.extend_from_slice(session);
+        }
         match self.head {
             Some(head) => out.extend_from_slice(head),
             None => self.write_head(out),
@@ -251,7 +257,7 @@ fn json_field<T: Serialize + ?Sized>(out: &mut Vec<u8>, name: &str, value: Optio
 }
 
 /// `,"name":"value"`, when there is a value.
-fn string_field(out: &mut Vec<u8>, name: &str, value: Option<&str>) {
+pub(super) fn string_field(out: &mut Vec<u8>, name: &str, value: Option<&str>) {
     if let Some(value) = value {
         key(out, name);
         write_str(value, out);

@@ -23,13 +23,19 @@ pub(super) const LAYER: &str = "audit";
 pub struct Audit<S> {
     inner: S,
     shared: Arc<Shared>,
+    /// The session's fields, when served over HTTP (see `AuditLayer::for_session`).
+    session: Option<Arc<[u8]>>,
 }
 
 // === impl Audit ===
 
 impl<S> Audit<S> {
-    pub(super) fn new(inner: S, shared: Arc<Shared>) -> Self {
-        Self { inner, shared }
+    pub(super) fn new(inner: S, shared: Arc<Shared>, session: Option<Arc<[u8]>>) -> Self {
+        Self {
+            inner,
+            shared,
+            session,
+        }
     }
 
     pub fn get_ref(&self) -> &S {
@@ -65,6 +71,7 @@ where
         // that judge items refuse such a request.
         let target = Target::of_message(msg).ok().flatten();
         let mut record = Record::new(env.direction, kind_of(msg));
+        record.session = self.session.as_deref();
         record.id = msg.id();
         record.method = msg.method();
         record.target(target.as_ref());
@@ -102,6 +109,7 @@ where
         }
         let pending = Pending {
             shared: shared.clone(),
+            session: self.session.clone(),
             direction: env.direction,
             head,
             reads: Reads::of(&req.method),
@@ -133,6 +141,7 @@ fn kind_of(msg: &Message) -> &'static str {
 #[derive(Debug)]
 struct Pending {
     shared: Arc<Shared>,
+    session: Option<Arc<[u8]>>,
     direction: Direction,
     /// The request's `id`, `method` and target, as written in its line.
     head: Vec<u8>,
@@ -145,6 +154,7 @@ struct Pending {
 impl Pending {
     fn record(&self) -> Record<'_> {
         let mut record = Record::new(self.direction, "response");
+        record.session = self.session.as_deref();
         record.head = Some(&self.head);
         record.duration_ms = Some(millis(self.start.elapsed()));
         record

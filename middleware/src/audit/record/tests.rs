@@ -52,10 +52,12 @@ fn a_line_is_json_with_every_field_in_order() {
         data: None,
         extra: serde_json::Map::new(),
     };
+    let session = br#","session":"0123abcd","client":"127.0.0.1:4000","token":"ci""#;
     let record = Record {
         time: Timestamp(UNIX_EPOCH + Duration::from_secs(1_700_000_000)),
         direction: "client_to_server",
         kind: "request",
+        session: Some(session),
         id: Some(&id),
         method: Some("tools/call"),
         tool: Some("quote\"and\\back\nslash"),
@@ -102,6 +104,9 @@ fn a_line_is_json_with_every_field_in_order() {
             "time",
             "direction",
             "kind",
+            "session",
+            "client",
+            "token",
             "id",
             "method",
             "tool",
