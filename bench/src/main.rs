@@ -18,7 +18,16 @@
 //! - `http-supergateway`: supergateway's Streamable HTTP→stdio bridge to
 //!   that server, what users run for this without mcp-chain (from
 //!   tests/interop/node_modules; not available until `make test-interop`
-//!   installed it).
+//!   installed it);
+//! - `front-empty`, `front-full`, `front-supergateway`: the fixture served
+//!   to HTTP clients, by `mcp-chain --listen` (empty or full chain) or by
+//!   supergateway's stdio→Streamable HTTP server (`--stateful`, one child
+//!   per session). The load generator reaches each through the same
+//!   adapter, `mcp-chain -- URL` with no layers, so what differs between
+//!   the three is the server under test; memory figures are that server's.
+//!   The `HTTP clients:` rows load those servers directly over HTTP
+//!   (`http_load.rs`), nothing of ours in between: what a remote client
+//!   sees.
 //!
 //! Every round starts fresh processes and runs every workload on every
 //! mode, one after another (A B C D, A B C D, …, the order rotated each
@@ -29,11 +38,15 @@
 //! # Layout
 //!
 //! - `session.rs`: one spawned process, its pipes, its /proc memory;
+//! - `served.rs`: the servers that listen for a whole run;
+//! - `http_load.rs`: HTTP clients' load on a `front-*` server, direct;
 //! - `workload.rs`: the measurements;
 //! - `stats.rs`: percentiles and medians;
 //! - `report.rs`: the Markdown table, the budget, the JSON.
 
+mod http_load;
 mod report;
+mod served;
 mod session;
 mod stats;
 mod workload;
@@ -134,7 +147,7 @@ impl Options {
 }
 
 const USAGE: &str = "usage: mcp-chain-bench [--quick] [--rounds N] [--json [PATH]] \
-[--modes direct,relay,empty,full,http-empty,http-full,http-supergateway] [--proxy PATH] [--config PATH] \
+[--modes direct,relay,empty,full,http-empty,http-full,http-supergateway,front-empty,front-full,front-supergateway] [--proxy PATH] [--config PATH] \
 [--only start-up,round-trip,pipelined,1mib,10mib,tools-list,notifications] \
 [--in-flight 1,16,256]";
 
@@ -284,41 +297,6 @@ const SUPERGATEWAY: &str = concat!(
     "/../tests/interop/node_modules/supergateway/dist/index.js"
 );
 
-/// The fixture serving HTTP for the run; killed when dropped.
-struct HttpFixture {
-    child: std::process::Child,
-    url: String,
-}
-
-impl HttpFixture {
-    fn start(fixture: &Path) -> Result<Self> {
-        use std::io::BufRead;
-        let mut child = std::process::Command::new(fixture)
-            .arg("--http")
-            .stdout(std::process::Stdio::piped())
-            .spawn()?;
-        let stdout = child
-            .stdout
-            .take()
-            .ok_or("the HTTP fixture has no stdout")?;
-        let mut url = String::new();
-        std::io::BufReader::new(stdout).read_line(&mut url)?;
-        let url = url.trim().to_owned();
-        if !url.starts_with("http://") {
-            let _ = child.kill();
-            return Err(format!("the HTTP fixture said {url:?}").into());
-        }
-        Ok(Self { child, url })
-    }
-}
-
-impl Drop for HttpFixture {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 fn launch(
     mode: Mode,
     fixture: &Path,
@@ -326,6 +304,7 @@ fn launch(
     proxy: &Path,
     config: &Path,
     work: &Path,
+    fronts: &mut Vec<(Mode, served::Served)>,
 ) -> Result<Launch> {
     let fixture_os = OsString::from(fixture);
     let mut launch = Launch {
@@ -333,6 +312,7 @@ fn launch(
         args: Vec::new(),
         env: Vec::new(),
         tool_prefix: "",
+        memory_of: None,
     };
     match mode {
         Mode::Direct => launch.program = fixture.to_owned(),
@@ -355,6 +335,15 @@ fn launch(
             launch.tool_prefix = "b_";
         }
         Mode::HttpEmpty => launch.args = vec!["--".into(), url.into()],
+        Mode::FrontEmpty | Mode::FrontFull | Mode::FrontPeer => {
+            let front = serve_front(mode, fixture, proxy, config, work)?;
+            launch.args = vec!["--".into(), front.url.clone().into()];
+            launch.memory_of = Some(front.pid());
+            if mode == Mode::FrontFull {
+                launch.tool_prefix = "b_";
+            }
+            fronts.push((mode, front));
+        }
         Mode::HttpPeer => {
             launch.program = "node".into();
             let bridge = vec![SUPERGATEWAY.into(), "--streamableHttp".into(), url.into()];
@@ -365,11 +354,108 @@ fn launch(
     Ok(launch)
 }
 
+/// A `front-*` server loaded by HTTP clients directly: round trips on one
+/// connection, and throughput from 16 and 256 at once, on a session of
+/// their own.
+fn http_clients(
+    opts: &Options,
+    report: &mut Report,
+    mode: Mode,
+    url: &str,
+    prefix: &str,
+) -> Result<()> {
+    let plan = &opts.plan;
+    let session = http_load::open_session(url)?;
+    if opts.wants("round-trip") {
+        let t = http_load::round_trips(
+            url,
+            &session,
+            prefix,
+            plan.seq_warm_up / 10,
+            plan.seq_calls / 10,
+        )?;
+        report.add(Figure::HttpRoundTripP50, mode, stats::percentile(&t, 50.0));
+    }
+    let windows = plan
+        .pipelined
+        .iter()
+        .filter(|(n, _)| *n > 1 && opts.wants("pipelined"));
+    for &(in_flight, total) in windows {
+        http_load::throughput(url, &session, prefix, in_flight, total / 40)?;
+        let per_s = http_load::throughput(url, &session, prefix, in_flight, total / 4)?;
+        report.add(Figure::HttpThroughput(in_flight), mode, per_s);
+    }
+    Ok(())
+}
+
+/// The server under test of a `front-*` mode, listening for the run.
+fn serve_front(
+    mode: Mode,
+    fixture: &Path,
+    proxy: &Path,
+    config: &Path,
+    work: &Path,
+) -> Result<served::Served> {
+    let port = served::free_port()?;
+    let log = work.join(format!("{}-server.log", mode.key()));
+    let listen = format!("127.0.0.1:{port}");
+    let audit = (
+        "BENCH_AUDIT_PATH".to_owned(),
+        work.join("front-audit.jsonl").into(),
+    );
+    let (program, args): (PathBuf, Vec<OsString>) = match mode {
+        Mode::FrontPeer => {
+            let stdio = fixture.to_string_lossy().into_owned();
+            let args = [
+                SUPERGATEWAY,
+                "--stdio",
+                &stdio,
+                "--outputTransport",
+                "streamableHttp",
+            ];
+            let mut args: Vec<OsString> = args.iter().map(Into::into).collect();
+            args.extend(
+                [
+                    "--stateful",
+                    "--port",
+                    &port.to_string(),
+                    "--logLevel",
+                    "none",
+                ]
+                .map(Into::into),
+            );
+            ("node".into(), args)
+        }
+        Mode::FrontFull => {
+            let args = [
+                "--listen".into(),
+                listen.into(),
+                "--config".into(),
+                config.into(),
+            ];
+            (
+                proxy.to_owned(),
+                [args.to_vec(), vec!["--".into(), fixture.into()]].concat(),
+            )
+        }
+        _ => (
+            proxy.to_owned(),
+            vec![
+                "--listen".into(),
+                listen.into(),
+                "--".into(),
+                fixture.into(),
+            ],
+        ),
+    };
+    served::Served::listening(&program, &args, &[audit], port, &log)
+}
+
 /// Why a mode cannot run here, if it cannot.
 fn unavailable(mode: Mode, launch: &Launch) -> Option<String> {
     match mode {
         Mode::Full | Mode::HttpFull => check_full(launch).err(),
-        Mode::HttpPeer if !Path::new(SUPERGATEWAY).is_file() => {
+        Mode::HttpPeer | Mode::FrontPeer if !Path::new(SUPERGATEWAY).is_file() => {
             Some("supergateway is not installed (make test-interop installs it)".into())
         }
         _ => None,
@@ -396,14 +482,21 @@ fn check_full(launch: &Launch) -> std::result::Result<(), String> {
 fn measure(opts: &Options, fixture: &Path, proxy: &Path, work: &Path) -> Result<Report> {
     let plan = &opts.plan;
     let http = match opts.modes.iter().any(|m| m.is_http()) {
-        true => Some(HttpFixture::start(fixture)?),
+        true => Some(served::Served::fixture(fixture)?),
         false => None,
     };
     let url = http.as_ref().map_or("", |h| h.url.as_str());
     let mut launches = Vec::new();
     let mut unavailable = Vec::new();
+    let mut fronts = Vec::new();
     for &mode in &opts.modes {
-        let l = launch(mode, fixture, url, proxy, &opts.config, work)?;
+        if mode == Mode::FrontPeer && !Path::new(SUPERGATEWAY).is_file() {
+            let reason = "supergateway is not installed (make test-interop installs it)".to_owned();
+            eprintln!("{} not available: {reason}", mode.label());
+            unavailable.push((mode, reason));
+            continue;
+        }
+        let l = launch(mode, fixture, url, proxy, &opts.config, work, &mut fronts)?;
         if let Some(reason) = self::unavailable(mode, &l) {
             eprintln!("{} not available: {reason}", mode.label());
             unavailable.push((mode, reason));
@@ -412,6 +505,14 @@ fn measure(opts: &Options, fixture: &Path, proxy: &Path, work: &Path) -> Result<
         launches.push((mode, l));
     }
     let modes: Vec<Mode> = launches.iter().map(|(m, _)| *m).collect();
+    let front_urls: Vec<(Mode, String, &str)> = fronts
+        .iter()
+        .filter(|(mode, _)| modes.contains(mode))
+        .map(|(mode, served)| {
+            let prefix = if *mode == Mode::FrontFull { "b_" } else { "" };
+            (*mode, served.url.clone(), prefix)
+        })
+        .collect();
     let mut report = Report::new(&modes, plan.rounds, opts.quick, unavailable);
     let started = Instant::now();
 
@@ -509,6 +610,11 @@ fn measure(opts: &Options, fixture: &Path, proxy: &Path, work: &Path) -> Result<
                 report.add(Figure::Notifications, mode, stats::median(&t));
                 Ok(())
             })?;
+        }
+
+        for (mode, url, prefix) in &front_urls {
+            http_clients(opts, &mut report, *mode, url, prefix)
+                .map_err(|e| format!("{}, HTTP clients: {e}", mode.label()))?;
         }
 
         for (mode, s) in sessions {

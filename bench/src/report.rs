@@ -19,10 +19,15 @@ pub(crate) enum Mode {
     HttpFull,
     /// The same, supergateway's Streamable HTTP→stdio bridge in front.
     HttpPeer,
+    /// The fixture served to HTTP clients by `mcp-chain --listen`.
+    FrontEmpty,
+    FrontFull,
+    /// The same, by supergateway's stdio→Streamable HTTP server.
+    FrontPeer,
 }
 
 impl Mode {
-    pub(crate) const ALL: [Mode; 7] = [
+    pub(crate) const ALL: [Mode; 10] = [
         Mode::Direct,
         Mode::Relay,
         Mode::Empty,
@@ -30,6 +35,9 @@ impl Mode {
         Mode::HttpEmpty,
         Mode::HttpFull,
         Mode::HttpPeer,
+        Mode::FrontEmpty,
+        Mode::FrontFull,
+        Mode::FrontPeer,
     ];
 
     pub(crate) fn key(self) -> &'static str {
@@ -41,6 +49,9 @@ impl Mode {
             Self::HttpEmpty => "http-empty",
             Self::HttpFull => "http-full",
             Self::HttpPeer => "http-supergateway",
+            Self::FrontEmpty => "front-empty",
+            Self::FrontFull => "front-full",
+            Self::FrontPeer => "front-supergateway",
         }
     }
 
@@ -53,6 +64,9 @@ impl Mode {
             Self::HttpEmpty => "HTTP: mcp-chain, empty",
             Self::HttpFull => "HTTP: mcp-chain, full",
             Self::HttpPeer => "HTTP: supergateway",
+            Self::FrontEmpty => "front: mcp-chain --listen, empty",
+            Self::FrontFull => "front: mcp-chain --listen, full",
+            Self::FrontPeer => "front: supergateway",
         }
     }
 
@@ -109,6 +123,9 @@ pub(crate) enum Figure {
     StartUp,
     IdleRss,
     PeakRss,
+    /// Loaded by HTTP clients directly (`front-*` modes only).
+    HttpRoundTripP50,
+    HttpThroughput(u64),
 }
 
 impl Figure {
@@ -125,6 +142,8 @@ impl Figure {
             Self::StartUp => "start_up_ms".into(),
             Self::IdleRss => "idle_rss_mib".into(),
             Self::PeakRss => "peak_rss_mib".into(),
+            Self::HttpRoundTripP50 => "http_clients_round_trip_p50_us".into(),
+            Self::HttpThroughput(n) => format!("http_clients_throughput_{n}_concurrent_per_s"),
         }
     }
 
@@ -141,15 +160,19 @@ impl Figure {
             Self::StartUp => "start-up to initialize answer".into(),
             Self::IdleRss => "idle RSS (VmRSS)".into(),
             Self::PeakRss => "peak RSS (VmHWM)".into(),
+            Self::HttpRoundTripP50 => "HTTP clients: tools/call round trip p50".into(),
+            Self::HttpThroughput(n) => format!("HTTP clients: throughput, {n} concurrent"),
         }
     }
 
     fn unit(self) -> Unit {
         match self {
-            Self::RoundTripP50 | Self::RoundTripP90 | Self::RoundTripP99 | Self::ToolsList => {
-                Unit::Us
-            }
-            Self::Throughput(_) => Unit::PerSec,
+            Self::RoundTripP50
+            | Self::RoundTripP90
+            | Self::RoundTripP99
+            | Self::ToolsList
+            | Self::HttpRoundTripP50 => Unit::Us,
+            Self::Throughput(_) | Self::HttpThroughput(_) => Unit::PerSec,
             Self::Result1MiB | Self::Result10MiB | Self::Notifications | Self::StartUp => Unit::Ms,
             Self::IdleRss | Self::PeakRss => Unit::MiB,
         }

@@ -29,6 +29,9 @@ pub(crate) struct Launch {
     pub(crate) env: Vec<(String, OsString)>,
     /// What the client puts before tool names (a rewrite's prefix).
     pub(crate) tool_prefix: &'static str,
+    /// The process whose memory the figures show, when it is not the one
+    /// launched (a `front-*` mode's server).
+    pub(crate) memory_of: Option<u32>,
 }
 
 /// What one line from the server side is.
@@ -86,6 +89,7 @@ pub(crate) struct Session {
     request: Vec<u8>,
     pub(crate) next_id: u64,
     pub(crate) tool_prefix: &'static str,
+    memory_of: Option<u32>,
     stderr_path: PathBuf,
 }
 
@@ -111,6 +115,7 @@ impl Session {
             request: Vec::with_capacity(1024),
             next_id: 1,
             tool_prefix: launch.tool_prefix,
+            memory_of: launch.memory_of,
             stderr_path: stderr_path.to_owned(),
         })
     }
@@ -190,7 +195,7 @@ impl Session {
 
     /// (VmRSS, VmHWM) of the spawned process, in KiB.
     pub(crate) fn memory_kib(&self) -> Result<(u64, u64)> {
-        memory_kib(self.pid())
+        memory_kib(self.memory_of.unwrap_or_else(|| self.pid()))
     }
 
     /// Closes stdin and waits for the process to exit (killing it after

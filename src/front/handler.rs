@@ -253,8 +253,20 @@ async fn post(
         tokens: requests.iter().filter_map(|m| progress_token(m)).collect(),
         events,
     };
-    let answers = (!waiting.ids.is_empty() && !session.legacy)
-        .then(|| routes::lock(&session.routes).post(waiting));
+    let answers = match (!waiting.ids.is_empty() && !session.legacy)
+        .then(|| routes::lock(&session.routes).post(waiting))
+    {
+        None => None,
+        Some(Ok(answers)) => Some(answers),
+        Some(Err(id)) => {
+            let message = format!("request id {id} is already in use by a request of this session still waiting for its answer");
+            return rpc_error(
+                StatusCode::BAD_REQUEST,
+                ErrorCode::INVALID_REQUEST,
+                &message,
+            );
+        }
+    };
     if !session.send(read).await {
         return status(StatusCode::NOT_FOUND, "the session has ended");
     }

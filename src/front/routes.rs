@@ -87,7 +87,13 @@ pub(super) fn lock(routes: &Shared) -> MutexGuard<'_, Routes> {
 impl Routes {
     /// A POST's route: what its requests' answers (and, for a stream, the
     /// messages that belong with them) come on.
-    pub(super) fn post(&mut self, waiting: Waiting) -> mpsc::Receiver<Bytes> {
+    /// `Err` with the id when one of the requests reuses the id of a
+    /// request of this session still waiting for its answer: the answers
+    /// could not be told apart.
+    pub(super) fn post(&mut self, waiting: Waiting) -> Result<mpsc::Receiver<Bytes>, RequestId> {
+        if let Some(taken) = waiting.ids.iter().find(|id| self.answers.contains_key(*id)) {
+            return Err(taken.clone());
+        }
         let (tx, rx) = mpsc::channel(POST_EVENTS);
         self.next_post += 1;
         let n = self.next_post;
@@ -104,7 +110,7 @@ impl Routes {
             events: waiting.events,
         };
         self.posts.insert(n, post);
-        rx
+        Ok(rx)
     }
 
     /// The GET stream: what the client missed (after `last`, its

@@ -342,3 +342,23 @@ rules = [{{ tool = "add", rate = "2/min", burst = 2 }}]
             assert other["error"]["code"] == 429, other
         else:
             assert other["result"]["structuredContent"] == {"sum": 5}, other
+
+
+def test_an_id_in_flight_is_not_reused():
+    """Two requests of one session with the same id at once: their answers
+    could not be told apart, so the second is refused and the first still
+    gets its own answer."""
+    with front() as f:
+        session = f.initialize()
+        slow = {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "slow_count", "arguments": {"n": 5}}}
+        first = []
+        t = threading.Thread(target=lambda: first.append(f.request("POST", slow, {"Mcp-Session-Id": session})))
+        t.start()
+        time.sleep(0.2)
+        status, _, body = f.request("POST", {"jsonrpc": "2.0", "id": 7, "method": "ping"}, {"Mcp-Session-Id": session})
+        assert status == 400 and "already in use" in json.loads(body)["error"]["message"], body
+        t.join(20)
+        [(status, _, body)] = first
+        assert status == 200 and sse_messages(body)[-1]["id"] == 7 and "result" in sse_messages(body)[-1]
+        # Once answered, the id is free again.
+        assert f.request("POST", {"jsonrpc": "2.0", "id": 7, "method": "ping"}, {"Mcp-Session-Id": session})[0] == 200
