@@ -27,6 +27,7 @@ pub(crate) struct FrontFile {
     max_sessions: Option<usize>,
     session_idle: Option<String>,
     init_timeout: Option<String>,
+    replica: Option<String>,
 }
 
 /// One `tokens` entry: the token, or a table naming it for the audit.
@@ -68,6 +69,10 @@ pub struct FrontConfig {
     /// A session whose client never sends `notifications/initialized`
     /// within this is ended.
     pub init_timeout: Duration,
+    /// This replica's name, the prefix of its session ids, so that a load
+    /// balancer in front of several can send a session's requests to the
+    /// replica that holds it.
+    pub replica: Option<String>,
 }
 
 pub(crate) const DEFAULT_PATH: &str = "/mcp";
@@ -87,6 +92,7 @@ impl Default for FrontConfig {
             max_sessions: DEFAULT_MAX_SESSIONS,
             session_idle: DEFAULT_SESSION_IDLE,
             init_timeout: DEFAULT_INIT_TIMEOUT,
+            replica: None,
         }
     }
 }
@@ -103,6 +109,7 @@ impl fmt::Debug for FrontConfig {
             .field("max_sessions", &self.max_sessions)
             .field("session_idle", &self.session_idle)
             .field("init_timeout", &self.init_timeout)
+            .field("replica", &self.replica)
             .finish()
     }
 }
@@ -165,6 +172,15 @@ pub(super) fn front(file: FrontFile, problems: &mut Vec<Problem>) -> FrontConfig
         Some(0) => problem("max_sessions: must be at least 1".to_owned()),
         Some(n) => front.max_sessions = n,
         None => {}
+    }
+    if let Some(replica) = file.replica {
+        let plain = |b: u8| b.is_ascii_lowercase() || b.is_ascii_digit();
+        if replica.is_empty() || replica.len() > 16 || !replica.bytes().all(plain) {
+            problem(format!(
+                "replica: {replica:?} must be 1 to 16 lowercase letters and digits"
+            ));
+        }
+        front.replica = Some(replica);
     }
     let mut duration = |key: &str, text: Option<String>, into: &mut Duration| match text
         .as_deref()

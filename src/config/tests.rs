@@ -237,9 +237,11 @@ allowed_origins = ["https://app.example.com"]
 max_sessions = 8
 session_idle = "5m"
 init_timeout = "10s"
+replica = "eu1"
 "#,
     )
     .expect("valid");
+    assert_eq!(config.front.replica.as_deref(), Some("eu1"));
     let front = &config.front;
     assert_eq!(front.listen, Some("127.0.0.1:8080".parse().expect("addr")));
     assert_eq!((front.path.as_str(), front.legacy_sse), ("/v1/mcp", false));
@@ -264,6 +266,7 @@ allowed_origins = ["app.example.com", "https://x.example/"]
 max_sessions = 0
 session_idle = "0s"
 init_timeout = "soon"
+replica = "EU-1"
 "#,
     );
     for expected in [
@@ -276,6 +279,7 @@ init_timeout = "soon"
         "front.max_sessions:",
         "front.session_idle: must be more than zero",
         "front.init_timeout:",
+        "front.replica:",
     ] {
         assert!(
             found.iter().any(|p| p.contains(expected)),

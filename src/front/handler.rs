@@ -321,7 +321,7 @@ fn find(front: &Front, id: Option<&str>) -> Result<Arc<Session>, Box<Answer>> {
             "Mcp-Session-Id is required",
         )));
     };
-    let found = session::well_formed(id)
+    let found = session::well_formed(id, front.settings.replica.as_deref())
         .then(|| front.sessions.get(id))
         .flatten();
     found.ok_or_else(|| {

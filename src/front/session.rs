@@ -53,7 +53,7 @@ impl Session {
         let queue = Queue::default();
         let routes = Arc::new(Mutex::new(Routes::default()));
         let session = Arc::new(Self {
-            id: new_id(),
+            id: new_id(front.settings.replica.as_deref()),
             inbox: Mutex::new(Some(inbox)),
             routes: routes.clone(),
             stop,
@@ -155,21 +155,35 @@ impl Session {
 const LEGACY_GRACE: Duration = Duration::from_secs(5);
 
 /// 128 random bits, as 32 lowercase hex digits.
-fn new_id() -> String {
+/// After `replica-` when `[front] replica` names this one (a load balancer
+/// routes by it).
+fn new_id(replica: Option<&str>) -> String {
     let mut bytes = [0u8; 16];
     getrandom::fill(&mut bytes).expect("the OS's random generator works");
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    let random: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    match replica {
+        Some(replica) => format!("{replica}-{random}"),
+        None => random,
+    }
 }
 
 /// Whether `id` has the shape of a session id this front hands out.
-pub(super) fn well_formed(id: &str) -> bool {
-    id.len() == 32 && id.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+pub(super) fn well_formed(id: &str, replica: Option<&str>) -> bool {
+    let random = match replica {
+        Some(replica) => id
+            .strip_prefix(replica)
+            .and_then(|rest| rest.strip_prefix('-')),
+        None => Some(id),
+    };
+    random
+        .is_some_and(|r| r.len() == 32 && r.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')))
 }
 
-/// A session id shortened for logs: enough to tell sessions apart, not
-/// enough to use one.
+/// A session id shortened for logs: the replica and 8 hex digits, enough
+/// to tell sessions apart, not enough to use one.
 pub(super) fn short(id: &str) -> &str {
-    id.get(..8).unwrap_or(id)
+    let random = id.rfind('-').map_or(0, |dash| dash + 1);
+    id.get(..random + 8).unwrap_or(id)
 }
 
 /// The sessions of the front.
@@ -239,5 +253,32 @@ impl Sessions {
                 session.stop();
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_random_hex_after_the_replica_and_checked_for_shape() {
+        let plain = new_id(None);
+        assert!(well_formed(&plain, None) && plain.len() == 32);
+        assert_ne!(plain, new_id(None));
+        let named = new_id(Some("a"));
+        assert!(named.starts_with("a-") && well_formed(&named, Some("a")));
+        assert!(!well_formed(&named, Some("b")) && !well_formed(&named, None));
+        assert!(!well_formed(&plain, Some("a")));
+        for bad in [
+            "",
+            "../../etc/passwd",
+            &plain.to_uppercase(),
+            &plain[1..],
+            &format!("{plain}0"),
+        ] {
+            assert!(!well_formed(bad, None), "{bad}");
+        }
+        assert_eq!(short(&plain), &plain[..8]);
+        assert_eq!(short(&named), &named[..10]);
     }
 }
