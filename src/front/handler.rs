@@ -106,6 +106,18 @@ pub(super) async fn handle(
             };
             post(&front, &caller, session, body, events).await
         }
+        // Without a session there is no stream to open or session to end:
+        // what a 2026-07-28 server answers (it has neither).
+        (&Method::GET | &Method::DELETE, _) if session_id.is_none() => {
+            let mut answer = status(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "GET and DELETE need an Mcp-Session-Id",
+            );
+            answer
+                .headers_mut()
+                .insert(ALLOW, HeaderValue::from_static("POST"));
+            answer
+        }
         (&Method::GET, _) => {
             if accepts(&head.headers) != Some(true) {
                 return Ok(status(
@@ -358,6 +370,8 @@ fn event_stream(reply: Reply) -> Answer {
     let headers = answer.headers_mut();
     headers.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
     headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    // nginx and its kin pass each event on at once rather than buffering.
+    headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
     answer
 }
 

@@ -13,6 +13,7 @@ import contextlib
 import http.client
 import json
 import os
+import re
 import signal
 import subprocess
 import tempfile
@@ -158,7 +159,10 @@ def test_requests_the_front_refuses():
         assert f.request("POST", INIT, {"MCP-Protocol-Version": "1999-01-01"})[0] == 400
         assert f.request("POST", b"x" * 5000)[0] == 413
         assert f.request("PUT", b"{}")[0] == 405
-        assert f.request("GET", None, {"Accept": "application/json"})[0] == 406
+        assert f.request("GET", None, {"Accept": "text/event-stream"})[0] == 405  # no session: 2026-07-28 has no GET
+        assert f.request("DELETE", None)[0] == 405
+        session = f.initialize()
+        assert f.request("GET", None, {"Accept": "application/json", "Mcp-Session-Id": session})[0] == 406
         assert f.request("POST", INIT, path="/other")[0] == 404
         # Still serving.
         f.initialize()
@@ -362,3 +366,60 @@ def test_an_id_in_flight_is_not_reused():
         assert status == 200 and sse_messages(body)[-1]["id"] == 7 and "result" in sse_messages(body)[-1]
         # Once answered, the id is free again.
         assert f.request("POST", {"jsonrpc": "2.0", "id": 7, "method": "ping"}, {"Mcp-Session-Id": session})[0] == 200
+
+
+def read_events(port: int, session: str, last: int | None, want: int) -> list[tuple[int, dict]]:
+    """Opens the GET stream and reads `want` events (id, message)."""
+    import socket
+
+    head = f"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAccept: text/event-stream\r\nMcp-Session-Id: {session}\r\n"
+    if last is not None:
+        head += f"Last-Event-ID: {last}\r\n"
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        s.sendall((head + "\r\n").encode())
+        data = b""
+        events: list[tuple[int, dict]] = []
+        while len(events) < want:
+            chunk = s.recv(65536)
+            assert chunk, f"the stream ended after {events}"
+            data += chunk
+            ids = re.findall(rb"id: (\d+)\nevent: message\ndata: (.*)\n", data)
+            events = [(int(i), json.loads(m)) for i, m in ids]
+        assert b"x-accel-buffering: no" in data.lower()
+        return events
+
+
+def test_the_get_stream_carries_what_no_post_takes_and_resumes():
+    """Progress for a call answered as JSON has no stream of its own: it
+    waits for the GET stream, with event ids, and a client reconnecting
+    with Last-Event-ID gets what came after."""
+    with front() as f:
+        session = f.initialize()
+        call = {"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+                "params": {"name": "slow_count", "arguments": {"n": 3}, "_meta": {"progressToken": "t"}}}
+        status, _, body = f.request("POST", call, {"Mcp-Session-Id": session, "Accept": "application/json"})
+        assert status == 200 and json.loads(body)["id"] == 4
+        events = read_events(f.port, session, None, 3)
+        assert [e[0] for e in events] == [1, 2, 3]
+        assert [m["params"]["progress"] for _, m in events] == [1, 2, 3]
+        again = read_events(f.port, session, 1, 2)
+        assert [e[0] for e in again] == [2, 3]
+
+
+def test_a_client_that_hangs_up_mid_stream_leaves_the_session_working():
+    import socket
+
+    with front() as f:
+        session = f.initialize()
+        slow = json.dumps({"jsonrpc": "2.0", "id": 8, "method": "tools/call",
+                           "params": {"name": "slow_count", "arguments": {"n": 5}, "_meta": {"progressToken": 1}}})
+        head = (f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                f"Accept: application/json, text/event-stream\r\nMcp-Session-Id: {session}\r\nContent-Length: {len(slow)}\r\n\r\n")
+        with socket.create_connection(("127.0.0.1", f.port), timeout=10) as s:
+            s.sendall(head.encode() + slow.encode())
+            assert b"200 OK" in s.recv(4096)
+        # Gone mid-stream; the session, its server and the front go on.
+        assert "result" in call(f, session, 9)
+        time.sleep(0.6)
+        assert "result" in call(f, session, 10)
+        assert f.proc.poll() is None and len(children()) == 1
