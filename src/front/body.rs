@@ -1,10 +1,13 @@
 //! What the front answers with: a whole body (JSON, or an error's text), or
 //! a stream of server-sent events fed by the session's router, one event
 //! per message, with a comment every so often so that a client that went
-//! away is noticed when the write fails.
+//! away is noticed when the write fails; and the answers built from them.
 
 use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
+use hyper::header::{HeaderValue, CACHE_CONTROL, CONTENT_TYPE};
+use hyper::{Response, StatusCode};
+use mcp_chain_middleware::{ErrorCode, ErrorObject, Message};
 use std::convert::Infallible;
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -85,4 +88,45 @@ pub(super) fn event(id: Option<u64>, line: &[u8]) -> Bytes {
     out.extend_from_slice(line);
     out.extend_from_slice(b"\n\n");
     Bytes::from(out)
+}
+
+/// An event stream answer.
+pub(super) fn event_stream(reply: Reply) -> Response<Reply> {
+    let mut answer = Response::new(reply);
+    let headers = answer.headers_mut();
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+    headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    // nginx and its kin pass each event on at once rather than buffering.
+    headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    answer
+}
+
+/// A JSON answer.
+pub(super) fn json(code: StatusCode, body: Bytes) -> Response<Reply> {
+    let mut answer = Response::new(Reply::full(body));
+    *answer.status_mut() = code;
+    answer
+        .headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    answer
+}
+
+/// An HTTP error whose body is a JSON-RPC error (id `null`), as MCP
+/// clients read it.
+pub(super) fn rpc_error(code: StatusCode, rpc: ErrorCode, message: &str) -> Response<Reply> {
+    let error = ErrorObject::new(rpc, format!("mcp-chain: {message}"));
+    let mut line = Vec::new();
+    Message::error(None, error).write_line(&mut line);
+    json(code, Bytes::from(line))
+}
+
+/// A status with a short text (or nothing).
+pub(super) fn status(code: StatusCode, text: &'static str) -> Response<Reply> {
+    let mut answer = Response::new(if text.is_empty() {
+        Reply::empty()
+    } else {
+        Reply::full(text)
+    });
+    *answer.status_mut() = code;
+    answer
 }

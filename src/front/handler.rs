@@ -2,21 +2,19 @@
 //! DELETE on the Streamable HTTP endpoint, or the legacy `/sse` stream and
 //! its `/messages` POSTs.
 
-use super::body::Reply;
+use super::body::{event_stream, json, rpc_error, status, Reply};
 use super::guard::Refusal;
 use super::routes::{self, Waiting};
-use super::session::{self, Caller, Session};
+use super::session::{self, Caller, Kind, Session};
+use super::stateless;
 use super::Front;
 use crate::relay::Read;
-use bytes::Bytes;
 use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming as HttpBody;
-use hyper::header::{
-    HeaderValue, ACCEPT, ALLOW, CACHE_CONTROL, CONTENT_TYPE, RETRY_AFTER, WWW_AUTHENTICATE,
-};
+use hyper::header::{HeaderValue, ACCEPT, ALLOW, RETRY_AFTER, WWW_AUTHENTICATE};
 use hyper::{Method, Request, Response, StatusCode};
 use mcp_chain_middleware::message::{method, Incoming};
-use mcp_chain_middleware::{ErrorCode, ErrorObject, Message};
+use mcp_chain_middleware::{ErrorCode, Message};
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -81,7 +79,7 @@ pub(super) async fn handle(
                 .map(str::to_owned);
             match find(&front, id.as_deref()) {
                 Ok(session) if session.legacy => {
-                    post(&front, &caller, Some(session), body, false).await
+                    post(&front, &caller, &head.headers, Some(session), body, false).await
                 }
                 Ok(_) => status(StatusCode::NOT_FOUND, "no such legacy session"),
                 Err(answer) => *answer,
@@ -104,7 +102,7 @@ pub(super) async fn handle(
                     Err(answer) => return Ok(*answer),
                 },
             };
-            post(&front, &caller, session, body, events).await
+            post(&front, &caller, &head.headers, session, body, events).await
         }
         // Without a session there is no stream to open or session to end:
         // what a 2026-07-28 server answers (it has neither).
@@ -161,6 +159,7 @@ pub(super) async fn handle(
 async fn post(
     front: &Arc<Front>,
     caller: &Caller,
+    headers: &hyper::HeaderMap,
     session: Option<Arc<Session>>,
     body: HttpBody,
     events: bool,
@@ -217,6 +216,14 @@ async fn post(
     let initialize = messages
         .iter()
         .any(|m| m.method() == Some(method::INITIALIZE) && m.id().is_some());
+    if session.is_none()
+        && !initialize
+        && messages.len() == 1
+        && stateless::is_modern(headers, messages[0])
+    {
+        drop(messages);
+        return stateless::post(front, caller, headers, read, events).await;
+    }
     let session = match (session, initialize) {
         (Some(session), false) => session,
         // A legacy session exists from its stream on; it is initialized by
@@ -229,19 +236,21 @@ async fn post(
                 "this session is initialized already",
             );
         }
-        (None, true) if messages.len() == 1 => match front.sessions.open(front, false, caller) {
-            Some(session) => session,
-            None => {
-                let mut answer = status(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "too many sessions (front.max_sessions)",
-                );
-                answer
-                    .headers_mut()
-                    .insert(RETRY_AFTER, HeaderValue::from_static("5"));
-                return answer;
+        (None, true) if messages.len() == 1 => {
+            match front.sessions.open(front, Kind::Streamable, caller) {
+                Some(session) => session,
+                None => {
+                    let mut answer = status(
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        "too many sessions (front.max_sessions)",
+                    );
+                    answer
+                        .headers_mut()
+                        .insert(RETRY_AFTER, HeaderValue::from_static("5"));
+                    return answer;
+                }
             }
-        },
+        }
         (None, _) => {
             return rpc_error(
                 StatusCode::BAD_REQUEST,
@@ -264,10 +273,25 @@ async fn post(
         ids: requests.iter().filter_map(|m| m.id().cloned()).collect(),
         tokens: requests.iter().filter_map(|m| progress_token(m)).collect(),
         events,
+        restore: None,
+        listen: false,
     };
-    let answers = match (!waiting.ids.is_empty() && !session.legacy)
-        .then(|| routes::lock(&session.routes).post(waiting))
-    {
+    let mut answer = relay(&session, read, waiting).await;
+    if initialize {
+        if let Ok(id) = HeaderValue::from_str(&session.id) {
+            answer.headers_mut().insert(SESSION_HEADER, id);
+        }
+    }
+    answer
+}
+
+/// Registers what a POST waits for, hands its messages to the session and
+/// answers: 202 when nothing is asked, else the answers' event stream or
+/// the JSON answer.
+pub(super) async fn relay(session: &Session, read: Read, waiting: Waiting) -> Answer {
+    let events = waiting.events;
+    let asks = !waiting.ids.is_empty() && !session.legacy;
+    let answers = match asks.then(|| routes::lock(&session.routes).post(waiting)) {
         None => None,
         Some(Ok(answers)) => Some(answers),
         Some(Err(id)) => {
@@ -282,7 +306,7 @@ async fn post(
     if !session.send(read).await {
         return status(StatusCode::NOT_FOUND, "the session has ended");
     }
-    let mut answer = match answers {
+    match answers {
         None => status(StatusCode::ACCEPTED, ""),
         Some(answers) if events => event_stream(Reply::events(answers)),
         Some(mut answers) => match answers.recv().await {
@@ -293,19 +317,13 @@ async fn post(
                 "the session ended before the server answered",
             ),
         },
-    };
-    if initialize {
-        if let Ok(id) = HeaderValue::from_str(&session.id) {
-            answer.headers_mut().insert(SESSION_HEADER, id);
-        }
     }
-    answer
 }
 
 /// `GET /sse`: a legacy session, its stream opening with the endpoint to
 /// POST to.
 fn legacy_stream(front: &Arc<Front>, caller: &Caller) -> Answer {
-    let Some(session) = front.sessions.open(front, true, caller) else {
+    let Some(session) = front.sessions.open(front, Kind::Legacy, caller) else {
         let mut answer = status(
             StatusCode::SERVICE_UNAVAILABLE,
             "too many sessions (front.max_sessions)",
@@ -333,9 +351,11 @@ fn find(front: &Front, id: Option<&str>) -> Result<Arc<Session>, Box<Answer>> {
             "Mcp-Session-Id is required",
         )));
     };
+    // A shared session's id is never handed out; it is nobody's to name.
     let found = session::well_formed(id, front.settings.replica.as_deref())
         .then(|| front.sessions.get(id))
-        .flatten();
+        .flatten()
+        .filter(|s| !s.shared);
     found.ok_or_else(|| {
         Box::new(rpc_error(
             StatusCode::NOT_FOUND,
@@ -363,42 +383,4 @@ fn accepts(headers: &hyper::HeaderMap) -> Option<bool> {
 fn progress_token(message: &Message) -> Option<String> {
     let meta = message.params()?.member("_meta").ok()??;
     meta.get("progressToken").map(ToString::to_string)
-}
-
-fn event_stream(reply: Reply) -> Answer {
-    let mut answer = Response::new(reply);
-    let headers = answer.headers_mut();
-    headers.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
-    headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    // nginx and its kin pass each event on at once rather than buffering.
-    headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
-    answer
-}
-
-fn json(code: StatusCode, body: Bytes) -> Answer {
-    let mut answer = Response::new(Reply::full(body));
-    *answer.status_mut() = code;
-    answer
-        .headers_mut()
-        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    answer
-}
-
-/// An HTTP error whose body is a JSON-RPC error (id `null`), as MCP
-/// clients read it.
-fn rpc_error(code: StatusCode, rpc: ErrorCode, message: &str) -> Answer {
-    let error = ErrorObject::new(rpc, format!("mcp-chain: {message}"));
-    let mut line = Vec::new();
-    Message::error(None, error).write_line(&mut line);
-    json(code, Bytes::from(line))
-}
-
-fn status(code: StatusCode, text: &'static str) -> Answer {
-    let mut answer = Response::new(if text.is_empty() {
-        Reply::empty()
-    } else {
-        Reply::full(text)
-    });
-    *answer.status_mut() = code;
-    answer
 }

@@ -14,6 +14,7 @@ mod guard;
 mod handler;
 mod routes;
 mod session;
+mod stateless;
 
 use crate::chain::AnyLayer;
 use crate::config::{Config, FrontConfig, UpstreamConfig};
@@ -42,6 +43,8 @@ pub(crate) struct Front {
     upstream: UpstreamConfig,
     guard: Guard,
     sessions: Sessions,
+    /// Shared sessions for requests without one (2026-07-28).
+    pool: stateless::Pool,
 }
 
 impl Front {
@@ -88,6 +91,7 @@ pub(crate) async fn run(
         settings,
         upstream,
         sessions: Sessions::default(),
+        pool: stateless::Pool::default(),
     });
     let path = &front.settings.path;
     let legacy = if front.settings.legacy_sse {

@@ -50,6 +50,9 @@ pub(super) struct Routes {
     backlog: Backlog,
     /// Legacy HTTP+SSE: the session's one stream.
     legacy: Option<mpsc::Sender<Bytes>>,
+    /// A pool session for requests without a session (2026-07-28): other
+    /// messages go to a `subscriptions/listen` stream only.
+    pub(super) stateless: bool,
 }
 
 struct Post {
@@ -59,6 +62,18 @@ struct Post {
     tokens: Vec<String>,
     /// An SSE stream (which may carry other messages), not a JSON body.
     events: bool,
+    /// What the client called its request and its progress token, when
+    /// the front renamed them (a pool session's request).
+    restore: Option<Restore>,
+    /// A `subscriptions/listen` stream.
+    listen: bool,
+}
+
+/// The client's id and progress token of a renamed request.
+#[derive(Clone)]
+pub(super) struct Restore {
+    pub(super) id: RequestId,
+    pub(super) token: Option<serde_json::Value>,
 }
 
 #[derive(Default)]
@@ -76,6 +91,8 @@ pub(super) struct Waiting {
     pub(super) ids: Vec<RequestId>,
     pub(super) tokens: Vec<String>,
     pub(super) events: bool,
+    pub(super) restore: Option<Restore>,
+    pub(super) listen: bool,
 }
 
 pub(super) type Shared = Arc<Mutex<Routes>>;
@@ -108,6 +125,8 @@ impl Routes {
             waiting: waiting.ids,
             tokens: waiting.tokens,
             events: waiting.events,
+            restore: waiting.restore,
+            listen: waiting.listen,
         };
         self.posts.insert(n, post);
         Ok(rx)
@@ -162,10 +181,33 @@ impl Routes {
             None => batch_ids(&line.bytes),
         };
         if let Some(first) = answered.first() {
-            return self.answer(first, &answered, &line.bytes);
+            return self.answer(first, &answered, &line.bytes, line.message.as_ref());
         }
         if let Some(post) = line.message.as_ref().and_then(|m| self.progress_post(m)) {
-            return Some((post.tx.clone(), event(None, &line.bytes)));
+            let bytes = match (&post.restore, &line.message) {
+                (
+                    Some(Restore {
+                        token: Some(token), ..
+                    }),
+                    Some(m),
+                ) => rewrite(m, |m| {
+                    if let Some(params) = m.params_mut() {
+                        let _ = params.set_member("progressToken", token.clone());
+                    }
+                }),
+                _ => line.bytes.clone(),
+            };
+            return Some((post.tx.clone(), event(None, &bytes)));
+        }
+        if self.stateless {
+            // No GET stream in this revision: a change notification goes
+            // to the newest `subscriptions/listen` stream still open.
+            let listening = self
+                .posts
+                .iter()
+                .filter(|(_, p)| p.listen && !p.tx.is_closed());
+            let newest = listening.max_by_key(|(n, _)| **n);
+            return newest.map(|(_, post)| (post.tx.clone(), event(None, &line.bytes)));
         }
         let id = self.backlog.push(&line.bytes);
         if let Some(get) = self.get.as_ref().filter(|g| !g.is_closed()) {
@@ -186,6 +228,7 @@ impl Routes {
         first: &RequestId,
         ids: &[RequestId],
         line: &Bytes,
+        message: Option<&Message>,
     ) -> Option<(mpsc::Sender<Bytes>, Bytes)> {
         let Some(n) = self.answers.get(first).copied() else {
             tracing::debug!(id = %first, "an answer no HTTP request is waiting for; dropped");
@@ -197,10 +240,14 @@ impl Routes {
         let post = self.posts.get_mut(&n)?;
         post.waiting.retain(|w| !ids.contains(w));
         let tx = post.tx.clone();
+        let line = match (&post.restore, message) {
+            (Some(restore), Some(m)) => rewrite(m, |m| m.set_id(restore.id.clone())),
+            _ => line.clone(),
+        };
         let bytes = if post.events {
-            event(None, line)
+            event(None, &line)
         } else {
-            line.clone()
+            line
         };
         if post.waiting.is_empty() {
             self.close_post(n);
@@ -252,6 +299,16 @@ impl Backlog {
         }
         id
     }
+}
+
+/// `message` changed by `change`, as a line without its newline.
+fn rewrite(message: &Message, change: impl FnOnce(&mut Message)) -> Bytes {
+    let mut message = message.clone();
+    change(&mut message);
+    let mut line = Vec::new();
+    message.write_line(&mut line);
+    line.pop();
+    Bytes::from(line)
 }
 
 /// The ids of the answers in a batch's answer line.

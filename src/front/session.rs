@@ -24,6 +24,17 @@ use tokio::time::Instant;
 /// Messages a session holds from its client before a POST waits.
 const INBOX: usize = 64;
 
+/// What a session serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Kind {
+    /// A Streamable HTTP client's session (2025-03-26 to 2025-11-25).
+    Streamable,
+    /// A legacy HTTP+SSE client's (2024-11-05).
+    Legacy,
+    /// Requests without a session (2026-07-28), from any client.
+    Shared,
+}
+
 /// Who sent a request: its address, and the token that let it in (an index
 /// into `[front] tokens`).
 pub(super) struct Caller {
@@ -39,6 +50,8 @@ pub(super) struct Session {
     stop: mpsc::Sender<()>,
     /// Served over legacy HTTP+SSE (`/sse`): it lives as long as its stream.
     pub(super) legacy: bool,
+    /// A pool session, shared by requests without a session.
+    pub(super) shared: bool,
     created: Instant,
     last_seen: Mutex<Instant>,
     /// The client sent `notifications/initialized`.
@@ -47,7 +60,8 @@ pub(super) struct Session {
 
 impl Session {
     /// Starts a session for `caller`: its server, its chain, its router.
-    pub(super) fn start(front: &Arc<Front>, legacy: bool, caller: &Caller) -> Arc<Self> {
+    pub(super) fn start(front: &Arc<Front>, kind: Kind, caller: &Caller) -> Arc<Self> {
+        let (legacy, shared) = (kind == Kind::Legacy, kind == Kind::Shared);
         let (inbox, source) = mpsc::channel(INBOX);
         let (stop, signals) = mpsc::channel(4);
         let queue = Queue::default();
@@ -58,6 +72,7 @@ impl Session {
             routes: routes.clone(),
             stop,
             legacy,
+            shared,
             created: Instant::now(),
             last_seen: Mutex::new(Instant::now()),
             initialized: AtomicBool::new(false),
@@ -69,12 +84,21 @@ impl Session {
         };
         let front = front.clone();
         let id = session.id.clone();
+        // A shared session serves many clients: its audit lines cannot
+        // name one.
         let info = SessionInfo {
             id: short(&id).to_owned(),
-            client: caller.peer.to_string(),
-            token: caller.token.map(|n| front.settings.tokens[n].name.clone()),
+            client: if shared {
+                "shared".to_owned()
+            } else {
+                caller.peer.to_string()
+            },
+            token: caller
+                .token
+                .filter(|_| !shared)
+                .map(|n| front.settings.tokens[n].name.clone()),
         };
-        tracing::info!(session = %short(&id), client = %info.client, token = info.token.as_deref(), legacy, "session started");
+        tracing::info!(session = %short(&id), client = %info.client, token = info.token.as_deref(), ?kind, "session started");
         let layers = front.layers_for_session(&info);
         let tasks = front.sessions.tasks.clone();
         tasks.spawn(async move {
@@ -203,13 +227,13 @@ impl Sessions {
     pub(super) fn open(
         &self,
         front: &Arc<Front>,
-        legacy: bool,
+        kind: Kind,
         caller: &Caller,
     ) -> Option<Arc<Session>> {
         if self.map().len() >= front.settings.max_sessions {
             return None;
         }
-        let session = Session::start(front, legacy, caller);
+        let session = Session::start(front, kind, caller);
         self.map().insert(session.id.clone(), session.clone());
         Some(session)
     }

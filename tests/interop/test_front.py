@@ -21,6 +21,7 @@ import threading
 import time
 from pathlib import Path
 
+import anyio
 import pytest
 
 import harness
@@ -423,3 +424,75 @@ def test_a_client_that_hangs_up_mid_stream_leaves_the_session_working():
         time.sleep(0.6)
         assert "result" in call(f, session, 10)
         assert f.proc.poll() is None and len(children()) == 1
+
+
+MODERN_SERVER = harness.INTEROP / "modern_stdio_server.py"
+PYTHON = harness.REPO / ".venv/bin/python"
+
+
+def test_2026_clients_without_sessions_share_the_pool():
+    """The official Python SDK client in `auto` mode finds a 2026-07-28
+    server behind the front (server/discover, no session) and uses it; four
+    such clients at once, whose request ids all start at the same number,
+    each get their own answers and progress."""
+    from mcp.client.client import Client
+
+    port = harness.free_port()
+    argv = [str(harness.MCP_CHAIN), "--listen", f"127.0.0.1:{port}", "--log-level", "info", "--", str(PYTHON), str(MODERN_SERVER), harness.RUN_MARKER]
+    with harness.listening(argv, port, "mcp-chain --listen") as stderr:
+        url = f"http://127.0.0.1:{port}/mcp"
+
+        async def client(n: int) -> tuple[int, list[float]]:
+            async with Client(url, mode="auto") as c:
+                assert c.session.discover_result is not None, "not served as 2026-07-28"
+                assert {"add", "count"} <= {t.name for t in (await c.list_tools()).tools}
+                sums = [(await c.call_tool("add", {"a": n, "b": i})).structured_content["result"] for i in range(5)]
+                assert sums == [n + i for i in range(5)]
+                progress: list[float] = []
+
+                async def on_progress(value, total, message):
+                    progress.append(value)
+
+                counted = await c.call_tool("count", {"n": 3}, progress_callback=on_progress)
+                assert counted.content[0].text == "counted to 3"
+                return n, progress
+
+        async def all_clients():
+            results = []
+
+            async def one(n):
+                results.append(await client(n))
+
+            with anyio.fail_after(60):
+                async with anyio.create_task_group() as tg:
+                    for n in range(4):
+                        tg.start_soon(one, n)
+            return results
+
+        results = anyio.run(all_clients)
+        assert sorted(n for n, _ in results) == [0, 1, 2, 3]
+        assert all(p == [1.0, 2.0, 3.0] for _, p in results), results
+        # A small pool, not a server per request or per client.
+        assert stderr.read_text().count("session started") == 2
+        assert len(children()) == 2
+
+
+def test_2026_routing_headers_must_match_the_body():
+    with front() as f:
+        meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}
+        call = {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "add", "arguments": {"a": 1, "b": 2}, "_meta": meta}}
+        modern = {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call"}
+        status, _, body = f.request("POST", call, {**modern, "Mcp-Name": "add", "Accept": "application/json"})
+        assert status == 200 and json.loads(body) == {"jsonrpc": "2.0", "id": 3, "result": {"content": [{"type": "text", "text": "{\"sum\":3}"}], "structuredContent": {"sum": 3}}}
+        for headers in [
+            {**modern, "Mcp-Name": "read_secret"},  # a gateway routed on a name the body does not call
+            {**modern},  # Mcp-Name missing
+            {**modern, "Mcp-Method": "tools/list", "Mcp-Name": "add"},
+            {"MCP-Protocol-Version": "2026-07-28", "Mcp-Name": "add"},
+        ]:
+            status, _, body = f.request("POST", call, headers)
+            error = json.loads(body)
+            assert status == 400 and error["error"]["code"] == -32020 and error["id"] == 3, (headers, body)
+        # An answer is not something a client sends without a session.
+        answer = {"jsonrpc": "2.0", "id": 3, "result": {}, "_meta": meta}
+        assert f.request("POST", answer, {"MCP-Protocol-Version": "2026-07-28"})[0] == 400

@@ -3,6 +3,8 @@
 pub const INITIALIZE: &str = "initialize";
 pub const PING: &str = "ping";
 pub const SERVER_DISCOVER: &str = "server/discover";
+/// A 2026-07-28 client's stream of the change notifications it opted in to.
+pub const SUBSCRIPTIONS_LISTEN: &str = "subscriptions/listen";
 
 pub const TOOLS_LIST: &str = "tools/list";
 pub const TOOLS_CALL: &str = "tools/call";

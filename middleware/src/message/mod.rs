@@ -174,6 +174,26 @@ impl Message {
         }
     }
 
+    /// `params` of a request or notification, to be changed.
+    pub fn params_mut(&mut self) -> Option<&mut Payload> {
+        match self {
+            Self::Request(r) => r.params.as_mut(),
+            Self::Notification(n) => n.params.as_mut(),
+            Self::Response(_) | Self::Error(_) => None,
+        }
+    }
+
+    /// Sets the id of a request or an answer (what a proxy that renames
+    /// ids does); a notification has none.
+    pub fn set_id(&mut self, id: RequestId) {
+        match self {
+            Self::Request(r) => r.id = id,
+            Self::Response(r) => r.id = id,
+            Self::Error(e) => e.id = Some(id),
+            Self::Notification(_) => {}
+        }
+    }
+
     /// `params` or `result`: the payload a message carries, if any.
     fn payload(&self) -> Option<&Payload> {
         match self {
