@@ -71,6 +71,9 @@ struct Entry {
     delivered: Option<Delivered>,
     /// This is the client's `initialize`: keep its answer for a replay.
     initialize: bool,
+    /// A `subscriptions/listen` (2026-07-28): the peer names it in the
+    /// notifications of its stream (see [`Connector::translate_from_peer`]).
+    listen: bool,
 }
 
 #[derive(Debug)]
@@ -255,6 +258,7 @@ impl Connector {
                     answer: tx,
                     delivered,
                     initialize,
+                    listen: req.method == method::SUBSCRIPTIONS_LISTEN,
                 },
             );
             origin
@@ -301,6 +305,56 @@ impl Connector {
                 .expect("read as an object above");
         }
         Some(note)
+    }
+}
+
+/// Where a 2026-07-28 server names, on each notification of a
+/// `subscriptions/listen` stream, the listen request it belongs to.
+const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
+
+impl Connector {
+    /// A notification from this connector's peer that names one of the
+    /// `subscriptions/listen` requests it was sent, with the id the sender
+    /// of that request knows: a listen stream's `_meta` subscription id, and
+    /// the `notifications/cancelled` with which a stdio server ends a listen
+    /// stream (that request then gets no answer). Any other cancellation
+    /// from the peer is of a request of its own, and passes unchanged.
+    pub(crate) fn translate_from_peer(&self, mut note: Notification) -> Notification {
+        let Some(params) = note.params.as_mut() else {
+            return note;
+        };
+        if note.method == method::NOTIFICATION_CANCELLED {
+            let local = params.member("requestId").ok().flatten();
+            let local = local.as_ref().and_then(|id| id.as_u64());
+            let entry = local.and_then(|local| {
+                let mut pending = self.lock();
+                pending.by_local.get(&local).filter(|e| e.listen)?;
+                let entry = pending.by_local.remove(&local)?;
+                pending.by_origin.remove(&entry.origin);
+                Some(entry)
+            });
+            if let Some(entry) = entry {
+                let _ = params.set_member("requestId", entry.origin.to_value());
+                let _ = entry.answer.send(Answer::Cancelled);
+            }
+            return note;
+        }
+        let Ok(Some(mut meta)) = params.member("_meta") else {
+            return note;
+        };
+        let local = meta
+            .get(SUBSCRIPTION_ID)
+            .and_then(serde_json::Value::as_u64);
+        let origin = local.and_then(|local| {
+            let pending = self.lock();
+            let entry = pending.by_local.get(&local).filter(|e| e.listen)?;
+            Some(entry.origin.clone())
+        });
+        if let (Some(origin), Some(map)) = (origin, meta.as_object_mut()) {
+            map.insert(SUBSCRIPTION_ID.into(), origin.to_value());
+            let _ = params.set_member("_meta", meta);
+        }
+        note
     }
 }
 

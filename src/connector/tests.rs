@@ -141,3 +141,50 @@ async fn a_full_queue_makes_the_caller_wait() {
     let _ = sent(&mut queue);
     assert!(conn.ready().await.is_ok());
 }
+
+#[tokio::test]
+async fn a_listen_streams_notifications_name_the_clients_request() {
+    let (mut conn, mut rx) = connector();
+    let listen = Message::request("sub-1", method::SUBSCRIPTIONS_LISTEN, Some(json!({})));
+    let answer = conn.ready().await.expect("ready").call(env(listen));
+    let local = sent(&mut rx).id().cloned().expect("an id").to_value();
+    let stamped = |method: &str, params: serde_json::Value| {
+        let Message::Notification(note) = Message::notification(method, Some(params)) else {
+            unreachable!("a notification");
+        };
+        Message::Notification(conn.translate_from_peer(note)).to_value()
+    };
+    let change = stamped(
+        "notifications/tools/list_changed",
+        json!({"_meta": {SUBSCRIPTION_ID: local, "other": 1}}),
+    );
+    assert_eq!(
+        change["params"]["_meta"],
+        json!({SUBSCRIPTION_ID: "sub-1", "other": 1})
+    );
+    // A server's cancellation of a request of its own is not ours to rename,
+    // even when its id is a number we use too.
+    let own = stamped(method::NOTIFICATION_CANCELLED, json!({"requestId": 99}));
+    assert_eq!(own["params"]["requestId"], 99);
+    // The one that ends the listen stream names the client's request, which
+    // then gets no answer.
+    let ended = stamped(method::NOTIFICATION_CANCELLED, json!({"requestId": local}));
+    assert_eq!(ended["params"]["requestId"], "sub-1");
+    assert_eq!(answer.await.expect("settled"), None);
+}
+
+#[tokio::test]
+async fn other_requests_ids_in_meta_are_left_alone() {
+    let (mut conn, mut rx) = connector();
+    let call = Message::request("c-1", method::TOOLS_CALL, Some(json!({"name": "x"})));
+    let _answer = conn.ready().await.expect("ready").call(env(call));
+    let local = sent(&mut rx).id().cloned().expect("an id").to_value();
+    let Message::Notification(note) = Message::notification(
+        "notifications/message",
+        Some(json!({"_meta": {SUBSCRIPTION_ID: local}})),
+    ) else {
+        unreachable!("a notification");
+    };
+    let note = Message::Notification(conn.translate_from_peer(note)).to_value();
+    assert_eq!(note["params"]["_meta"][SUBSCRIPTION_ID], local);
+}

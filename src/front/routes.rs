@@ -28,6 +28,9 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use tokio::sync::mpsc;
 
+/// Where a listen stream's notification names its subscription.
+const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
+
 /// Events a POST stream holds before the router waits for its client.
 const POST_EVENTS: usize = 64;
 /// What the backlog keeps for `Last-Event-ID`: this many events, and no
@@ -168,7 +171,73 @@ impl Routes {
         open(&self.get) || open(&self.legacy) || self.posts.values().any(|p| !p.tx.is_closed())
     }
 
-    /// Where `line` goes, and as what.
+    /// Where `line` goes, and as what: one stream, or (a change
+    /// notification of a shared session) every listener's.
+    fn targets(&mut self, line: &Line) -> Vec<(mpsc::Sender<Bytes>, Bytes)> {
+        match &line.message {
+            Some(m) if self.stateless && !answers_or_progress(m) => self.subscription(m),
+            _ => self.target(line).into_iter().collect(),
+        }
+    }
+
+    /// A shared session's notification that is not progress: it belongs
+    /// to the `subscriptions/listen` stream its `_meta` names (the server
+    /// stamps the listen request's id, the front's, given back here). A
+    /// `notifications/cancelled` for a listen request ends its stream, as
+    /// a stdio server ends one.
+    fn subscription(&mut self, message: &Message) -> Vec<(mpsc::Sender<Bytes>, Bytes)> {
+        let params = message.params();
+        if message.method() == Some(method::NOTIFICATION_CANCELLED) {
+            let id = params.and_then(|p| p.member("requestId").ok().flatten());
+            let listen = id
+                .as_ref()
+                .and_then(RequestId::from_value)
+                .and_then(|id| self.listen_post(&id));
+            if let Some(n) = listen {
+                self.close_post(n);
+                return Vec::new();
+            }
+        }
+        let meta = params.and_then(|p| p.member("_meta").ok().flatten());
+        let stamped = meta
+            .as_ref()
+            .and_then(|m| m.get(SUBSCRIPTION_ID))
+            .and_then(RequestId::from_value);
+        let Some(post) = stamped
+            .and_then(|id| self.listen_post(&id))
+            .and_then(|n| self.posts.get(&n))
+        else {
+            tracing::debug!(
+                method = message.method(),
+                "a shared session's notification no listen stream asked for; dropped"
+            );
+            return Vec::new();
+        };
+        let bytes = match (&post.restore, meta) {
+            (Some(restore), Some(mut meta)) => {
+                meta[SUBSCRIPTION_ID] = restore.id.to_value();
+                rewrite(message, |m| {
+                    if let Some(params) = m.params_mut() {
+                        let _ = params.set_member("_meta", meta);
+                    }
+                })
+            }
+            _ => {
+                let mut line = Vec::new();
+                message.write_line(&mut line);
+                line.pop();
+                Bytes::from(line)
+            }
+        };
+        vec![(post.tx.clone(), event(None, &bytes))]
+    }
+
+    /// The open `subscriptions/listen` POST waiting for `id`.
+    fn listen_post(&self, id: &RequestId) -> Option<u64> {
+        let n = *self.answers.get(id)?;
+        self.posts.get(&n).filter(|p| p.listen).map(|_| n)
+    }
+
     fn target(&mut self, line: &Line) -> Option<(mpsc::Sender<Bytes>, Bytes)> {
         if let Some(legacy) = &self.legacy {
             return Some((legacy.clone(), event(None, &line.bytes)));
@@ -198,16 +267,6 @@ impl Routes {
                 _ => line.bytes.clone(),
             };
             return Some((post.tx.clone(), event(None, &bytes)));
-        }
-        if self.stateless {
-            // No GET stream in this revision: a change notification goes
-            // to the newest `subscriptions/listen` stream still open.
-            let listening = self
-                .posts
-                .iter()
-                .filter(|(_, p)| p.listen && !p.tx.is_closed());
-            let newest = listening.max_by_key(|(n, _)| **n);
-            return newest.map(|(_, post)| (post.tx.clone(), event(None, &line.bytes)));
         }
         let id = self.backlog.push(&line.bytes);
         if let Some(get) = self.get.as_ref().filter(|g| !g.is_closed()) {
@@ -301,6 +360,12 @@ impl Backlog {
     }
 }
 
+/// Whether `message` goes to the POST that asked: an answer, or progress.
+fn answers_or_progress(message: &Message) -> bool {
+    matches!(message, Message::Response(_) | Message::Error(_))
+        || message.method() == Some(method::NOTIFICATION_PROGRESS)
+}
+
 /// `message` changed by `change`, as a line without its newline.
 fn rewrite(message: &Message, change: impl FnOnce(&mut Message)) -> Bytes {
     let mut message = message.clone();
@@ -329,8 +394,8 @@ pub(super) async fn run(queue: Queue, routes: Shared) {
     let mut taken = Taken::default();
     while queue.take(&mut taken).await {
         for line in lines(&mut taken) {
-            let target = lock(&routes).target(&line);
-            if let Some((tx, bytes)) = target {
+            let targets = lock(&routes).targets(&line);
+            for (tx, bytes) in targets {
                 if tx.send(bytes).await.is_err() {
                     tracing::debug!("the HTTP client went away before this message; dropped");
                 }

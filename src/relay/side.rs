@@ -113,6 +113,13 @@ impl<S: Source> Side<S> {
                     self.unwritten.push(delivered);
                 }
             }
+            // The server's notifications name the client's requests by
+            // the ids the server knows: give them the client's.
+            Message::Notification(note) if self.direction == Direction::ToClient => {
+                let msg = Message::Notification(self.own.translate_from_peer(note));
+                let (answer, ticket) = self.dispatch(msg).await;
+                self.deliver(answer, ticket).await;
+            }
             Message::Request(_) | Message::Notification(_) => {
                 let (answer, ticket) = self.dispatch(msg).await;
                 self.deliver(answer, ticket).await;

@@ -496,3 +496,45 @@ def test_2026_routing_headers_must_match_the_body():
         # An answer is not something a client sends without a session.
         answer = {"jsonrpc": "2.0", "id": 3, "result": {}, "_meta": meta}
         assert f.request("POST", answer, {"MCP-Protocol-Version": "2026-07-28"})[0] == 400
+
+
+def test_2026_listen_streams_get_what_their_server_stamps_for_them():
+    """Two clients listen for tool-list changes through the front's shared
+    sessions; a third changes the list. Each listener gets the change on
+    its own stream, stamped with its own request's id."""
+    from mcp.client.client import Client
+
+    port = harness.free_port()
+    argv = [str(harness.MCP_CHAIN), "--listen", f"127.0.0.1:{port}", "--", str(PYTHON), str(MODERN_SERVER), harness.RUN_MARKER]
+    with harness.listening(argv, port, "mcp-chain --listen"):
+        url = f"http://127.0.0.1:{port}/mcp"
+
+        async def scenario() -> list[str]:
+            got: list[str] = []
+            ready = anyio.Event()
+            listening = [0]
+
+            async def listener() -> None:
+                async with Client(url, mode="auto") as c:
+                    async with c.listen(tools_list_changed=True) as sub:
+                        listening[0] += 1
+                        if listening[0] == 2:
+                            ready.set()
+                        async for event in sub:
+                            got.append(type(event).__name__)
+                            return
+
+            with anyio.fail_after(30):
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(listener)
+                    tg.start_soon(listener)
+                    await ready.wait()
+                    # Both shared sessions have a listener (round robin), so
+                    # touch both servers.
+                    async with Client(url, mode="auto") as c:
+                        for _ in range(2):
+                            await c.call_tool("touch", {})
+            return got
+
+        got = anyio.run(scenario)
+        assert got == ["ToolsListChanged", "ToolsListChanged"], got
