@@ -130,3 +130,16 @@ pub(super) fn status(code: StatusCode, text: &'static str) -> Response<Reply> {
     *answer.status_mut() = code;
     answer
 }
+
+/// 503 when `max_sessions` are open, with when to try again.
+pub(super) fn too_many_sessions() -> Response<Reply> {
+    let mut answer = status(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "too many sessions (front.max_sessions)",
+    );
+    let retry = HeaderValue::from_static("5");
+    answer
+        .headers_mut()
+        .insert(hyper::header::RETRY_AFTER, retry);
+    answer
+}

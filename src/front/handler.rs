@@ -2,7 +2,7 @@
 //! DELETE on the Streamable HTTP endpoint, or the legacy `/sse` stream and
 //! its `/messages` POSTs.
 
-use super::body::{event_stream, json, rpc_error, status, Reply};
+use super::body::{event_stream, json, rpc_error, status, too_many_sessions, Reply};
 use super::guard::Refusal;
 use super::routes::{self, Waiting};
 use super::session::{self, Caller, Kind, Session};
@@ -11,7 +11,7 @@ use super::Front;
 use crate::relay::Read;
 use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming as HttpBody;
-use hyper::header::{HeaderValue, ACCEPT, ALLOW, RETRY_AFTER, WWW_AUTHENTICATE};
+use hyper::header::{HeaderValue, ACCEPT, ALLOW, WWW_AUTHENTICATE};
 use hyper::{Method, Request, Response, StatusCode};
 use mcp_chain_middleware::message::{method, Incoming};
 use mcp_chain_middleware::{ErrorCode, Message};
@@ -239,16 +239,7 @@ async fn post(
         (None, true) if messages.len() == 1 => {
             match front.sessions.open(front, Kind::Streamable, caller) {
                 Some(session) => session,
-                None => {
-                    let mut answer = status(
-                        StatusCode::SERVICE_UNAVAILABLE,
-                        "too many sessions (front.max_sessions)",
-                    );
-                    answer
-                        .headers_mut()
-                        .insert(RETRY_AFTER, HeaderValue::from_static("5"));
-                    return answer;
-                }
+                None => return too_many_sessions(),
             }
         }
         (None, _) => {
@@ -324,14 +315,7 @@ pub(super) async fn relay(session: &Session, read: Read, waiting: Waiting) -> An
 /// POST to.
 fn legacy_stream(front: &Arc<Front>, caller: &Caller) -> Answer {
     let Some(session) = front.sessions.open(front, Kind::Legacy, caller) else {
-        let mut answer = status(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "too many sessions (front.max_sessions)",
-        );
-        answer
-            .headers_mut()
-            .insert(RETRY_AFTER, HeaderValue::from_static("5"));
-        return answer;
+        return too_many_sessions();
     };
     session.initialized();
     let events = routes::lock(&session.routes).legacy_with(format!(

@@ -15,7 +15,7 @@
 //! call, a prompt or a read; a missing or different one is refused with 400
 //! and -32020 before anything reaches the server.
 
-use super::body::{json, rpc_error, status, Reply};
+use super::body::{json, rpc_error, too_many_sessions, Reply};
 use super::handler::relay;
 use super::routes::{Restore, Waiting};
 use super::session::{Caller, Kind, Session};
@@ -23,7 +23,6 @@ use super::Front;
 use crate::relay::Read;
 use base64::Engine as _;
 use bytes::Bytes;
-use hyper::header::{HeaderValue, RETRY_AFTER};
 use hyper::HeaderMap;
 use hyper::{Response, StatusCode};
 use mcp_chain_middleware::message::method;
@@ -212,14 +211,7 @@ pub(super) async fn post(
         return json(StatusCode::BAD_REQUEST, Bytes::from(line));
     }
     let Some(session) = front.pool.session(front, caller) else {
-        let mut answer = status(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "too many sessions (front.max_sessions)",
-        );
-        answer
-            .headers_mut()
-            .insert(RETRY_AFTER, HeaderValue::from_static("5"));
-        return answer;
+        return too_many_sessions();
     };
     let mut waiting = Waiting {
         ids: Vec::new(),

@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import re
 import shutil
-import subprocess
 import tempfile
 from pathlib import Path
 
@@ -42,13 +41,12 @@ def nginx(ports: dict[str, int], listen: int):
         block = block.replace(f"127.0.0.1:{doc_port}", f"127.0.0.1:{port}")
     block = block.replace("listen 8080;", f"listen 127.0.0.1:{listen};")
     prefix = Path(tempfile.mkdtemp(prefix="mcp-nginx-"))
-    stderr = harness.new_stderr_file("nginx")
     conf = prefix / "nginx.conf"
     conf.write_text(
         f"""daemon off;
 master_process off;
 pid {prefix}/nginx.pid;
-error_log {stderr} info;
+error_log stderr info;
 events {{ worker_connections 256; }}
 http {{
     access_log off;
@@ -61,23 +59,10 @@ http {{
 }}
 """
     )
-    proc = subprocess.Popen([nginx_bin, "-p", str(prefix), "-c", str(conf)], stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
     try:
-        import socket
-
-        def up() -> bool:
-            assert proc.poll() is None, f"nginx exited with {proc.returncode}; see {stderr}"
-            with socket.socket() as s:
-                return s.connect_ex(("127.0.0.1", listen)) == 0
-
-        assert harness.wait_until(up, 10, 0.05)
-        yield
+        with harness.listening([nginx_bin, "-p", str(prefix), "-c", str(conf)], listen, "nginx"):
+            yield
     finally:
-        proc.terminate()
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(5)
-        if proc.poll() is None:
-            proc.kill()
         shutil.rmtree(prefix, ignore_errors=True)
 
 
