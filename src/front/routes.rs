@@ -278,7 +278,10 @@ impl Routes {
             .iter()
             .filter(|(_, p)| p.events && !p.tx.is_closed())
             .max_by_key(|(n, _)| **n);
-        newest.map(|(_, post)| (post.tx.clone(), event(Some(id), &line.bytes)))
+        let (_, post) = newest?;
+        // Handed to a stream: a GET stream opened later does not get it again.
+        self.backlog.sent = id;
+        Some((post.tx.clone(), event(Some(id), &line.bytes)))
     }
 
     /// An answer (or a batch's answers) for the POST waiting for `first`.
