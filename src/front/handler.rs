@@ -266,6 +266,7 @@ async fn post(
         events,
         restore: None,
         listen: false,
+        lists_tools: false,
     };
     let mut answer = relay(&session, read, waiting).await;
     if initialize {

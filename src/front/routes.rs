@@ -21,6 +21,7 @@
 use super::body::event;
 use crate::transport::lines::{lines, Line};
 use crate::transport::queue::{Queue, Taken};
+use crate::upstream::ToolParams;
 use bytes::Bytes;
 use mcp_chain_middleware::message::{method, Incoming};
 use mcp_chain_middleware::{ErrorCode, ErrorObject, Message, RequestId};
@@ -56,6 +57,9 @@ pub(super) struct Routes {
     /// A pool session for requests without a session (2026-07-28): other
     /// messages go to a `subscriptions/listen` stream only.
     pub(super) stateless: bool,
+    /// A pool session's: the parameters its server's listings mark for
+    /// `Mcp-Param-*` headers, learned from the `tools/list` answers relayed.
+    pub(super) marked: Option<Arc<ToolParams>>,
 }
 
 struct Post {
@@ -70,6 +74,8 @@ struct Post {
     restore: Option<Restore>,
     /// A `subscriptions/listen` stream.
     listen: bool,
+    /// Its request is a `tools/list`: its answer teaches `marked`.
+    lists_tools: bool,
 }
 
 /// The client's id and progress token of a renamed request.
@@ -96,6 +102,7 @@ pub(super) struct Waiting {
     pub(super) events: bool,
     pub(super) restore: Option<Restore>,
     pub(super) listen: bool,
+    pub(super) lists_tools: bool,
 }
 
 pub(super) type Shared = Arc<Mutex<Routes>>;
@@ -130,6 +137,7 @@ impl Routes {
             events: waiting.events,
             restore: waiting.restore,
             listen: waiting.listen,
+            lists_tools: waiting.lists_tools,
         };
         self.posts.insert(n, post);
         Ok(rx)
@@ -302,8 +310,14 @@ impl Routes {
         let post = self.posts.get_mut(&n)?;
         post.waiting.retain(|w| !ids.contains(w));
         let tx = post.tx.clone();
+        let marked = self.marked.as_ref().filter(|_| post.lists_tools);
         let line = match (&post.restore, message) {
-            (Some(restore), Some(m)) => rewrite(m, |m| m.set_id(restore.id.clone())),
+            (Some(restore), Some(m)) => rewrite(m, |m| {
+                m.set_id(restore.id.clone());
+                if let (Some(marked), Message::Response(r)) = (marked, m) {
+                    marked.learn(&mut r.result);
+                }
+            }),
             _ => line.clone(),
         };
         let bytes = if post.events {

@@ -21,6 +21,7 @@ use super::routes::{Restore, Waiting};
 use super::session::{Caller, Kind, Session};
 use super::Front;
 use crate::relay::Read;
+use crate::upstream::ToolParams;
 use base64::Engine as _;
 use bytes::Bytes;
 use hyper::HeaderMap;
@@ -50,6 +51,10 @@ pub(super) const HEADER_MISMATCH: i64 = -32020;
 pub(super) struct Pool {
     sessions: Mutex<Vec<Arc<Session>>>,
     next: AtomicU64,
+    /// The parameters the server's listings mark (`x-mcp-header`): which
+    /// `Mcp-Param-*` headers a call must carry. The pool's sessions run
+    /// the same server, so they learn and check together.
+    pub(super) marked: Arc<ToolParams>,
 }
 
 impl Pool {
@@ -62,7 +67,10 @@ impl Pool {
         if sessions.len() < POOL {
             let session = front.sessions.open(front, Kind::Shared, caller)?;
             session.initialized();
-            super::routes::lock(&session.routes).stateless = true;
+            let mut routes = super::routes::lock(&session.routes);
+            routes.stateless = true;
+            routes.marked = Some(self.marked.clone());
+            drop(routes);
             sessions.push(session.clone());
             return Some(session);
         }
@@ -94,7 +102,11 @@ fn meta_version(message: &Message) -> Option<String> {
 }
 
 /// What is wrong with a request's routing headers, if anything.
-pub(super) fn mismatch(headers: &HeaderMap, message: &Message) -> Option<String> {
+pub(super) fn mismatch(
+    headers: &HeaderMap,
+    message: &Message,
+    marked: &ToolParams,
+) -> Option<String> {
     let header = |name: &str| -> Result<Option<String>, String> {
         let Some(value) = headers.get(name) else {
             return Ok(None);
@@ -136,14 +148,56 @@ pub(super) fn mismatch(headers: &HeaderMap, message: &Message) -> Option<String>
     let body = message
         .params()
         .and_then(|p| p.str_member(member).ok().flatten());
-    match (header("mcp-name"), body) {
-        (Ok(Some(h)), Some(b)) if h == *b => None,
-        (Ok(Some(h)), b) => Some(format!(
-            "Mcp-Name {h:?} does not match the body's {member} {b:?}"
-        )),
-        (Ok(None), _) => Some("Mcp-Name is required".into()),
-        (Err(e), _) => Some(e),
+    match (header("mcp-name"), &body) {
+        (Ok(Some(h)), Some(b)) if h == **b => {}
+        (Ok(Some(h)), b) => {
+            return Some(format!(
+                "Mcp-Name {h:?} does not match the body's {member} {b:?}"
+            ))
+        }
+        (Ok(None), _) => return Some("Mcp-Name is required".into()),
+        (Err(e), _) => return Some(e),
     }
+    let (Some(tool), true) = (body, method == method::TOOLS_CALL) else {
+        return None;
+    };
+    params_mismatch(headers, message, &tool, marked)
+}
+
+/// What is wrong with a call's `Mcp-Param-*` headers, against the marks
+/// its server's listing put on the tool's parameters: each marked argument
+/// present must be mirrored (numbers compared as numbers), and no header
+/// may name an argument the call does not carry. A tool whose listing was
+/// not seen yet cannot be checked.
+fn params_mismatch(
+    headers: &HeaderMap,
+    message: &Message,
+    tool: &str,
+    marked: &ToolParams,
+) -> Option<String> {
+    let arguments = || message.params()?.member("arguments").ok().flatten();
+    let expected = marked.headers(tool, arguments);
+    for (name, value) in &expected {
+        let want = decoded(value.to_str().unwrap_or_default()).unwrap_or_default();
+        let got = headers.get(name).and_then(|v| v.to_str().ok()).map(decoded);
+        match got {
+            Some(Some(got)) if got == want || same_number(&got, &want) => {}
+            Some(_) => return Some(format!("{name} does not match the body's argument")),
+            None => return Some(format!("{name} is required: the tool marks this argument")),
+        }
+    }
+    let extra = headers
+        .keys()
+        .filter(|k| k.as_str().starts_with("mcp-param-"))
+        .find(|k| !expected.iter().any(|(name, _)| name == *k));
+    match extra {
+        Some(name) if marked.knows(tool) => Some(format!("{name} names no argument of this call")),
+        _ => None,
+    }
+}
+
+fn same_number(a: &str, b: &str) -> bool {
+    matches!((a.parse::<f64>(), b.parse::<f64>()), (Ok(x), Ok(y)) if x == y)
 }
 
 /// A header value as the client meant it: `=?base64?…?=` decoded.
@@ -201,7 +255,7 @@ pub(super) async fn post(
             "a client sends no answers without a session",
         );
     }
-    if let Some(why) = mismatch(headers, &message) {
+    if let Some(why) = mismatch(headers, &message, &front.pool.marked) {
         let error = ErrorObject::new(
             ErrorCode(HEADER_MISMATCH),
             format!("Header mismatch: {why}"),
@@ -219,9 +273,11 @@ pub(super) async fn post(
         events,
         restore: None,
         listen: false,
+        lists_tools: false,
     };
     if let Message::Request(request) = &message {
         waiting.listen = request.method == method::SUBSCRIPTIONS_LISTEN;
+        waiting.lists_tools = request.method == method::TOOLS_LIST;
         let id = front.pool.id();
         let (client_id, token) = remap(&mut message, id.clone());
         waiting.ids.push(id);
@@ -272,13 +328,19 @@ mod tests {
             ("mcp-method", "tools/call"),
             ("mcp-name", "add"),
         ];
-        assert_eq!(mismatch(&headers(&good), &call), None);
+        assert_eq!(
+            mismatch(&headers(&good), &call, &ToolParams::default()),
+            None
+        );
         let encoded = [
             ("mcp-protocol-version", "2026-07-28"),
             ("mcp-method", "tools/call"),
             ("mcp-name", "=?base64?YWRk?="),
         ];
-        assert_eq!(mismatch(&headers(&encoded), &call), None);
+        assert_eq!(
+            mismatch(&headers(&encoded), &call, &ToolParams::default()),
+            None
+        );
         for bad in [
             &good[..2],
             &[good[0], good[1], ("mcp-name", "rm")][..],
@@ -287,13 +349,73 @@ mod tests {
             &[("mcp-protocol-version", "2025-11-25"), good[1], good[2]][..],
             &[good[0], good[1], ("mcp-name", "=?base64?!!?=")][..],
         ] {
-            assert!(mismatch(&headers(bad), &call).is_some(), "{bad:?}");
+            assert!(
+                mismatch(&headers(bad), &call, &ToolParams::default()).is_some(),
+                "{bad:?}"
+            );
         }
         let list = request("tools/list", json!({}));
         assert_eq!(
-            mismatch(&headers(&[good[0], ("mcp-method", "tools/list")]), &list),
+            mismatch(
+                &headers(&[good[0], ("mcp-method", "tools/list")]),
+                &list,
+                &ToolParams::default()
+            ),
             None
         );
+    }
+
+    #[test]
+    fn marked_arguments_must_be_mirrored_in_their_headers() {
+        let marked = ToolParams::default();
+        let mut listing = mcp_chain_middleware::message::Payload::from(json!({"tools": [{
+            "name": "deploy",
+            "inputSchema": {"type": "object", "properties": {
+                "region": {"type": "string", "x-mcp-header": "Region"},
+                "replicas": {"type": "integer", "x-mcp-header": "Replicas"},
+                "note": {"type": "string"}
+            }}
+        }]}));
+        marked.learn(&mut listing);
+        let meta = json!({META_VERSION: "2026-07-28"});
+        let call = |arguments: Value| {
+            request(
+                "tools/call",
+                json!({"name": "deploy", "arguments": arguments, "_meta": meta}),
+            )
+        };
+        let base = [
+            ("mcp-protocol-version", "2026-07-28"),
+            ("mcp-method", "tools/call"),
+            ("mcp-name", "deploy"),
+        ];
+        let with = |extra: &[(&'static str, &'static str)]| headers(&[&base[..], extra].concat());
+        let both = json!({"region": "eu", "replicas": 3, "note": "x"});
+        let ok = with(&[("mcp-param-region", "eu"), ("mcp-param-replicas", "3.0")]);
+        assert_eq!(mismatch(&ok, &call(both.clone()), &marked), None);
+        for bad in [
+            with(&[("mcp-param-region", "eu")]),
+            with(&[("mcp-param-region", "us"), ("mcp-param-replicas", "3")]),
+            with(&[]),
+        ] {
+            assert!(
+                mismatch(&bad, &call(both.clone()), &marked).is_some(),
+                "{bad:?}"
+            );
+        }
+        // An argument the call does not carry has no header, and a header
+        // for it is refused.
+        let only_region = json!({"region": "eu"});
+        assert_eq!(
+            mismatch(
+                &with(&[("mcp-param-region", "eu")]),
+                &call(only_region.clone()),
+                &marked
+            ),
+            None
+        );
+        let stray = with(&[("mcp-param-region", "eu"), ("mcp-param-replicas", "3")]);
+        assert!(mismatch(&stray, &call(only_region), &marked).is_some());
     }
 
     #[test]

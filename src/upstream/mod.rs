@@ -10,6 +10,8 @@
 
 pub(crate) mod child;
 mod remote;
+
+pub(crate) use remote::ToolParams;
 mod supervisor;
 
 use crate::chain::ChainService;

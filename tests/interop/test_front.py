@@ -538,3 +538,37 @@ def test_2026_listen_streams_get_what_their_server_stamps_for_them():
 
         got = anyio.run(scenario)
         assert got == ["ToolsListChanged", "ToolsListChanged"], got
+
+
+def test_2026_marked_arguments_are_checked_against_their_headers():
+    """A tool whose server marks an argument for an `Mcp-Param-*` header:
+    the Python SDK client mirrors it and is served; a request that leaves
+    the header out, or sends another value than its body, is refused with
+    -32020 once the front has seen the listing."""
+    from mcp.client.client import Client
+
+    port = harness.free_port()
+    argv = [str(harness.MCP_CHAIN), "--listen", f"127.0.0.1:{port}", "--", str(PYTHON), str(MODERN_SERVER), harness.RUN_MARKER]
+    with harness.listening(argv, port, "mcp-chain --listen"):
+        url = f"http://127.0.0.1:{port}/mcp"
+
+        async def sdk() -> str:
+            async with Client(url, mode="auto") as c:
+                await c.list_tools()
+                return (await c.call_tool("deploy", {"region": "eu-west"})).content[0].text
+
+        assert anyio.run(sdk) == "deployed to eu-west"
+        f = Front(port, None, Path("/dev/null"))  # type: ignore[arg-type]
+        meta = {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"},
+        }
+        call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "deploy", "arguments": {"region": "eu-west"}, "_meta": meta}}
+        routing = {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "deploy", "Accept": "application/json"}
+        for param in [None, "us-east"]:
+            headers = {**routing, **({"Mcp-Param-Region": param} if param else {})}
+            status, _, body = f.request("POST", call, headers)
+            assert status == 400 and json.loads(body)["error"]["code"] == -32020, (param, body)
+        status, _, body = f.request("POST", call, {**routing, "Mcp-Param-Region": "eu-west"})
+        assert status == 200 and "deployed to eu-west" in body, body

@@ -26,6 +26,8 @@ mod link;
 mod listen;
 mod params;
 mod routing;
+
+pub(crate) use params::ToolParams;
 mod session;
 mod streamable;
 mod websocket;

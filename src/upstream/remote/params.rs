@@ -11,6 +11,10 @@
 //! boolean) must not be offered: it is dropped from the listing, with a
 //! warning naming it and why. Listings without a mark cost one search for
 //! the word, and nothing more while no tool has one.
+//!
+//! The HTTP front uses the same marks the other way: a 2026-07-28 client's
+//! call must carry the headers its arguments call for (see
+//! `front/stateless.rs`).
 
 use super::routing::encoded;
 use mcp_chain_middleware::message::Payload;
@@ -35,7 +39,7 @@ struct Param {
 
 /// What the server's listings marked, by tool.
 #[derive(Debug, Default)]
-pub(super) struct ToolParams(Mutex<HashMap<String, Vec<Param>>>);
+pub(crate) struct ToolParams(Mutex<HashMap<String, Vec<Param>>>);
 
 impl ToolParams {
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Vec<Param>>> {
@@ -44,7 +48,7 @@ impl ToolParams {
 
     /// Learns the marks of a `tools/list` result, and drops the tools whose
     /// marks are invalid from it.
-    pub(super) fn learn(&self, result: &mut Payload) {
+    pub(crate) fn learn(&self, result: &mut Payload) {
         let marked = result
             .text()
             .is_none_or(|t| memchr::memmem::find(t.as_bytes(), MARK.as_bytes()).is_some());
@@ -81,9 +85,14 @@ impl ToolParams {
         }
     }
 
+    /// Whether a listing marked parameters of `tool`.
+    pub(crate) fn knows(&self, tool: &str) -> bool {
+        self.lock().contains_key(tool)
+    }
+
     /// The headers a call of `tool` carries; its arguments are read only
     /// when the tool has marks.
-    pub(super) fn headers(
+    pub(crate) fn headers(
         &self,
         tool: &str,
         arguments: impl FnOnce() -> Option<Value>,
