@@ -18,10 +18,15 @@ use tokio::time::{interval_at, Instant, Interval};
 /// How often an idle event stream carries a comment.
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
 
-/// A response body.
+/// A response body. An event stream's channel carries SSE events, except
+/// a POST's answers, which come as their bare JSON line (an object, or a
+/// batch's array) and are framed here: the POST may yet be answered with
+/// that line as a JSON body instead (`handler::relay`).
 pub(super) enum Reply {
     Full(Option<Bytes>),
     Events {
+        /// Taken from the channel already, to be sent first.
+        first: Option<Bytes>,
         events: mpsc::Receiver<Bytes>,
         keep_alive: Interval,
     },
@@ -38,9 +43,25 @@ impl Reply {
 
     /// A stream of the events sent on `events`, ending when it closes.
     pub(super) fn events(events: mpsc::Receiver<Bytes>) -> Self {
-        let keep_alive = interval_at(Instant::now() + KEEP_ALIVE, KEEP_ALIVE);
-        Self::Events { events, keep_alive }
+        Self::Events {
+            first: None,
+            events,
+            keep_alive: keep_alive(),
+        }
     }
+
+    /// [`Self::events`], after `first`.
+    pub(super) fn events_after(first: Bytes, events: mpsc::Receiver<Bytes>) -> Self {
+        Self::Events {
+            first: Some(first),
+            events,
+            keep_alive: keep_alive(),
+        }
+    }
+}
+
+fn keep_alive() -> Interval {
+    interval_at(Instant::now() + KEEP_ALIVE, KEEP_ALIVE)
 }
 
 impl Body for Reply {
@@ -53,8 +74,18 @@ impl Body for Reply {
     ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
         match self.get_mut() {
             Self::Full(bytes) => Poll::Ready(bytes.take().map(|b| Ok(Frame::data(b)))),
-            Self::Events { events, keep_alive } => match events.poll_recv(cx) {
-                Poll::Ready(event) => Poll::Ready(event.map(|e| Ok(Frame::data(e)))),
+            Self::Events {
+                first,
+                events,
+                keep_alive,
+            } => match first
+                .take()
+                .map_or_else(|| events.poll_recv(cx), |e| Poll::Ready(Some(e)))
+            {
+                Poll::Ready(Some(e)) if is_line(&e) => {
+                    Poll::Ready(Some(Ok(Frame::data(event(None, &e)))))
+                }
+                Poll::Ready(e) => Poll::Ready(e.map(|e| Ok(Frame::data(e)))),
                 Poll::Pending => match keep_alive.poll_tick(cx) {
                     Poll::Ready(_) => Poll::Ready(Some(Ok(Frame::data(Bytes::from_static(
                         b": keep-alive\n\n",
@@ -75,6 +106,11 @@ impl Body for Reply {
             Self::Events { .. } => SizeHint::default(),
         }
     }
+}
+
+/// Whether `bytes` is a bare JSON line, not an SSE event.
+pub(super) fn is_line(bytes: &[u8]) -> bool {
+    matches!(bytes.first(), Some(b'{' | b'['))
 }
 
 /// One SSE event carrying a message (`line` without its newline), with an

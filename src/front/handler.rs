@@ -2,7 +2,7 @@
 //! DELETE on the Streamable HTTP endpoint, or the legacy `/sse` stream and
 //! its `/messages` POSTs.
 
-use super::body::{event_stream, json, rpc_error, status, too_many_sessions, Reply};
+use super::body::{self, event_stream, json, rpc_error, status, too_many_sessions, Reply};
 use super::guard::Refusal;
 use super::routes::{self, Waiting};
 use super::session::{self, Caller, Kind, Session};
@@ -298,17 +298,27 @@ pub(super) async fn relay(session: &Session, read: Read, waiting: Waiting) -> An
     if !session.send(read).await {
         return status(StatusCode::NOT_FOUND, "the session has ended");
     }
-    match answers {
-        None => status(StatusCode::ACCEPTED, ""),
-        Some(answers) if events => event_stream(Reply::events(answers)),
-        Some(mut answers) => match answers.recv().await {
-            Some(line) => json(StatusCode::OK, line),
-            None => rpc_error(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                ErrorCode::CONNECTION_CLOSED,
-                "the session ended before the server answered",
-            ),
-        },
+    let Some(mut answers) = answers else {
+        return status(StatusCode::ACCEPTED, "");
+    };
+    // Nothing goes on a POST's stream before its first message: when that
+    // is the answer (nothing came before it), a JSON body is one write,
+    // where a stream is three; otherwise the stream starts with it.
+    let first = loop {
+        match answers.recv().await {
+            // A POST that takes no stream gets its answer alone.
+            Some(event) if !events && !body::is_line(&event) => continue,
+            first => break first,
+        }
+    };
+    match first {
+        Some(line) if body::is_line(&line) => json(StatusCode::OK, line),
+        Some(first) => event_stream(Reply::events_after(first, answers)),
+        None => rpc_error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            ErrorCode::CONNECTION_CLOSED,
+            "the session ended before the server answered",
+        ),
     }
 }
 

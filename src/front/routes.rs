@@ -320,14 +320,13 @@ impl Routes {
             }),
             _ => line.clone(),
         };
-        let bytes = if post.events {
-            event(None, &line)
-        } else {
-            line
-        };
+        // The answer goes as its bare line, SSE stream or not: a POST
+        // whose first message is its answer is answered with a JSON body
+        // (see `handler::relay`), a stream frames it as an event.
         if post.waiting.is_empty() {
             self.close_post(n);
         }
+        let bytes = line;
         Some((tx, bytes))
     }
 
@@ -439,12 +438,7 @@ pub(super) async fn run(queue: Queue, routes: Shared) {
             let mut line = Vec::new();
             Message::error(Some(id), error).write_line(&mut line);
             line.pop();
-            let bytes = if post.events {
-                event(None, &line)
-            } else {
-                Bytes::from(line)
-            };
-            let _ = post.tx.send(bytes).await;
+            let _ = post.tx.send(Bytes::from(line)).await;
         }
     }
 }
