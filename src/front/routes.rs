@@ -183,7 +183,9 @@ impl Routes {
     /// notification of a shared session) every listener's.
     fn targets(&mut self, line: &Line) -> Vec<(mpsc::Sender<Bytes>, Bytes)> {
         match &line.message {
-            Some(m) if self.stateless && !answers_or_progress(m) => self.subscription(m),
+            Some(m) if self.stateless && !answers_or_progress(m) => {
+                self.subscription(m, &line.bytes)
+            }
             _ => self.target(line).into_iter().collect(),
         }
     }
@@ -193,7 +195,11 @@ impl Routes {
     /// stamps the listen request's id, the front's, given back here). A
     /// `notifications/cancelled` for a listen request ends its stream, as
     /// a stdio server ends one.
-    fn subscription(&mut self, message: &Message) -> Vec<(mpsc::Sender<Bytes>, Bytes)> {
+    fn subscription(
+        &mut self,
+        message: &Message,
+        line: &Bytes,
+    ) -> Vec<(mpsc::Sender<Bytes>, Bytes)> {
         let params = message.params();
         if message.method() == Some(method::NOTIFICATION_CANCELLED) {
             let id = params.and_then(|p| p.member("requestId").ok().flatten());
@@ -230,12 +236,8 @@ impl Routes {
                     }
                 })
             }
-            _ => {
-                let mut line = Vec::new();
-                message.write_line(&mut line);
-                line.pop();
-                Bytes::from(line)
-            }
+            // Not renamed: the line as it came.
+            _ => line.clone(),
         };
         vec![(post.tx.clone(), event(None, &bytes))]
     }

@@ -223,7 +223,7 @@ pub(super) fn remap(message: &mut Message, id: RequestId) -> (RequestId, Option<
     let token = request.params.as_mut().and_then(|params| {
         let mut meta = params.member("_meta").ok()??;
         let original = meta.get("progressToken")?.clone();
-        let ours = Value::String(id.to_string().trim_matches('"').to_owned());
+        let ours = id.to_value();
         meta.as_object_mut()?
             .insert("progressToken".into(), ours.clone());
         params.set_member("_meta", meta).ok()?;
