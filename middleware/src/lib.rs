@@ -42,6 +42,8 @@
 //!   before the server sees them.
 //! - [`limit`]: results that fit: refused or cut past a size, listings
 //!   trimmed to a number of items.
+//! - [`note`]: what a layer decided, left for the audit line of the
+//!   request it answered.
 //! - [`session`]: who a session of the HTTP front serves (the audit says).
 //! - [`units`]: durations (`"2s"`) and rates (`"5/s"`) as written in configs.
 
@@ -54,6 +56,7 @@ pub mod filter;
 pub mod limit;
 pub mod log;
 pub mod message;
+pub mod note;
 pub mod pattern;
 pub mod payload;
 pub mod rate_limit;

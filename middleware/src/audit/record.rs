@@ -6,7 +6,7 @@ use crate::message::{method, write_str, ErrorObject, Payload};
 use crate::target::Target;
 use crate::{BoxError, Direction, ErrorCode, Message, RequestId};
 use serde::{Serialize, Serializer};
-use serde_json::Value;
+use serde_json::{Map, Value};
 use std::cell::Cell;
 use std::fmt;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -74,6 +74,9 @@ pub(super) struct Record<'a> {
     /// The methods of the server→client requests embedded in a result or
     /// task notification (`inputRequests`), `?` for one unreadable.
     pub(super) input_requests: Option<Vec<String>>,
+    /// What the layers inside the audit noted while answering, by layer
+    /// (see [`crate::note`]).
+    pub(super) notes: Option<&'a Map<String, Value>>,
     pub(super) params: Option<&'a Payload>,
     pub(super) result: Option<&'a Payload>,
     pub(super) error: Option<&'a ErrorObject>,
@@ -215,6 +218,7 @@ impl<'a> Record<'a> {
         json_field(out, "duration_ms", self.duration_ms.as_ref());
         json_field(out, "size", self.size.as_ref());
         json_field(out, "input_requests", self.input_requests.as_ref());
+        json_field(out, "notes", self.notes);
         json_field(out, "params", self.params);
         json_field(out, "result", self.result);
         json_field(out, "error", self.error.as_ref());

@@ -8,6 +8,7 @@ use crate::message::method;
 use crate::target::Target;
 use crate::ResponseFuture;
 use crate::{BoxError, Direction, Envelope, ErrorCode, ErrorObject, Message};
+use serde_json::{Map, Value};
 use std::future::ready;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -118,8 +119,8 @@ where
         };
         let answer = self.inner.call(env);
         Box::pin(async move {
-            let answer = answer.await;
-            pending.finish(&answer);
+            let (answer, notes) = crate::note::collect(answer).await;
+            pending.finish(&answer, notes.as_ref());
             answer
         })
     }
@@ -160,9 +161,14 @@ impl Pending {
         record
     }
 
-    fn finish(mut self, answer: &Result<Option<Message>, BoxError>) {
+    fn finish(
+        mut self,
+        answer: &Result<Option<Message>, BoxError>,
+        notes: Option<&Map<String, Value>>,
+    ) {
         let mut record = self.record();
         record.answer(answer, self.shared.payloads, self.reads);
+        record.notes = notes;
         self.shared.write_soon(&record);
         self.done = true;
     }

@@ -370,6 +370,40 @@ async fn placed_first_it_records_the_refusals_of_later_layers() {
     );
 }
 
+/// `limit` inside the audit: the answer's line says what the server sent
+/// and what the client got.
+#[tokio::test]
+async fn the_notes_of_later_layers_go_in_the_answer_line() {
+    let log = TempLog::new();
+    let limit: crate::limit::LimitConfig =
+        serde_json::from_value(json!({"max_result_bytes": 200, "action": "truncate"}))
+            .expect("parses");
+    let big = "x".repeat(1000);
+    let inner = limit.validate().expect("valid").layer(answering(move |id| {
+        let result = json!({"content": [{"type": "text", "text": big.clone()}]});
+        Ok(Some(Message::response(id, result)))
+    }));
+    let svc = log.layer(json!({})).layer(inner);
+    svc.oneshot(call(1, "read")).await.expect("answered");
+    let lines = log.lines().await;
+    assert_eq!(lines.len(), 2);
+    assert!(lines[0].get("notes").is_none(), "{}", lines[0]);
+    let note = &lines[1]["notes"]["limit"];
+    assert_eq!(note["action"], "truncated");
+    assert_eq!(note["limit"], 200);
+    let (original, delivered) = (&note["original_bytes"], &note["delivered_bytes"]);
+    assert!(original.as_u64() > Some(1000), "{note}");
+    assert!(
+        delivered.as_u64() <= Some(200) && delivered.as_u64() > Some(0),
+        "{note}"
+    );
+    assert_eq!(
+        lines[1]["size"].as_u64().map(|s| s > 200),
+        Some(true),
+        "the whole answer's size"
+    );
+}
+
 #[tokio::test]
 async fn notifications_and_server_requests_get_lines_too() {
     let log = TempLog::new();

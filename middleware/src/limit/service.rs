@@ -3,6 +3,7 @@
 
 use super::cut::cut_text;
 use crate::message::{method, Response};
+use crate::note;
 use crate::pattern::Pattern;
 use crate::target::Target;
 use crate::{
@@ -99,13 +100,15 @@ impl Rules {
         })
     }
 
-    /// The answer, held to `bound`.
+    /// The answer, held to `bound`. What was done to it is noted for the
+    /// audit: the items a listing had and kept, the bytes a result had and
+    /// the bytes delivered.
     fn apply(&self, bound: &Bound, mut response: Response) -> Message {
         if let Some((key, max)) = bound.list {
-            let mut kept = 0;
+            let mut seen = 0;
             let trimmed = response.result.edit_items(key, |_| {
-                kept += 1;
-                kept <= max
+                seen += 1;
+                seen <= max
             });
             if let Err(e) = trimmed {
                 let message = format!(
@@ -115,6 +118,10 @@ impl Rules {
                 let error =
                     ErrorObject::refusal(ErrorCode::INTERNAL_ERROR, LAYER, "unreadable", &message);
                 return Message::error(Some(response.id), error);
+            }
+            if seen > max {
+                let items = json!({"original_items": seen, "delivered_items": max});
+                note::add(LAYER, json!({"action": "trimmed", "items": items}));
             }
         }
         let Some(limit) = bound.bytes else {
@@ -127,12 +134,26 @@ impl Rules {
         let why = match self.action {
             Action::Refuse => None,
             Action::Truncate => match cut_text(&bound.method, &mut response.result, size, limit) {
-                Ok(()) => return Message::Response(response),
+                Ok(()) => {
+                    let delivered = response.result.json_len();
+                    note_size("truncated", size, delivered, limit);
+                    return Message::Response(response);
+                }
                 Err(why) => Some(why),
             },
         };
+        note_size("refused", size, 0, limit);
         too_large(response.id, &bound.method, size, limit, why)
     }
+}
+
+/// The audit's note of a result held to its size: what the server sent,
+/// what the client got (0: refused), the limit.
+fn note_size(action: &str, original: usize, delivered: usize, limit: usize) {
+    note::add(
+        LAYER,
+        json!({"action": action, "original_bytes": original, "delivered_bytes": delivered, "limit": limit}),
+    );
 }
 
 /// The methods whose results carry content for the model, which

@@ -53,6 +53,10 @@ fn a_line_is_json_with_every_field_in_order() {
         extra: serde_json::Map::new(),
     };
     let session = br#","session":"0123abcd","client":"127.0.0.1:4000","token":"ci""#;
+    let notes = serde_json::json!({"limit": {"original_bytes": 9}})
+        .as_object()
+        .cloned()
+        .expect("an object");
     let record = Record {
         time: Timestamp(UNIX_EPOCH + Duration::from_secs(1_700_000_000)),
         direction: "client_to_server",
@@ -73,6 +77,7 @@ fn a_line_is_json_with_every_field_in_order() {
         duration_ms: Some(1.5),
         size: Some(42),
         input_requests: Some(vec!["sampling/createMessage".into()]),
+        notes: Some(&notes),
         params: Some(&params),
         result: Some(&params),
         error: Some(&error),
@@ -121,6 +126,7 @@ fn a_line_is_json_with_every_field_in_order() {
             "duration_ms",
             "size",
             "input_requests",
+            "notes",
             "params",
             "result",
             "error"
@@ -132,6 +138,7 @@ fn a_line_is_json_with_every_field_in_order() {
     assert_eq!(value["reason"], "control \u{1} char");
     assert_eq!(value["code"], -32_000);
     assert_eq!(value["duration_ms"], 1.5);
+    assert_eq!(value["notes"]["limit"]["original_bytes"], 9);
     assert_eq!(value["params"]["name"], "a\"b");
     assert_eq!(value["error"]["message"], "slow down");
     // Fields that are not there are left out.
