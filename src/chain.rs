@@ -103,5 +103,5 @@ pub(crate) fn to_server(layers: &[AnyLayer], upstream: ChainService) -> ChainSer
 pub(crate) fn to_client(layers: &[AnyLayer], downstream: ChainService) -> ChainService {
     layers
         .iter()
-        .fold(downstream, |inner, layer| layer.wrap(inner))
+        .fold(downstream, |inner, layer| layer.wrap_toward_client(inner))
 }

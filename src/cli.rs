@@ -17,6 +17,7 @@ use std::path::PathBuf;
 ///   mcp-chain --config fs.toml -- uvx mcp-server-time
 ///   mcp-chain --listen 127.0.0.1:8080 -- npx -y @modelcontextprotocol/server-everything
 ///   mcp-chain check --config fs.toml
+///   mcp-chain pin list --config fs.toml
 #[derive(Debug, Parser)]
 #[command(name = "mcp-chain", version, verbatim_doc_comment)]
 pub struct Cli {
@@ -85,5 +86,24 @@ pub enum Command {
         /// A server command to check instead of [upstream], after `--`.
         #[arg(last = true, value_name = "SERVER_COMMAND")]
         server: Vec<String>,
+    },
+    /// Show or accept what drifted from the pins of the config's `pin`
+    /// layer (tools, prompts, resource templates that changed or are new).
+    Pin {
+        #[command(subcommand)]
+        action: PinAction,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PinAction {
+    /// List what drifted (changed fields, or new) and what is pinned.
+    List,
+    /// Accept the drift of the names given (every drift when none): what
+    /// the server lists now becomes what is pinned. A running mcp-chain
+    /// picks it up within a second and tells its client.
+    Accept {
+        /// Tool, prompt or resource-template names.
+        names: Vec<String>,
     },
 }

@@ -7,7 +7,9 @@
 
 use crate::chain::ChainService;
 use mcp_chain_middleware::session::SessionInfo;
-use mcp_chain_middleware::{audit, filter, limit, log, rate_limit, rewrite, timeout, validate};
+use mcp_chain_middleware::{
+    audit, filter, limit, log, pin, rate_limit, rewrite, timeout, validate,
+};
 use serde::Deserialize;
 use tower::Layer;
 
@@ -56,8 +58,48 @@ shared_across_sessions!(
 fresh_per_session!(
     rate_limit::RateLimitLayer,
     timeout::TimeoutLayer,
-    validate::ValidateLayer
+    validate::ValidateLayer,
+    pin::PinLayer
 );
+
+/// How a layer's server → client half is built: most layers the same way
+/// as their client → server half; a layer that speaks to the client first
+/// (`pin`, `approve`) keeps the way there (see the middleware's `peer`).
+trait TowardClient {
+    fn toward_client(&self, inner: ChainService) -> ChainService;
+}
+
+macro_rules! same_both_ways {
+    ($($layer:ty),*) => {$(
+        impl TowardClient for $layer {
+            fn toward_client(&self, inner: ChainService) -> ChainService {
+                ChainService::new(self.layer(inner))
+            }
+        }
+    )*};
+}
+
+macro_rules! keeps_the_way_to_the_client {
+    ($($layer:ty),*) => {$(
+        impl TowardClient for $layer {
+            fn toward_client(&self, inner: ChainService) -> ChainService {
+                ChainService::new(<$layer>::toward_client(self, inner))
+            }
+        }
+    )*};
+}
+
+same_both_ways!(
+    audit::AuditLayer,
+    filter::FilterLayer,
+    rewrite::RewriteLayer,
+    rate_limit::RateLimitLayer,
+    timeout::TimeoutLayer,
+    limit::LimitLayer,
+    validate::ValidateLayer,
+    log::LogLayer
+);
+keeps_the_way_to_the_client!(pin::PinLayer);
 
 macro_rules! layers {
     ($($variant:ident => $name:literal, $config:ty, $layer:ty;)*) => {
@@ -106,10 +148,17 @@ macro_rules! layers {
                 }
             }
 
-            /// This layer around `inner`.
+            /// This layer around `inner`, in the client → server stack.
             pub(crate) fn wrap(&self, inner: ChainService) -> ChainService {
                 match self {
                     $(Self::$variant(layer) => ChainService::new(layer.layer(inner)),)*
+                }
+            }
+
+            /// This layer around `inner`, in the server → client stack.
+            pub(crate) fn wrap_toward_client(&self, inner: ChainService) -> ChainService {
+                match self {
+                    $(Self::$variant(layer) => TowardClient::toward_client(layer, inner),)*
                 }
             }
         }
@@ -124,6 +173,7 @@ layers! {
     Timeout => "timeout", timeout::TimeoutConfig, timeout::TimeoutLayer;
     Limit => "limit", limit::LimitConfig, limit::LimitLayer;
     Validate => "validate", validate::ValidateConfig, validate::ValidateLayer;
+    Pin => "pin", pin::PinConfig, pin::PinLayer;
     Log => "log", log::LogConfig, log::LogLayer;
 }
 
@@ -142,6 +192,8 @@ mod tests {
             "rate_limit",
             "timeout",
             "limit",
+            "validate",
+            "pin",
             "log",
         ] {
             match toml::from_str::<MiddlewareFile>(&format!("type = \"{name}\"")) {

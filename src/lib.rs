@@ -30,6 +30,7 @@ mod check;
 mod connector;
 mod front;
 mod layers;
+mod pins;
 mod transport;
 mod upstream;
 
@@ -51,6 +52,7 @@ pub fn main(cli: Cli) -> ExitCode {
         Some(Command::Check { server }) => {
             check::run(&config, &upstream_for(&config, &cli, server))
         }
+        Some(Command::Pin { action }) => pins::run(&config, action),
         None => match upstream_for(&config, &cli, &cli.server) {
             Ok(upstream) if config.front.listen.is_some() => {
                 listen(config, upstream, cli.allow_unauthenticated)

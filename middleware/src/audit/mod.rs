@@ -53,6 +53,7 @@
 mod config;
 mod layer;
 mod record;
+pub(crate) use record::Timestamp;
 mod service;
 mod sink;
 

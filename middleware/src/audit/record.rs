@@ -284,10 +284,10 @@ pub(super) fn millis(d: Duration) -> f64 {
 /// A wall-clock time, written as RFC 3339 in UTC with microseconds:
 /// `2025-06-18T09:30:00.123456Z`.
 #[derive(Debug, Clone, Copy)]
-pub(super) struct Timestamp(SystemTime);
+pub(crate) struct Timestamp(SystemTime);
 
 impl Timestamp {
-    pub(super) fn now() -> Self {
+    pub(crate) fn now() -> Self {
         Self(SystemTime::now())
     }
 }

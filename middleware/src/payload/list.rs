@@ -5,6 +5,7 @@
 
 use super::object::{self, find, Member, Slot};
 use super::value::{self, ValueSeed};
+use super::Unreadable;
 use crate::message::Out;
 use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
@@ -199,6 +200,27 @@ impl<'a> Item<'a> {
         let members = self.members()?;
         let slot = &members[find(members, self.text, name)?].value;
         object::read(slot, self.text).ok()
+    }
+
+    /// Whether the item is an object whose members could be read.
+    pub fn is_object(&self) -> bool {
+        self.members().is_some()
+    }
+
+    /// The member `name`, parsed: `Ok(None)` when there is none, `Err`
+    /// when the item is not a readable object or the member cannot be
+    /// read (a guard tells the two apart; [`member`](Self::member) does
+    /// not).
+    pub fn try_member(&self, name: &str) -> Result<Option<Value>, Unreadable> {
+        let members = self
+            .members()
+            .ok_or_else(|| Unreadable::new("the item is not an object"))?;
+        match find(members, self.text, name) {
+            None => Ok(None),
+            Some(n) => object::read(&members[n].value, self.text)
+                .map(Some)
+                .map_err(|e| Unreadable::new(format!("\"{name}\" cannot be read ({e})"))),
+        }
     }
 
     /// Sets the member `name` (added at the end when there is none). Does

@@ -8,16 +8,13 @@ use crate::{
     BoxError, Direction, Envelope, ErrorCode, ErrorObject, Message, RequestId, ResponseFuture,
 };
 use serde_json::{json, Value};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use tower::{Layer, Service, ServiceExt};
 
 /// The layer name in refusals, `data.layer` and logs.
 const LAYER: &str = "validate";
-
-/// Pages of a listing the layer reads at most when it asks for one itself.
-const MAX_PAGES: usize = 100;
 
 #[derive(Debug)]
 struct Shared {
@@ -251,28 +248,12 @@ async fn ask_listing<S>(inner: S, shared: &Shared) -> Result<(), BoxError>
 where
     S: Service<Envelope, Response = Option<Message>, Error = BoxError> + Clone,
 {
-    let mut cursor: Option<Value> = None;
-    for _ in 0..MAX_PAGES {
-        let n = shared.asked.fetch_add(1, Ordering::Relaxed);
-        let id = RequestId::String(format!("mcp-chain-validate-{n}"));
-        let params = cursor.take().map(|c| json!({"cursor": c}));
-        let request = Message::request(id, method::TOOLS_LIST, params);
-        let answer = inner
-            .clone()
-            .oneshot(Envelope::new(Direction::ToServer, request))
-            .await?;
-        let Some(Message::Response(listing)) = answer else {
-            tracing::warn!(layer = LAYER, "the server did not list its tools");
-            return Ok(());
-        };
-        if !shared.schemas.learn(&listing.result) {
-            tracing::warn!(layer = LAYER, "the server's tool listing cannot be read");
-            return Ok(());
-        }
-        match listing.result.member("nextCursor") {
-            Ok(Some(next)) if !next.is_null() => cursor = Some(next),
-            _ => return Ok(()),
-        }
-    }
-    Ok(())
+    crate::listing::ask_all(
+        inner,
+        LAYER,
+        method::TOOLS_LIST,
+        &shared.asked,
+        |page, _| shared.schemas.learn(page),
+    )
+    .await
 }

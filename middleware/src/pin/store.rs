@@ -1,0 +1,429 @@
+//! The pin file: what was pinned of each tool, prompt and resource
+//! template, and what drifted from it, kept on disk so a person can review
+//! it, commit it, accept a change (`mcp-chain pin accept`) or edit it by
+//! hand, and so a restart does not forget.
+//!
+//! ```json
+//! {
+//!   "version": 1,
+//!   "tools": {
+//!     "add": {
+//!       "pinned": {"description": "sha256:…", "inputSchema": "sha256:…"},
+//!       "pending": {"seen": "2026-11-23T10:00:00.000000Z", "changed": ["description"],
+//!                   "fields": {"description": "sha256:…", "inputSchema": "sha256:…"}}
+//!     }
+//!   }
+//! }
+//! ```
+//!
+//! Sections and names in sorted order, two-space indents: the same pins
+//! give the same file. Written whole to a temporary file (0600) and renamed
+//! over, so a reader never sees half of it. The file is read again when it
+//! changes on disk (an accept from the command line, a hand edit); one that
+//! cannot be read then is ignored with a warning and the pins in memory
+//! stay, rather than trusting nothing or everything.
+
+use super::fingerprint::{changed, Fields, Kind};
+use crate::audit::Timestamp;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::SystemTime;
+
+const VERSION: u32 = 1;
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PinFile {
+    version: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    tools: Option<Section>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    prompts: Option<Section>,
+    #[serde(
+        default,
+        rename = "resourceTemplates",
+        skip_serializing_if = "Option::is_none"
+    )]
+    templates: Option<Section>,
+}
+
+type Section = BTreeMap<String, Entry>;
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Entry {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pinned: Option<Fields>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pending: Option<Pending>,
+}
+
+/// A definition seen that differs from its pin (or has none).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Pending {
+    /// When it was first seen so.
+    seen: String,
+    /// The fields that differ from the pin; empty for a new one.
+    changed: Vec<String>,
+    fields: Fields,
+}
+
+/// A definition that is not as pinned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Drift {
+    pub(crate) kind: Kind,
+    pub name: String,
+    /// The fields that changed; empty when it was never pinned (new).
+    pub changed: Vec<String>,
+}
+
+impl Drift {
+    /// The kind, in words (`tool`, `prompt`, `resource template`).
+    pub fn kind(&self) -> &'static str {
+        self.kind.word()
+    }
+
+    /// What drifted, for messages: `changed (description, inputSchema)` or
+    /// `new`.
+    pub fn what(&self) -> String {
+        if self.changed.is_empty() {
+            "new".to_owned()
+        } else {
+            format!("changed ({})", self.changed.join(", "))
+        }
+    }
+}
+
+/// What the pins say of one name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Status {
+    Pinned,
+    Drifted(Drift),
+    /// Never listed.
+    Unknown,
+}
+
+/// The pin file and what is known of it.
+#[derive(Debug)]
+pub(crate) struct Store {
+    path: PathBuf,
+    state: Mutex<State>,
+}
+
+#[derive(Debug)]
+struct State {
+    file: PinFile,
+    /// The file on disk as last read or written (modified time, length).
+    stamp: Option<(SystemTime, u64)>,
+    /// Kinds with no section in the file when it was opened: their first
+    /// listing is pinned as it comes (trust on first use).
+    first_sight: BTreeSet<Kind>,
+    /// Counts the times the file was read again with other pins.
+    generation: u64,
+}
+
+impl PinFile {
+    fn section(&self, kind: Kind) -> Option<&Section> {
+        match kind {
+            Kind::Tool => self.tools.as_ref(),
+            Kind::Prompt => self.prompts.as_ref(),
+            Kind::Template => self.templates.as_ref(),
+        }
+    }
+
+    fn section_mut(&mut self, kind: Kind) -> &mut Section {
+        match kind {
+            Kind::Tool => &mut self.tools,
+            Kind::Prompt => &mut self.prompts,
+            Kind::Template => &mut self.templates,
+        }
+        .get_or_insert_with(Section::new)
+    }
+}
+
+fn read(path: &Path) -> Result<Option<PinFile>, String> {
+    let text = match std::fs::read(path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("pin file {}: {e}", path.display())),
+    };
+    let file: PinFile = serde_json::from_slice(&text)
+        .map_err(|e| format!("pin file {} cannot be read: {e}", path.display()))?;
+    if file.version != VERSION {
+        return Err(format!(
+            "pin file {}: version {} is not {VERSION}",
+            path.display(),
+            file.version
+        ));
+    }
+    Ok(Some(file))
+}
+
+fn stamp(path: &Path) -> Option<(SystemTime, u64)> {
+    let meta = std::fs::metadata(path).ok()?;
+    Some((meta.modified().ok()?, meta.len()))
+}
+
+impl Store {
+    /// Opens the pin file at `path`. When there is none yet, it is written
+    /// at the first listing; its directory must exist now, so a wrong path
+    /// is found at start-up (and `mcp-chain check` creates nothing).
+    pub(crate) fn open(path: &Path) -> Result<Self, String> {
+        let file = match read(path)? {
+            Some(file) => file,
+            None => {
+                let dir = match path.parent() {
+                    Some(dir) if !dir.as_os_str().is_empty() => dir,
+                    _ => Path::new("."),
+                };
+                if !dir.is_dir() {
+                    return Err(format!(
+                        "pin file {}: no directory {}",
+                        path.display(),
+                        dir.display()
+                    ));
+                }
+                PinFile {
+                    version: VERSION,
+                    ..PinFile::default()
+                }
+            }
+        };
+        let first_sight = Kind::ALL
+            .into_iter()
+            .filter(|&kind| file.section(kind).is_none())
+            .collect();
+        Ok(Self {
+            path: path.to_owned(),
+            state: Mutex::new(State {
+                file,
+                stamp: stamp(path),
+                first_sight,
+                generation: 0,
+            }),
+        })
+    }
+
+    /// Opens a pin file that must exist (the command line's `pin`).
+    pub(crate) fn open_existing(path: &Path) -> Result<Self, String> {
+        if !path.exists() {
+            return Err(format!(
+                "pin file {} does not exist yet: it is written when mcp-chain first lists the server's tools",
+                path.display()
+            ));
+        }
+        Self::open(path)
+    }
+
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        // A panic while holding it leaves pins that are still whole.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn save(&self, state: &mut State) -> Result<(), String> {
+        use std::io::Write;
+        use std::os::unix::fs::OpenOptionsExt;
+        let mut text = serde_json::to_vec_pretty(&state.file).expect("pins serialize");
+        text.push(b'\n');
+        let mut tmp = self.path.clone().into_os_string();
+        tmp.push(".tmp");
+        let tmp = PathBuf::from(tmp);
+        let written = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&tmp)
+            .and_then(|mut f| f.write_all(&text).and_then(|()| f.sync_all()))
+            .and_then(|()| std::fs::rename(&tmp, &self.path));
+        written.map_err(|e| format!("pin file {}: cannot write: {e}", self.path.display()))?;
+        state.stamp = stamp(&self.path);
+        Ok(())
+    }
+
+    fn save_or_warn(&self, state: &mut State) {
+        if let Err(e) = self.save(state) {
+            tracing::warn!(layer = "pin", error = %e, "pins not saved; they hold in memory");
+        }
+    }
+
+    /// Reads the file again if it changed on disk. Whether the pins are
+    /// other than they were.
+    pub(crate) fn refresh(&self) -> bool {
+        let mut state = self.lock();
+        self.refresh_locked(&mut state)
+    }
+
+    fn refresh_locked(&self, state: &mut State) -> bool {
+        let now = stamp(&self.path);
+        if now == state.stamp {
+            return false;
+        }
+        state.stamp = now;
+        match read(&self.path) {
+            Ok(Some(file)) if file != state.file => {
+                state.file = file;
+                state.generation += 1;
+                true
+            }
+            Ok(_) => false,
+            Err(e) => {
+                tracing::warn!(layer = "pin", error = %e, "pin file not read again; the pins in memory hold");
+                false
+            }
+        }
+    }
+
+    /// Judges one page of a listing of `kind`: the items' keys and
+    /// fingerprints. Records what is new or changed; the drifts, in order.
+    /// `last_page`: the listing has no more pages.
+    pub(crate) fn judge(
+        &self,
+        kind: Kind,
+        items: Vec<(String, Fields)>,
+        last_page: bool,
+    ) -> Vec<Drift> {
+        let mut state = self.lock();
+        self.refresh_locked(&mut state);
+        let first_sight = state.first_sight.contains(&kind);
+        let mut dirty = state.file.section(kind).is_none();
+        let section = state.file.section_mut(kind);
+        let mut drifts = Vec::new();
+        for (name, fields) in items {
+            let entry = section.entry(name.clone()).or_default();
+            if entry.pinned.as_ref() == Some(&fields) {
+                dirty |= entry.pending.take().is_some();
+                continue;
+            }
+            if first_sight && entry.pinned.is_none() {
+                entry.pinned = Some(fields);
+                entry.pending = None;
+                dirty = true;
+                continue;
+            }
+            let changed = entry
+                .pinned
+                .as_ref()
+                .map_or_else(Vec::new, |pinned| changed(pinned, &fields));
+            if entry.pending.as_ref().map(|p| &p.fields) != Some(&fields) {
+                entry.pending = Some(Pending {
+                    seen: Timestamp::now().to_string(),
+                    changed: changed.clone(),
+                    fields,
+                });
+                dirty = true;
+            }
+            drifts.push(Drift {
+                kind,
+                name,
+                changed,
+            });
+        }
+        if last_page {
+            state.first_sight.remove(&kind);
+        }
+        if dirty {
+            self.save_or_warn(&mut state);
+        }
+        drifts
+    }
+
+    /// What the pins say of `name`.
+    pub(crate) fn status(&self, kind: Kind, name: &str) -> Status {
+        let state = self.lock();
+        let entry = state.file.section(kind).and_then(|s| s.get(name));
+        match entry {
+            Some(Entry {
+                pending: Some(pending),
+                ..
+            }) => Status::Drifted(Drift {
+                kind,
+                name: name.to_owned(),
+                changed: pending.changed.clone(),
+            }),
+            Some(Entry {
+                pinned: Some(_), ..
+            }) => Status::Pinned,
+            _ => Status::Unknown,
+        }
+    }
+
+    /// How many times the pins were read again from disk with a change.
+    pub(crate) fn generation(&self) -> u64 {
+        self.lock().generation
+    }
+
+    /// Every drift recorded, by kind and name.
+    pub(crate) fn drifts(&self) -> Vec<Drift> {
+        drifts(&self.lock().file)
+    }
+
+    /// The names pinned and unchanged, by kind.
+    pub(crate) fn pinned(&self) -> Vec<(Kind, String)> {
+        let state = self.lock();
+        let mut pinned = Vec::new();
+        for kind in Kind::ALL {
+            for (name, entry) in state.file.section(kind).into_iter().flatten() {
+                if entry.pinned.is_some() && entry.pending.is_none() {
+                    pinned.push((kind, name.clone()));
+                }
+            }
+        }
+        pinned
+    }
+
+    /// Accepts the drifts of `names` (every drift when empty): what was
+    /// seen becomes what is pinned. The drifts accepted; `Err` naming what
+    /// has no drift to accept, with nothing accepted.
+    pub(crate) fn accept(&self, names: &[String]) -> Result<Vec<Drift>, String> {
+        let mut state = self.lock();
+        self.refresh_locked(&mut state);
+        let drifts: Vec<Drift> = drifts(&state.file)
+            .into_iter()
+            .filter(|d| names.is_empty() || names.contains(&d.name))
+            .collect();
+        let missing: Vec<&String> = names
+            .iter()
+            .filter(|n| !drifts.iter().any(|d| &d.name == *n))
+            .collect();
+        if !missing.is_empty() {
+            return Err(format!("no drift to accept for {missing:?}"));
+        }
+        for drift in &drifts {
+            let entry = state
+                .file
+                .section_mut(drift.kind)
+                .get_mut(&drift.name)
+                .expect("a drift's entry exists");
+            entry.pinned = entry.pending.take().map(|p| p.fields);
+        }
+        if !drifts.is_empty() {
+            self.save(&mut state)?;
+        }
+        Ok(drifts)
+    }
+}
+
+/// Every drift in `file`, by kind and name.
+fn drifts(file: &PinFile) -> Vec<Drift> {
+    let mut drifts = Vec::new();
+    for kind in Kind::ALL {
+        for (name, entry) in file.section(kind).into_iter().flatten() {
+            if let Some(pending) = &entry.pending {
+                drifts.push(Drift {
+                    kind,
+                    name: name.clone(),
+                    changed: pending.changed.clone(),
+                });
+            }
+        }
+    }
+    drifts
+}
