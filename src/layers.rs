@@ -8,7 +8,7 @@
 use crate::chain::ChainService;
 use mcp_chain_middleware::session::SessionInfo;
 use mcp_chain_middleware::{
-    audit, filter, limit, log, pin, rate_limit, rewrite, timeout, validate,
+    approve, audit, filter, limit, log, pin, rate_limit, rewrite, timeout, validate,
 };
 use serde::Deserialize;
 use tower::Layer;
@@ -59,7 +59,8 @@ fresh_per_session!(
     rate_limit::RateLimitLayer,
     timeout::TimeoutLayer,
     validate::ValidateLayer,
-    pin::PinLayer
+    pin::PinLayer,
+    approve::ApproveLayer
 );
 
 /// How a layer's server → client half is built: most layers the same way
@@ -99,7 +100,7 @@ same_both_ways!(
     validate::ValidateLayer,
     log::LogLayer
 );
-keeps_the_way_to_the_client!(pin::PinLayer);
+keeps_the_way_to_the_client!(pin::PinLayer, approve::ApproveLayer);
 
 macro_rules! layers {
     ($($variant:ident => $name:literal, $config:ty, $layer:ty;)*) => {
@@ -174,6 +175,7 @@ layers! {
     Limit => "limit", limit::LimitConfig, limit::LimitLayer;
     Validate => "validate", validate::ValidateConfig, validate::ValidateLayer;
     Pin => "pin", pin::PinConfig, pin::PinLayer;
+    Approve => "approve", approve::ApproveConfig, approve::ApproveLayer;
     Log => "log", log::LogConfig, log::LogLayer;
 }
 
@@ -194,6 +196,7 @@ mod tests {
             "limit",
             "validate",
             "pin",
+            "approve",
             "log",
         ] {
             match toml::from_str::<MiddlewareFile>(&format!("type = \"{name}\"")) {

@@ -120,3 +120,80 @@ async fn pin_hides_a_rug_pull_until_accepted_and_tells_the_client() {
     assert!(!ok && again.contains("no drift to accept"), "{again}");
     assert!(proxy.try_recv(Duration::from_millis(10)).await.is_none());
 }
+
+/// approve through the binary: the question comes to the client as a
+/// request of mcp-chain's own; the answer decides; the server sees only
+/// what was allowed.
+#[tokio::test]
+async fn approve_asks_the_client_and_the_answer_decides() {
+    let dir = TempDir::new("approve");
+    let audit = dir.path("audit.jsonl");
+    let layers = format!(
+        "[[middleware]]\ntype = \"audit\"\npath = {:?}\n\n[[middleware]]\ntype = \"approve\"\ntools = [\"echo\"]\nremember = \"session\"\n",
+        audit.display().to_string()
+    );
+    let config = config(&dir, &layers);
+    let mut proxy = Proxy::spawn(&["--config", &config]);
+    proxy.initialize("2025-11-25").await;
+    let mut answers = [
+        json!({"action": "decline"}),
+        json!({"action": "accept", "content": {"decision": "allow_session"}}),
+    ]
+    .into_iter();
+    for id in [1, 2] {
+        proxy
+            .send(support::call(json!(id), "echo", json!({"n": id})))
+            .await;
+        let question = proxy.recv().await;
+        assert_eq!(question["method"], "elicitation/create", "{question}");
+        let text = question["params"]["message"].as_str().unwrap_or_default();
+        assert!(text.contains("\"echo\"") && text.contains("n = "), "{text}");
+        let answer = answers.next().expect("an answer");
+        proxy
+            .send(json!({"jsonrpc": "2.0", "id": question["id"], "result": answer}))
+            .await;
+        let (out, _) = proxy.recv_answer(&json!(id)).await;
+        if id == 1 {
+            assert_eq!(out["error"]["data"]["reason"], "declined", "{out}");
+        } else {
+            assert!(out.get("result").is_some(), "{out}");
+        }
+    }
+    // Allowed for the session: no question the second time.
+    let again = proxy.call_tool(json!(3), "echo", json!({"n": 3})).await;
+    assert!(again.get("result").is_some(), "{again}");
+    let calls: Vec<Value> = proxy
+        .server_received()
+        .await
+        .into_iter()
+        .filter(|m| m["method"] == "tools/call")
+        .collect();
+    let ns: Vec<&Value> = calls
+        .iter()
+        .map(|c| &c["params"]["arguments"]["n"])
+        .collect();
+    assert_eq!(
+        ns,
+        [&json!(2), &json!(3)],
+        "the declined call never reached the server"
+    );
+    let lines = std::fs::read_to_string(&audit).expect("audit written");
+    let decisions: Vec<Value> = lines
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).expect("JSON"))
+        .filter(|l| l["method"] == "tools/call" && l["kind"] == "response")
+        .map(|l| l["notes"]["approve"]["decision"].clone())
+        .collect();
+    assert_eq!(
+        decisions,
+        [
+            json!("declined"),
+            json!("allowed_for_session"),
+            json!("remembered")
+        ]
+    );
+    assert!(
+        lines.contains("\"method\":\"elicitation/create\""),
+        "the question is audited too"
+    );
+}

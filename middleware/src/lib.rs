@@ -49,6 +49,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod approve;
 pub mod audit;
 pub mod embedded;
 pub mod envelope;

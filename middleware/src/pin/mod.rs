@@ -29,7 +29,7 @@
 //! refused, a tool no listing names refused (except under `warn`).
 
 mod config;
-mod fingerprint;
+pub(crate) mod fingerprint;
 mod service;
 mod store;
 

@@ -1,0 +1,468 @@
+//! [`Approve`]: holds a matched tool call until the user, asked through
+//! their own client, says yes.
+
+use super::question::{answer_of, can_ask, elicitation, meta, Answer, Seal, State, INPUT_KEY};
+use crate::embedded::{is_input_required, INPUT_REQUESTS, INPUT_RESPONSES};
+use crate::message::{method, Payload};
+use crate::pattern::Pattern;
+use crate::peer::ClientSlot;
+use crate::target::Target;
+use crate::{
+    note, BoxError, Direction, Envelope, ErrorCode, ErrorObject, Message, RequestId, ResponseFuture,
+};
+use serde_json::{json, Map, Value};
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::Duration;
+use tower::{Layer, Service, ServiceExt};
+
+/// The layer name in refusals, `data.layer`, notes and logs.
+const LAYER: &str = "approve";
+
+/// The `_meta` key a 2026-07-28 request names its revision with, and the
+/// one its client's capabilities travel in.
+const META_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+const META_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+
+/// The layer's settings, checked.
+#[derive(Debug)]
+pub(super) struct Settings {
+    pub(super) tools: Vec<Pattern>,
+    pub(super) remember_session: bool,
+    pub(super) fallback_allow: bool,
+    pub(super) timeout: Duration,
+}
+
+#[derive(Debug)]
+struct Shared {
+    settings: Settings,
+    /// Shared by every session: a 2026-07-28 retry may reach another one.
+    seal: Seal,
+}
+
+/// What one client session said of itself, and allowed.
+#[derive(Debug, Default)]
+struct Session {
+    client: ClientSlot,
+    /// From `initialize`: the client can be asked, and reads titled
+    /// choices (2025-11-25 or later).
+    can_ask: AtomicBool,
+    titled: AtomicBool,
+    /// Tools the user allowed for the rest of the session.
+    allowed: Mutex<HashSet<String>>,
+    asked: AtomicU64,
+}
+
+/// Builds [`Approve`] services; clones share the settings and the session.
+#[derive(Debug, Clone)]
+pub struct ApproveLayer {
+    shared: Arc<Shared>,
+    session: Arc<Session>,
+}
+
+impl ApproveLayer {
+    pub(super) fn new(settings: Settings) -> Self {
+        let seal = Seal::new(settings.timeout);
+        Self {
+            shared: Arc::new(Shared { settings, seal }),
+            session: Arc::default(),
+        }
+    }
+
+    /// The layer for one client session of the HTTP front: what the user
+    /// allowed for a session stays in it.
+    pub fn for_session(&self) -> Self {
+        Self {
+            shared: self.shared.clone(),
+            session: Arc::default(),
+        }
+    }
+
+    /// The server → client half: keeps the way to the client, to ask.
+    pub fn toward_client<S>(&self, inner: S) -> Approve<S>
+    where
+        S: Service<Envelope, Response = Option<Message>, Error = BoxError> + Clone + Send + 'static,
+        S::Future: Send + 'static,
+    {
+        self.session.client.set(inner.clone());
+        self.layer(inner)
+    }
+}
+
+impl<S> Layer<S> for ApproveLayer {
+    type Service = Approve<S>;
+
+    fn layer(&self, inner: S) -> Approve<S> {
+        Approve {
+            inner,
+            layer: self.clone(),
+        }
+    }
+}
+
+/// Asks the user before a matched tool runs.
+#[derive(Debug, Clone)]
+pub struct Approve<S> {
+    inner: S,
+    layer: ApproveLayer,
+}
+
+/// One call waiting for a decision.
+struct Call {
+    id: RequestId,
+    tool: String,
+    arguments: Value,
+    params: Map<String, Value>,
+}
+
+fn refusal(id: &RequestId, reason: &'static str, message: &str) -> Message {
+    note::add(LAYER, json!({"decision": reason}));
+    let error = ErrorObject::refusal(ErrorCode::REFUSED, LAYER, reason, message);
+    Message::error(Some(id.clone()), error)
+}
+
+fn ready(message: Message) -> ResponseFuture {
+    Box::pin(std::future::ready(Ok(Some(message))))
+}
+
+impl Session {
+    fn learn(&self, initialize: Option<&Payload>) {
+        let params = initialize.and_then(|p| p.to_value().ok());
+        let params = params.as_ref();
+        let elicitation = params.and_then(|p| p.pointer("/capabilities/elicitation"));
+        self.can_ask.store(can_ask(elicitation), Ordering::Relaxed);
+        let version = params
+            .and_then(|p| p.get("protocolVersion"))
+            .and_then(Value::as_str);
+        // Revisions are dates: 2025-11-25 and later read titled choices.
+        let titled = version.is_some_and(|v| v >= "2025-11-25");
+        self.titled.store(titled, Ordering::Relaxed);
+    }
+}
+
+impl ApproveLayer {
+    fn matches(&self, tool: &str) -> bool {
+        self.shared.settings.tools.iter().any(|p| p.is_match(tool))
+    }
+
+    /// A refusal for a client that cannot be asked, or the call let
+    /// through when `fallback = "allow"`.
+    fn cannot_ask(&self, call: &Call) -> Option<Message> {
+        if self.shared.settings.fallback_allow {
+            note::add(LAYER, json!({"decision": "fallback_allowed"}));
+            return None;
+        }
+        Some(refusal(
+            &call.id,
+            "no_elicitation",
+            &format!(
+                "the tool {:?} needs the user's approval, and this client cannot ask its user (it declares no elicitation capability in form mode); the call is refused",
+                call.tool
+            ),
+        ))
+    }
+
+    /// Asks the user through the client (2025 era); `None`: allowed.
+    async fn ask(&self, call: &Call) -> Option<Message> {
+        let session = &self.session;
+        let settings = &self.shared.settings;
+        if settings.remember_session && lock(&session.allowed).contains(&call.tool) {
+            note::add(LAYER, json!({"decision": "remembered"}));
+            return None;
+        }
+        if !session.can_ask.load(Ordering::Relaxed) {
+            return self.cannot_ask(call);
+        }
+        let titled = session.titled.load(Ordering::Relaxed);
+        let params = elicitation(
+            &call.tool,
+            &call.arguments,
+            settings.remember_session,
+            titled,
+        );
+        let n = session.asked.fetch_add(1, Ordering::Relaxed);
+        let id = RequestId::String(format!("mcp-chain-approve-{n}"));
+        let question = Message::request(id.clone(), method::ELICITATION_CREATE, Some(params));
+        let asked = tokio::time::timeout(settings.timeout, session.client.send(question)).await;
+        let answer = match asked {
+            Ok(Ok(Some(Message::Response(r)))) => r.result.to_value().ok(),
+            Ok(Ok(Some(_))) | Ok(Err(_)) => None,
+            Ok(Ok(None)) => Some(json!({"action": "cancel"})),
+            Err(_) => {
+                let cancel =
+                    json!({"requestId": id, "reason": "mcp-chain approve: no answer in time"});
+                let _ = session
+                    .client
+                    .send(Message::notification(
+                        method::NOTIFICATION_CANCELLED,
+                        Some(cancel),
+                    ))
+                    .await;
+                return Some(refusal(
+                    &call.id,
+                    "timeout",
+                    &format!(
+                        "the user did not answer within {:?}; the call to {:?} is refused",
+                        settings.timeout, call.tool
+                    ),
+                ));
+            }
+        };
+        let Some(answer) = answer else {
+            return Some(refusal(
+                &call.id,
+                "unreadable",
+                &format!("the client's answer to the approval of {:?} cannot be read; the call is refused", call.tool),
+            ));
+        };
+        decided(
+            call,
+            answer_of(&answer, settings.remember_session),
+            |tool| {
+                lock(&session.allowed).insert(tool.to_owned());
+            },
+        )
+    }
+}
+
+/// Notes a decision; `None` when the call may go on.
+fn decided(call: &Call, answer: Answer, remember: impl FnOnce(&str)) -> Option<Message> {
+    match answer {
+        Answer::AllowOnce => {
+            note::add(LAYER, json!({"decision": "allowed_once"}));
+            None
+        }
+        Answer::AllowSession => {
+            remember(&call.tool);
+            note::add(LAYER, json!({"decision": "allowed_for_session"}));
+            None
+        }
+        Answer::Refused(reason) => {
+            let why = match reason {
+                "declined" => "the user declined",
+                "cancelled" => "the user cancelled",
+                "denied" => "the user denied",
+                _ => "the answer cannot be read, so",
+            };
+            Some(refusal(
+                &call.id,
+                reason,
+                &format!("{why} the call to {:?}; it is refused", call.tool),
+            ))
+        }
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl<S> Service<Envelope> for Approve<S>
+where
+    S: Service<Envelope, Response = Option<Message>, Error = BoxError> + Clone + Send + 'static,
+    S::Future: Send + 'static,
+{
+    type Response = Option<Message>;
+    type Error = BoxError;
+    type Future = ResponseFuture;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, env: Envelope) -> ResponseFuture {
+        let (Direction::ToServer, Message::Request(req)) = (env.direction, &env.message) else {
+            return crate::boxed(self.inner.call(env));
+        };
+        if req.method == method::INITIALIZE {
+            self.layer.session.learn(req.params.as_ref());
+            return crate::boxed(self.inner.call(env));
+        }
+        if req.method != method::TOOLS_CALL {
+            return crate::boxed(self.inner.call(env));
+        }
+        let tool = match Target::of(&req.method, req.params.as_ref()) {
+            Ok(Some(Target::Tool(name))) => name.into_owned(),
+            Ok(_) => return ready(unreadable(&req.id, "it names no tool")),
+            Err(e) => return ready(unreadable(&req.id, &e.to_string())),
+        };
+        if !self.layer.matches(&tool) {
+            return crate::boxed(self.inner.call(env));
+        }
+        let params = match req.params.as_ref().map(Payload::to_value) {
+            Some(Ok(Value::Object(params))) => params,
+            _ => return ready(unreadable(&req.id, "its params are not an object")),
+        };
+        let call = Call {
+            id: req.id.clone(),
+            arguments: params
+                .get("arguments")
+                .cloned()
+                .unwrap_or_else(|| json!({})),
+            tool,
+            params,
+        };
+        let modern = meta(&call.params).is_some_and(|m| m.contains_key(META_VERSION));
+        if modern {
+            return self.modern(env, call);
+        }
+        let layer = self.layer.clone();
+        let inner = self.inner.clone();
+        Box::pin(async move {
+            match layer.ask(&call).await {
+                Some(refused) => Ok(Some(refused)),
+                None => inner.oneshot(env).await,
+            }
+        })
+    }
+}
+
+fn unreadable(id: &RequestId, why: &str) -> Message {
+    refusal(
+        id,
+        "unreadable",
+        &format!("the call cannot be read ({why}); it is refused rather than run unapproved"),
+    )
+}
+
+impl<S> Approve<S>
+where
+    S: Service<Envelope, Response = Option<Message>, Error = BoxError> + Clone + Send + 'static,
+    S::Future: Send + 'static,
+{
+    /// A 2026-07-28 call: the question travels as an `input_required`
+    /// result, the answer in the retry's `inputResponses`, and a sealed
+    /// `requestState` ties the two to this call.
+    fn modern(&mut self, mut env: Envelope, mut call: Call) -> ResponseFuture {
+        let seal = &self.layer.shared.seal;
+        let state_text = call
+            .params
+            .get("requestState")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        let ours = state_text
+            .as_deref()
+            .and_then(|text| seal.open(text, &call.tool, &call.arguments));
+        let server_state = match ours {
+            Some(Err(why)) => {
+                let message = format!(
+                    "the approval state of the call to {:?} is {why}; ask again with a fresh call",
+                    call.tool
+                );
+                return ready(refusal(
+                    &call.id,
+                    if why == "expired" {
+                        "expired"
+                    } else {
+                        "altered"
+                    },
+                    &message,
+                ));
+            }
+            Some(Ok(State {
+                approved: true,
+                server,
+            })) => {
+                note::add(LAYER, json!({"decision": "approved_earlier"}));
+                server
+            }
+            Some(Ok(State {
+                approved: false,
+                server,
+            })) => {
+                let answer = call
+                    .params
+                    .get(INPUT_RESPONSES)
+                    .and_then(|r| r.get(INPUT_KEY))
+                    .cloned();
+                let Some(answer) = answer else {
+                    return ready(self.question(&call, server));
+                };
+                if let Some(refused) = decided(&call, answer_of(&answer, false), |_| {}) {
+                    return ready(refused);
+                }
+                if let Some(Value::Object(responses)) = call.params.get_mut(INPUT_RESPONSES) {
+                    responses.remove(INPUT_KEY);
+                    if responses.is_empty() {
+                        call.params.remove(INPUT_RESPONSES);
+                    }
+                }
+                server
+            }
+            None => {
+                let capabilities = meta(&call.params).and_then(|m| m.get(META_CAPABILITIES));
+                let elicitation = capabilities.and_then(|c| c.get("elicitation"));
+                if !can_ask(elicitation) {
+                    if let Some(refused) = self.layer.cannot_ask(&call) {
+                        return ready(refused);
+                    }
+                    return crate::boxed(self.inner.call(env));
+                }
+                return ready(self.question(&call, state_text));
+            }
+        };
+        // Approved: the server gets its own state back, or none.
+        match &server_state {
+            Some(server) => call.params.insert("requestState".into(), json!(server)),
+            None => call.params.remove("requestState"),
+        };
+        if let Message::Request(req) = &mut env.message {
+            req.params = Some(Payload::from(Value::Object(std::mem::take(
+                &mut call.params,
+            ))));
+        }
+        let answer = self.inner.call(env);
+        let layer = self.layer.clone();
+        Box::pin(async move {
+            let mut out = answer.await?;
+            // The server asks for input of its own: its state rides inside
+            // an approved one, so the retry is not asked about again.
+            if let Some(Message::Response(response)) = &mut out {
+                if is_input_required(&response.result) {
+                    let server = response.result.member("requestState").ok().flatten();
+                    let server = server.and_then(|s| s.as_str().map(str::to_owned));
+                    let state = State {
+                        approved: true,
+                        server,
+                    };
+                    let sealed = layer.shared.seal.state(&call.tool, &call.arguments, &state);
+                    if response
+                        .result
+                        .set_member("requestState", json!(sealed))
+                        .is_err()
+                    {
+                        return Ok(Some(unreadable(
+                            &call.id,
+                            "the server's answer cannot be read",
+                        )));
+                    }
+                }
+            }
+            Ok(out)
+        })
+    }
+
+    /// The `input_required` result that asks the user, carrying the
+    /// server's own state (if the call had one) under the seal.
+    fn question(&self, call: &Call, server: Option<String>) -> Message {
+        note::add(LAYER, json!({"decision": "asked"}));
+        let state = State {
+            approved: false,
+            server,
+        };
+        let sealed = self
+            .layer
+            .shared
+            .seal
+            .state(&call.tool, &call.arguments, &state);
+        let ask = elicitation(&call.tool, &call.arguments, false, true);
+        let result = json!({
+            "resultType": "input_required",
+            INPUT_REQUESTS: {INPUT_KEY: {"method": method::ELICITATION_CREATE, "params": ask}},
+            "requestState": sealed,
+        });
+        Message::response(call.id.clone(), result)
+    }
+}
