@@ -2,13 +2,22 @@
 Python SDK client, over stdio and over Streamable HTTP. limit: a resource's
 text cut to fit (and saying so), a result that cannot be cut refused with
 its size and the limit, listings trimmed, what fits passed as it came.
-validate: a wrong argument type refused before the server sees it."""
+validate: a wrong argument type refused before the server sees it.
+approve: the SDK client's elicitation callback allows and refuses, a client
+without the capability is refused (or let through by fallback), and a
+2026-07-28 client answers the question as an input_required round. pin: a
+tool whose description differs from the one the user trusted is hidden and
+refused until `mcp-chain pin accept`."""
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
+import subprocess
+from pathlib import Path
 
+import anyio
 import mcp_types as types
 import pytest
 from mcp.shared.exceptions import MCPError
@@ -95,3 +104,141 @@ async def test_validate_refuses_a_wrong_argument_type(validating: Chain):
         # A structured result that fits its outputSchema passes.
         weather = await conn.session.call_tool("get-structured-content", {"location": "Chicago"})
         assert weather.structured_content is not None
+
+
+# === approve ===
+
+
+def approving(tmp_path: Path, extra: str = "") -> Chain:
+    config = tmp_path / "approve.toml"
+    config.write_text(f'[[middleware]]\ntype = "approve"\ntools = ["echo", "add"]\n{extra}')
+    return Chain("approve", config)
+
+
+def answering(*decisions: str, asked: list | None = None):
+    """An elicitation callback that answers each question with the next
+    decision ("decline" declines the form)."""
+    answers = iter(decisions)
+
+    async def elicit(context, params):
+        if asked is not None:
+            asked.append(params)
+        decision = next(answers)
+        if decision == "decline":
+            return types.ElicitResult(action="decline")
+        return types.ElicitResult(action="accept", content={"decision": decision})
+
+    return elicit
+
+
+async def test_approve_the_python_sdk_client_answers_both_ways(tmp_path: Path):
+    chain = approving(tmp_path, 'remember = "session"\n')
+    harness.require_chain(chain)
+    asked: list = []
+    elicit = answering("deny", "decline", "allow_session", asked=asked)
+    async with open_session(everything_argv(), chain, label="approve", elicitation_callback=elicit) as conn:
+        for reason in ("denied", "declined"):
+            with pytest.raises(MCPError) as refused:
+                await conn.session.call_tool("echo", {"message": "rm -rf"})
+            assert refused.value.error.code == 403, refused.value.error
+            assert refused.value.error.data == {"layer": "approve", "reason": reason}
+        result = await conn.session.call_tool("echo", {"message": "ok"})
+        assert result.content[0].text == "Echo: ok"
+        again = await conn.session.call_tool("echo", {"message": "again"})
+        assert again.content[0].text == "Echo: again"
+        assert len(asked) == 3, "allowed for the session: not asked a fourth time"
+        assert 'Allow the tool "echo" to run?' in asked[0].message and 'message = "rm -rf"' in asked[0].message
+        # A tool no pattern names is not asked about.
+        total = await conn.session.call_tool("get-sum", {"a": 1, "b": 2})
+        assert "3" in total.content[0].text and len(asked) == 3
+        calls = [m["params"]["arguments"] for d, m in conn.wire if d == "out" and m.get("method") == "tools/call"]
+        assert len(calls) == 5  # what the client sent; the server got only the allowed ones
+
+
+async def test_approve_refuses_a_client_that_cannot_ask(tmp_path: Path):
+    chain = approving(tmp_path)
+    harness.require_chain(chain)
+    async with open_session(everything_argv(), chain, label="approve-no-elicitation") as conn:
+        with pytest.raises(MCPError) as refused:
+            await conn.session.call_tool("echo", {"message": "x"})
+        assert refused.value.error.data == {"layer": "approve", "reason": "no_elicitation"}
+        assert "cannot ask its user" in refused.value.error.message
+    allowing = approving(tmp_path, 'fallback = "allow"\n')
+    async with open_session(everything_argv(), allowing, label="approve-fallback") as conn:
+        assert (await conn.session.call_tool("echo", {"message": "x"})).content[0].text == "Echo: x"
+
+
+def test_approve_a_2026_client_answers_an_input_required_question(tmp_path: Path):
+    """The Python SDK client in 2026-07-28 mode through the front: the
+    question comes as an input_required result, the SDK asks its callback
+    and retries with the answer and the sealed state."""
+    from mcp.client.client import Client
+
+    chain = approving(tmp_path)
+    harness.require_chain(chain)
+    modern = harness.INTEROP / "modern_stdio_server.py"
+    python = harness.REPO / ".venv/bin/python"
+    port = harness.free_port()
+    argv = [str(harness.MCP_CHAIN), "--listen", f"127.0.0.1:{port}", "--config", str(chain.config), "--", str(python), str(modern), harness.RUN_MARKER]
+    asked: list = []
+
+    async def run():
+        url = f"http://127.0.0.1:{port}/mcp"
+        async with Client(url, mode="auto", elicitation_callback=answering("allow_once", "deny", asked=asked)) as c:
+            assert c.session.discover_result is not None, "not served as 2026-07-28"
+            allowed = await c.call_tool("add", {"a": 2, "b": 3})
+            assert allowed.structured_content["result"] == 5
+            with pytest.raises(MCPError) as refused:
+                await c.call_tool("add", {"a": 1, "b": 1})
+            assert refused.value.error.data == {"layer": "approve", "reason": "denied"}
+            assert (await c.call_tool("count", {"n": 1})).content[0].text == "counted to 1"
+
+    with harness.listening(argv, port, "mcp-chain --listen approve"):
+        anyio.run(run)
+    assert len(asked) == 2 and 'Allow the tool "add" to run?' in asked[0].message
+
+
+# === pin ===
+
+
+def pinning(tmp_path: Path) -> tuple[Chain, Path, Path]:
+    pins = tmp_path / "pins.json"
+    audit = tmp_path / "audit.jsonl"
+    config = tmp_path / "pin.toml"
+    config.write_text(
+        f'[[middleware]]\ntype = "audit"\npath = "{audit}"\n\n[[middleware]]\ntype = "pin"\npath = "{pins}"\n'
+    )
+    return Chain("pin", config), pins, audit
+
+
+async def test_pin_hides_a_tool_whose_description_changed(tmp_path: Path):
+    """server-everything's `echo` as the user trusted it had another
+    description: what a rug pull looks like to the pin file."""
+    chain, pins, audit = pinning(tmp_path)
+    harness.require_chain(chain)
+    async with open_session(everything_argv(), chain, label="pin-first") as conn:
+        first = {t.name for t in (await conn.session.list_tools()).tools}
+        assert "echo" in first
+    pinned = json.loads(pins.read_text())
+    assert pins.stat().st_mode & 0o777 == 0o600
+    trusted = json.dumps("Echoes back the input.", separators=(",", ":")).encode()
+    pinned["tools"]["echo"]["pinned"]["description"] = "sha256:" + hashlib.sha256(trusted).hexdigest()
+    pins.write_text(json.dumps(pinned, indent=2))
+
+    async with open_session(everything_argv(), chain, label="pin-second") as conn:
+        # A call before any listing: the layer lists and judges first.
+        with pytest.raises(MCPError) as refused:
+            await conn.session.call_tool("echo", {"message": "x"})
+        assert refused.value.error.data == {"layer": "pin", "reason": "changed", "changed": ["description"]}
+        second = {t.name for t in (await conn.session.list_tools()).tools}
+        assert second == first - {"echo"}
+        assert (await conn.session.call_tool("get-sum", {"a": 1, "b": 2})).content
+    listed = subprocess.run(
+        [str(harness.MCP_CHAIN), "pin", "list", "--config", str(chain.config)], capture_output=True, text=True, check=True
+    ).stdout
+    assert "echo" in listed and "changed (description)" in listed, listed
+    notes = [json.loads(line).get("notes", {}).get("pin") for line in audit.read_text().splitlines()]
+    assert {"kind": "tool", "name": "echo", "changed": ["description"]} in [d for n in notes if n for d in n["drift"]]
+    subprocess.run([str(harness.MCP_CHAIN), "pin", "accept", "echo", "--config", str(chain.config)], check=True, capture_output=True)
+    async with open_session(everything_argv(), chain, label="pin-accepted") as conn:
+        assert (await conn.session.call_tool("echo", {"message": "x"})).content[0].text == "Echo: x"
