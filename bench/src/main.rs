@@ -331,6 +331,10 @@ fn launch(
             launch
                 .env
                 .push(("BENCH_AUDIT_PATH".into(), work.join("audit.jsonl").into()));
+            // guards.toml's pin file.
+            launch
+                .env
+                .push(("BENCH_PIN_PATH".into(), work.join("pins.json").into()));
             // The rewrite in configs/full.toml prefixes every tool with this.
             launch.tool_prefix = "b_";
         }
@@ -448,7 +452,11 @@ fn serve_front(
             ],
         ),
     };
-    served::Served::listening(&program, &args, &[audit], port, &log)
+    let pins = (
+        "BENCH_PIN_PATH".to_owned(),
+        work.join("front-pins.json").into(),
+    );
+    served::Served::listening(&program, &args, &[audit, pins], port, &log)
 }
 
 /// Why a mode cannot run here, if it cannot.

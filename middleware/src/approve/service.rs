@@ -117,14 +117,45 @@ struct Call {
     params: Map<String, Value>,
 }
 
-fn refusal(id: &RequestId, reason: &'static str, message: &str) -> Message {
-    note::add(LAYER, json!({"decision": reason}));
+/// What the layer decided about a call, named for the audit's note: the
+/// call goes on (`None`), or the layer answers it (a refusal, a question).
+type Decision = (&'static str, Option<Message>);
+
+fn refusal(id: &RequestId, reason: &'static str, message: &str) -> Decision {
     let error = ErrorObject::refusal(ErrorCode::REFUSED, LAYER, reason, message);
-    Message::error(Some(id.clone()), error)
+    (reason, Some(Message::error(Some(id.clone()), error)))
 }
 
-fn ready(message: Message) -> ResponseFuture {
-    Box::pin(std::future::ready(Ok(Some(message))))
+/// The note of a decision, made inside the answer's future (where an
+/// audit outside collects notes), then the layer's answer or `answer`.
+async fn settle<F>(decision: Decision, answer: F) -> Result<Option<Message>, BoxError>
+where
+    F: std::future::Future<Output = Result<Option<Message>, BoxError>>,
+{
+    let (name, own) = decision;
+    note::add(LAYER, json!({"decision": name}));
+    match own {
+        Some(own) => Ok(Some(own)),
+        None => answer.await,
+    }
+}
+
+/// A decision made at once: the layer's answer, or `inner` called.
+fn settled<S>(decision: Decision, inner: &mut S, env: Envelope) -> ResponseFuture
+where
+    S: Service<Envelope, Response = Option<Message>, Error = BoxError>,
+    S::Future: Send + 'static,
+{
+    let answer = match decision.1 {
+        None => Some(inner.call(env)),
+        Some(_) => None,
+    };
+    Box::pin(settle(decision, async move {
+        match answer {
+            Some(answer) => answer.await,
+            None => Ok(None),
+        }
+    }))
 }
 
 impl Session {
@@ -149,32 +180,49 @@ impl ApproveLayer {
 
     /// A refusal for a client that cannot be asked, or the call let
     /// through when `fallback = "allow"`.
-    fn cannot_ask(&self, call: &Call) -> Option<Message> {
+    fn cannot_ask(&self, id: &RequestId, tool: &str) -> Decision {
         if self.shared.settings.fallback_allow {
-            note::add(LAYER, json!({"decision": "fallback_allowed"}));
-            return None;
+            return ("fallback_allowed", None);
         }
-        Some(refusal(
-            &call.id,
+        refusal(
+            id,
             "no_elicitation",
             &format!(
-                "the tool {:?} needs the user's approval, and this client cannot ask its user (it declares no elicitation capability in form mode); the call is refused",
-                call.tool
+                "the tool {tool:?} needs the user's approval, and this client cannot ask its user (it declares no elicitation capability in form mode); the call is refused"
             ),
-        ))
+        )
     }
 
-    /// Asks the user through the client (2025 era); `None`: allowed.
-    async fn ask(&self, call: &Call) -> Option<Message> {
+    /// What can be decided at once for a 2025-era call, without asking:
+    /// a tool allowed for the session, a client that cannot be asked.
+    fn without_asking(&self, id: &RequestId, tool: &str) -> Option<Decision> {
         let session = &self.session;
-        let settings = &self.shared.settings;
-        if settings.remember_session && lock(&session.allowed).contains(&call.tool) {
-            note::add(LAYER, json!({"decision": "remembered"}));
-            return None;
+        if self.shared.settings.remember_session && lock(&session.allowed).contains(tool) {
+            return Some(("remembered", None));
         }
         if !session.can_ask.load(Ordering::Relaxed) {
-            return self.cannot_ask(call);
+            return Some(self.cannot_ask(id, tool));
         }
+        None
+    }
+
+    /// Asks the user through the client (2025 era) whether `tool` may run
+    /// with what `params` holds.
+    async fn ask(&self, id: &RequestId, tool: &str, params: Option<&Payload>) -> Decision {
+        let session = &self.session;
+        let settings = &self.shared.settings;
+        let arguments = match params.map(|p| p.member("arguments")) {
+            None | Some(Ok(None)) => json!({}),
+            Some(Ok(Some(arguments))) => arguments,
+            Some(Err(e)) => return unreadable(id, &e.to_string()),
+        };
+        let call = Call {
+            id: id.clone(),
+            tool: tool.to_owned(),
+            arguments,
+            params: Map::new(),
+        };
+        let call = &call;
         let titled = session.titled.load(Ordering::Relaxed);
         let params = elicitation(
             &call.tool,
@@ -200,22 +248,22 @@ impl ApproveLayer {
                         Some(cancel),
                     ))
                     .await;
-                return Some(refusal(
+                return refusal(
                     &call.id,
                     "timeout",
                     &format!(
                         "the user did not answer within {:?}; the call to {:?} is refused",
                         settings.timeout, call.tool
                     ),
-                ));
+                );
             }
         };
         let Some(answer) = answer else {
-            return Some(refusal(
+            return refusal(
                 &call.id,
                 "unreadable",
                 &format!("the client's answer to the approval of {:?} cannot be read; the call is refused", call.tool),
-            ));
+            );
         };
         decided(
             call,
@@ -227,17 +275,13 @@ impl ApproveLayer {
     }
 }
 
-/// Notes a decision; `None` when the call may go on.
-fn decided(call: &Call, answer: Answer, remember: impl FnOnce(&str)) -> Option<Message> {
+/// The decision the user's answer makes.
+fn decided(call: &Call, answer: Answer, remember: impl FnOnce(&str)) -> Decision {
     match answer {
-        Answer::AllowOnce => {
-            note::add(LAYER, json!({"decision": "allowed_once"}));
-            None
-        }
+        Answer::AllowOnce => ("allowed_once", None),
         Answer::AllowSession => {
             remember(&call.tool);
-            note::add(LAYER, json!({"decision": "allowed_for_session"}));
-            None
+            ("allowed_for_session", None)
         }
         Answer::Refused(reason) => {
             let why = match reason {
@@ -246,11 +290,11 @@ fn decided(call: &Call, answer: Answer, remember: impl FnOnce(&str)) -> Option<M
                 "denied" => "the user denied",
                 _ => "the answer cannot be read, so",
             };
-            Some(refusal(
+            refusal(
                 &call.id,
                 reason,
                 &format!("{why} the call to {:?}; it is refused", call.tool),
-            ))
+            )
         }
     }
 }
@@ -285,41 +329,67 @@ where
         }
         let tool = match Target::of(&req.method, req.params.as_ref()) {
             Ok(Some(Target::Tool(name))) => name.into_owned(),
-            Ok(_) => return ready(unreadable(&req.id, "it names no tool")),
-            Err(e) => return ready(unreadable(&req.id, &e.to_string())),
+            Ok(_) => {
+                return settled(
+                    unreadable(&req.id, "it names no tool"),
+                    &mut self.inner,
+                    env,
+                )
+            }
+            Err(e) => {
+                let decision = unreadable(&req.id, &e.to_string());
+                return settled(decision, &mut self.inner, env);
+            }
         };
         if !self.layer.matches(&tool) {
             return crate::boxed(self.inner.call(env));
         }
-        let params = match req.params.as_ref().map(Payload::to_value) {
-            Some(Ok(Value::Object(params))) => params,
-            _ => return ready(unreadable(&req.id, "its params are not an object")),
+        let meta = req.params.as_ref().map(|p| p.member("_meta"));
+        let modern = match meta {
+            Some(Ok(Some(Value::Object(meta)))) => meta.contains_key(META_VERSION),
+            Some(Err(e)) => {
+                let decision = unreadable(&req.id, &e.to_string());
+                return settled(decision, &mut self.inner, env);
+            }
+            _ => false,
         };
-        let call = Call {
-            id: req.id.clone(),
-            arguments: params
-                .get("arguments")
-                .cloned()
-                .unwrap_or_else(|| json!({})),
-            tool,
-            params,
-        };
-        let modern = meta(&call.params).is_some_and(|m| m.contains_key(META_VERSION));
         if modern {
+            let params = match req.params.as_ref().map(Payload::to_value) {
+                Some(Ok(Value::Object(params))) => params,
+                _ => {
+                    let decision = unreadable(&req.id, "its params are not an object");
+                    return settled(decision, &mut self.inner, env);
+                }
+            };
+            let call = Call {
+                id: req.id.clone(),
+                arguments: params
+                    .get("arguments")
+                    .cloned()
+                    .unwrap_or_else(|| json!({})),
+                tool,
+                params,
+            };
             return self.modern(env, call);
         }
+        if let Some(decision) = self.layer.without_asking(&req.id, &tool) {
+            return settled(decision, &mut self.inner, env);
+        }
+        let id = req.id.clone();
         let layer = self.layer.clone();
         let inner = self.inner.clone();
         Box::pin(async move {
-            match layer.ask(&call).await {
-                Some(refused) => Ok(Some(refused)),
-                None => inner.oneshot(env).await,
-            }
+            let params = match &env.message {
+                Message::Request(req) => req.params.as_ref(),
+                _ => None,
+            };
+            let decision = layer.ask(&id, &tool, params).await;
+            settle(decision, inner.oneshot(env)).await
         })
     }
 }
 
-fn unreadable(id: &RequestId, why: &str) -> Message {
+fn unreadable(id: &RequestId, why: &str) -> Decision {
     refusal(
         id,
         "unreadable",
@@ -345,29 +415,23 @@ where
         let ours = state_text
             .as_deref()
             .and_then(|text| seal.open(text, &call.tool, &call.arguments));
-        let server_state = match ours {
+        let (decision, server_state) = match ours {
             Some(Err(why)) => {
                 let message = format!(
                     "the approval state of the call to {:?} is {why}; ask again with a fresh call",
                     call.tool
                 );
-                return ready(refusal(
-                    &call.id,
-                    if why == "expired" {
-                        "expired"
-                    } else {
-                        "altered"
-                    },
-                    &message,
-                ));
+                let reason = if why == "expired" {
+                    "expired"
+                } else {
+                    "altered"
+                };
+                return settled(refusal(&call.id, reason, &message), &mut self.inner, env);
             }
             Some(Ok(State {
                 approved: true,
                 server,
-            })) => {
-                note::add(LAYER, json!({"decision": "approved_earlier"}));
-                server
-            }
+            })) => ("approved_earlier", server),
             Some(Ok(State {
                 approved: false,
                 server,
@@ -378,10 +442,12 @@ where
                     .and_then(|r| r.get(INPUT_KEY))
                     .cloned();
                 let Some(answer) = answer else {
-                    return ready(self.question(&call, server));
+                    let question = ("asked", Some(self.question(&call, server)));
+                    return settled(question, &mut self.inner, env);
                 };
-                if let Some(refused) = decided(&call, answer_of(&answer, false), |_| {}) {
-                    return ready(refused);
+                let decision = decided(&call, answer_of(&answer, false), |_| {});
+                if decision.1.is_some() {
+                    return settled(decision, &mut self.inner, env);
                 }
                 if let Some(Value::Object(responses)) = call.params.get_mut(INPUT_RESPONSES) {
                     responses.remove(INPUT_KEY);
@@ -389,18 +455,17 @@ where
                         call.params.remove(INPUT_RESPONSES);
                     }
                 }
-                server
+                (decision.0, server)
             }
             None => {
                 let capabilities = meta(&call.params).and_then(|m| m.get(META_CAPABILITIES));
                 let elicitation = capabilities.and_then(|c| c.get("elicitation"));
                 if !can_ask(elicitation) {
-                    if let Some(refused) = self.layer.cannot_ask(&call) {
-                        return ready(refused);
-                    }
-                    return crate::boxed(self.inner.call(env));
+                    let decision = self.layer.cannot_ask(&call.id, &call.tool);
+                    return settled(decision, &mut self.inner, env);
                 }
-                return ready(self.question(&call, state_text));
+                let question = ("asked", Some(self.question(&call, state_text)));
+                return settled(question, &mut self.inner, env);
             }
         };
         // Approved: the server gets its own state back, or none.
@@ -416,6 +481,7 @@ where
         let answer = self.inner.call(env);
         let layer = self.layer.clone();
         Box::pin(async move {
+            note::add(LAYER, json!({"decision": decision}));
             let mut out = answer.await?;
             // The server asks for input of its own: its state rides inside
             // an approved one, so the retry is not asked about again.
@@ -433,10 +499,9 @@ where
                         .set_member("requestState", json!(sealed))
                         .is_err()
                     {
-                        return Ok(Some(unreadable(
-                            &call.id,
-                            "the server's answer cannot be read",
-                        )));
+                        let (_, refused) =
+                            unreadable(&call.id, "the server's answer cannot be read");
+                        return Ok(refused);
                     }
                 }
             }
@@ -447,7 +512,6 @@ where
     /// The `input_required` result that asks the user, carrying the
     /// server's own state (if the call had one) under the seal.
     fn question(&self, call: &Call, server: Option<String>) -> Message {
-        note::add(LAYER, json!({"decision": "asked"}));
         let state = State {
             approved: false,
             server,

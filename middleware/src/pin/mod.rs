@@ -30,6 +30,7 @@
 
 mod config;
 pub(crate) mod fingerprint;
+mod pages;
 mod service;
 mod store;
 

@@ -2,6 +2,7 @@
 //! marks what drifted, and refuses calls to it.
 
 use super::fingerprint::{self, Kind};
+use super::pages::{Pages, Verdict};
 use super::store::{Drift, Status, Store};
 use crate::embedded::mark_private;
 use crate::message::{method, Payload, Response};
@@ -59,6 +60,8 @@ struct Session {
 #[derive(Debug, Clone)]
 pub struct PinLayer {
     store: Arc<Store>,
+    /// Pages judged before, shared by every session.
+    pages: Arc<Pages>,
     on_change: OnChange,
     session: Arc<Session>,
 }
@@ -67,6 +70,7 @@ impl PinLayer {
     pub(super) fn new(store: Store, on_change: OnChange) -> Self {
         Self {
             store: Arc::new(store),
+            pages: Arc::default(),
             on_change,
             session: Arc::default(),
         }
@@ -160,6 +164,57 @@ impl PinLayer {
     /// it under `hide`, hides what cannot be read (except under `warn`).
     /// `Err`: the listing itself cannot be read.
     fn judge_page(&self, kind: Kind, result: &mut Payload) -> Result<(), String> {
+        let version = self.store.version();
+        let text = result.text().map(|t| t.as_bytes());
+        let known = text.and_then(|text| self.pages.get(kind, version, text));
+        let (verdict, unreadable) = match known {
+            Some(verdict) => (verdict, 0),
+            None => {
+                let text = text.map(<[u8]>::to_vec);
+                let (verdict, unreadable) = self.judge_items(kind, result)?;
+                if let (Some(text), 0) = (text, unreadable) {
+                    self.pages.keep(kind, self.store.version(), &text, &verdict);
+                }
+                (verdict, unreadable)
+            }
+        };
+        let Verdict { last_page, drifts } = verdict;
+        if last_page {
+            lock(&self.session.listed).insert(kind);
+        }
+        let hidden = self.on_change == OnChange::Hide && !drifts.is_empty();
+        if hidden {
+            result
+                .edit_items(kind.section(), |item| {
+                    let name = item.str_member(kind.key());
+                    !drifts
+                        .iter()
+                        .any(|d| Some(d.name.as_str()) == name.as_deref())
+                })
+                .map_err(|e| e.to_string())?;
+        }
+        if hidden || (self.on_change != OnChange::Warn && unreadable > 0) {
+            mark_private(result).map_err(|e| e.to_string())?;
+        }
+        if !drifts.is_empty() || unreadable > 0 {
+            for drift in &drifts {
+                tracing::warn!(layer = LAYER, kind = drift.kind(), name = %drift.name,
+                    drift = %drift.what(), action = self.on_change.as_str(), "definition differs from its pin");
+            }
+            let drift: Vec<Value> = drifts.iter().map(drift_json).collect();
+            let mut noted = json!({"drift": drift, "action": self.on_change.as_str()});
+            if unreadable > 0 {
+                noted["unreadable"] = json!(unreadable);
+            }
+            note::add(LAYER, noted);
+        }
+        Ok(())
+    }
+
+    /// Fingerprints a page's items and judges them against the pins
+    /// (recording drift); hides what cannot be read (except under `warn`).
+    /// The verdict, and how many items could not be read.
+    fn judge_items(&self, kind: Kind, result: &mut Payload) -> Result<(Verdict, usize), String> {
         let last_page = !matches!(result.member("nextCursor"), Ok(Some(c)) if !c.is_null());
         let mut items = Vec::new();
         let mut unreadable = 0;
@@ -179,37 +234,7 @@ impl PinLayer {
             })
             .map_err(|e| e.to_string())?;
         let drifts = self.store.judge(kind, items, last_page);
-        if last_page {
-            lock(&self.session.listed).insert(kind);
-        }
-        if self.on_change == OnChange::Hide && !drifts.is_empty() {
-            result
-                .edit_items(kind.section(), |item| {
-                    let name = item.str_member(kind.key());
-                    !drifts
-                        .iter()
-                        .any(|d| Some(d.name.as_str()) == name.as_deref())
-                })
-                .map_err(|e| e.to_string())?;
-        }
-        if (self.on_change == OnChange::Hide && !drifts.is_empty())
-            || (hide_unreadable && unreadable > 0)
-        {
-            mark_private(result).map_err(|e| e.to_string())?;
-        }
-        if !drifts.is_empty() || unreadable > 0 {
-            for drift in &drifts {
-                tracing::warn!(layer = LAYER, kind = drift.kind(), name = %drift.name,
-                    drift = %drift.what(), action = self.on_change.as_str(), "definition differs from its pin");
-            }
-            let drift: Vec<Value> = drifts.iter().map(drift_json).collect();
-            let mut noted = json!({"drift": drift, "action": self.on_change.as_str()});
-            if unreadable > 0 {
-                noted["unreadable"] = json!(unreadable);
-            }
-            note::add(LAYER, noted);
-        }
-        Ok(())
+        Ok((Verdict { last_page, drifts }, unreadable))
     }
 
     /// The answer to a listing of `kind`, judged.

@@ -123,6 +123,10 @@ struct State {
     first_sight: BTreeSet<Kind>,
     /// Counts the times the file was read again with other pins.
     generation: u64,
+    /// Counts every change to the pins, in memory or on disk: a listing
+    /// page judged at one version is judged the same way again while the
+    /// version stands.
+    version: u64,
 }
 
 impl PinFile {
@@ -203,6 +207,7 @@ impl Store {
                 stamp: stamp(path),
                 first_sight,
                 generation: 0,
+                version: 0,
             }),
         })
     }
@@ -245,6 +250,7 @@ impl Store {
             .and_then(|()| std::fs::rename(&tmp, &self.path));
         written.map_err(|e| format!("pin file {}: cannot write: {e}", self.path.display()))?;
         state.stamp = stamp(&self.path);
+        state.version += 1;
         Ok(())
     }
 
@@ -271,6 +277,7 @@ impl Store {
             Ok(Some(file)) if file != state.file => {
                 state.file = file;
                 state.generation += 1;
+                state.version += 1;
                 true
             }
             Ok(_) => false,
@@ -326,10 +333,12 @@ impl Store {
                 changed,
             });
         }
-        if last_page {
-            state.first_sight.remove(&kind);
+        if last_page && state.first_sight.remove(&kind) {
+            state.version += 1;
         }
         if dirty {
+            // Saved or not, the pins in memory changed.
+            state.version += 1;
             self.save_or_warn(&mut state);
         }
         drifts
@@ -353,6 +362,14 @@ impl Store {
             }) => Status::Pinned,
             _ => Status::Unknown,
         }
+    }
+
+    /// The pins' version (see `State::version`), once the file on disk
+    /// was looked at.
+    pub(crate) fn version(&self) -> u64 {
+        let mut state = self.lock();
+        self.refresh_locked(&mut state);
+        state.version
     }
 
     /// How many times the pins were read again from disk with a change.
