@@ -409,30 +409,25 @@ fn settings_are_checked() {
 /// notes (which are collected inside the answer's future).
 #[tokio::test]
 async fn each_decision_is_noted_for_the_audit() {
-    let noted = |out: (
-        Result<Option<Message>, BoxError>,
-        Option<serde_json::Map<String, Value>>,
-    )| { out.1.expect("noted")["approve"]["decision"].clone() };
+    async fn noted(
+        svc: impl Service<Envelope, Response = Option<Message>, Error = BoxError>,
+        call: Message,
+    ) -> Value {
+        let env = Envelope::new(Direction::ToServer, call);
+        let (_, notes) = crate::note::collect(svc.oneshot(env)).await;
+        notes.expect("noted")["approve"]["decision"].clone()
+    }
     let fallback = layer(json!({"tools": ["*"], "fallback": "allow"}));
     let server = Server::default();
     let mut svc = fallback.layer(server.service(done));
     send(&mut svc, initialize(None)).await;
-    let env = Envelope::new(Direction::ToServer, tool_call(1, "t"));
-    assert_eq!(
-        noted(crate::note::collect(svc.clone().oneshot(env)).await),
-        "fallback_allowed"
-    );
+    assert_eq!(noted(svc, tool_call(1, "t")).await, "fallback_allowed");
     let refusing = layer(json!({"tools": ["*"]}));
     let mut svc = refusing.layer(server.service(done));
     send(&mut svc, initialize(None)).await;
-    let env = Envelope::new(Direction::ToServer, tool_call(2, "t"));
     assert_eq!(
-        noted(crate::note::collect(svc.clone().oneshot(env)).await),
+        noted(svc.clone(), tool_call(2, "t")).await,
         "no_elicitation"
     );
-    let env = Envelope::new(Direction::ToServer, modern_call(3, json!({})));
-    assert_eq!(
-        noted(crate::note::collect(svc.clone().oneshot(env)).await),
-        "asked"
-    );
+    assert_eq!(noted(svc, modern_call(3, json!({}))).await, "asked");
 }
