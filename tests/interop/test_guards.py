@@ -131,8 +131,11 @@ def answering(*decisions: str, asked: list | None = None):
     return elicit
 
 
-async def test_approve_the_python_sdk_client_answers_both_ways(tmp_path: Path):
-    chain = approving(tmp_path, 'remember = "session"\n')
+@pytest.mark.parametrize("front", [None, "http", "sse"])
+async def test_approve_the_python_sdk_client_answers_both_ways(tmp_path: Path, front: str | None):
+    """Over stdio, and through the HTTP front (Streamable HTTP and legacy
+    SSE), where the question travels on the call's own stream."""
+    chain = dataclasses.replace(approving(tmp_path, 'remember = "session"\n'), front=front)
     harness.require_chain(chain)
     asked: list = []
     elicit = answering("deny", "decline", "allow_session", asked=asked)
