@@ -12,6 +12,8 @@
 //!   in the middle;
 //! - `empty`: `mcp-chain -- bench-mcp-server`, no layers;
 //! - `full`: `mcp-chain --config bench/configs/full.toml -- bench-mcp-server`
+//! - `guards`: the same with the guard layers (validate, limit, approve,
+//!   pin) added: `bench/configs/guards.toml`
 //!   (audit to a temp file, filter, rewrite with a prefix, rate_limit);
 //! - `http-empty`, `http-full`: the same, to the fixture served over
 //!   Streamable HTTP (`bench-mcp-server --http`, one for the run);
@@ -147,7 +149,7 @@ impl Options {
 }
 
 const USAGE: &str = "usage: mcp-chain-bench [--quick] [--rounds N] [--json [PATH]] \
-[--modes direct,relay,empty,full,http-empty,http-full,http-supergateway,front-empty,front-full,front-supergateway] [--proxy PATH] [--config PATH] \
+[--modes direct,relay,empty,full,guards,http-empty,http-full,http-supergateway,front-empty,front-full,front-supergateway] [--proxy PATH] [--config PATH] \
 [--only start-up,round-trip,pipelined,1mib,10mib,tools-list,notifications] \
 [--in-flight 1,16,256]";
 
@@ -321,11 +323,15 @@ fn launch(
             launch.args = vec![fixture_os];
         }
         Mode::Empty => launch.args = vec!["--".into(), fixture_os],
-        Mode::Full | Mode::HttpFull => {
-            let server = if mode == Mode::Full {
-                fixture_os
-            } else {
+        Mode::Full | Mode::Guards | Mode::HttpFull => {
+            let server = if mode == Mode::HttpFull {
                 url.into()
+            } else {
+                fixture_os
+            };
+            let config = match mode {
+                Mode::Guards => Path::new(env!("CARGO_MANIFEST_DIR")).join("configs/guards.toml"),
+                _ => config.to_owned(),
             };
             launch.args = vec!["--config".into(), config.into(), "--".into(), server];
             launch
@@ -462,7 +468,7 @@ fn serve_front(
 /// Why a mode cannot run here, if it cannot.
 fn unavailable(mode: Mode, launch: &Launch) -> Option<String> {
     match mode {
-        Mode::Full | Mode::HttpFull => check_full(launch).err(),
+        Mode::Full | Mode::Guards | Mode::HttpFull => check_full(launch).err(),
         Mode::HttpPeer | Mode::FrontPeer if !Path::new(SUPERGATEWAY).is_file() => {
             Some("supergateway is not installed (make test-interop installs it)".into())
         }

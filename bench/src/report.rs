@@ -14,6 +14,9 @@ pub(crate) enum Mode {
     Relay,
     Empty,
     Full,
+    /// The full chain with validate, limit, approve and pin
+    /// (`configs/guards.toml`).
+    Guards,
     /// The fixture served over Streamable HTTP, mcp-chain in front of it.
     HttpEmpty,
     HttpFull,
@@ -27,11 +30,12 @@ pub(crate) enum Mode {
 }
 
 impl Mode {
-    pub(crate) const ALL: [Mode; 10] = [
+    pub(crate) const ALL: [Mode; 11] = [
         Mode::Direct,
         Mode::Relay,
         Mode::Empty,
         Mode::Full,
+        Mode::Guards,
         Mode::HttpEmpty,
         Mode::HttpFull,
         Mode::HttpPeer,
@@ -46,6 +50,7 @@ impl Mode {
             Self::Relay => "relay",
             Self::Empty => "empty",
             Self::Full => "full",
+            Self::Guards => "guards",
             Self::HttpEmpty => "http-empty",
             Self::HttpFull => "http-full",
             Self::HttpPeer => "http-supergateway",
@@ -61,6 +66,7 @@ impl Mode {
             Self::Relay => "byte relay (floor)",
             Self::Empty => "mcp-chain, empty chain",
             Self::Full => "mcp-chain, full chain",
+            Self::Guards => "mcp-chain, full chain + guard layers",
             Self::HttpEmpty => "HTTP: mcp-chain, empty",
             Self::HttpFull => "HTTP: mcp-chain, full",
             Self::HttpPeer => "HTTP: supergateway",
