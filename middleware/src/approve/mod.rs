@@ -31,6 +31,7 @@
 //! Each decision is noted in the audit line of the call.
 
 mod config;
+mod modern;
 mod question;
 mod service;
 

@@ -1,8 +1,7 @@
 //! [`Approve`]: holds a matched tool call until the user, asked through
 //! their own client, says yes.
 
-use super::question::{answer_of, can_ask, elicitation, meta, Answer, Seal, State, INPUT_KEY};
-use crate::embedded::{is_input_required, INPUT_REQUESTS, INPUT_RESPONSES};
+use super::question::{answer_of, can_ask, elicitation, Answer, Seal};
 use crate::message::{method, Payload};
 use crate::pattern::Pattern;
 use crate::peer::ClientSlot;
@@ -19,12 +18,12 @@ use std::time::Duration;
 use tower::{Layer, Service, ServiceExt};
 
 /// The layer name in refusals, `data.layer`, notes and logs.
-const LAYER: &str = "approve";
+pub(super) const LAYER: &str = "approve";
 
 /// The `_meta` key a 2026-07-28 request names its revision with, and the
 /// one its client's capabilities travel in.
 const META_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
-const META_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+pub(super) const META_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
 
 /// The layer's settings, checked.
 #[derive(Debug)]
@@ -36,10 +35,10 @@ pub(super) struct Settings {
 }
 
 #[derive(Debug)]
-struct Shared {
-    settings: Settings,
+pub(super) struct Shared {
+    pub(super) settings: Settings,
     /// Shared by every session: a 2026-07-28 retry may reach another one.
-    seal: Seal,
+    pub(super) seal: Seal,
 }
 
 /// What one client session said of itself, and allowed.
@@ -58,7 +57,7 @@ struct Session {
 /// Builds [`Approve`] services; clones share the settings and the session.
 #[derive(Debug, Clone)]
 pub struct ApproveLayer {
-    shared: Arc<Shared>,
+    pub(super) shared: Arc<Shared>,
     session: Arc<Session>,
 }
 
@@ -105,23 +104,23 @@ impl<S> Layer<S> for ApproveLayer {
 /// Asks the user before a matched tool runs.
 #[derive(Debug, Clone)]
 pub struct Approve<S> {
-    inner: S,
-    layer: ApproveLayer,
+    pub(super) inner: S,
+    pub(super) layer: ApproveLayer,
 }
 
 /// One call waiting for a decision.
-struct Call {
-    id: RequestId,
-    tool: String,
-    arguments: Value,
-    params: Map<String, Value>,
+pub(super) struct Call {
+    pub(super) id: RequestId,
+    pub(super) tool: String,
+    pub(super) arguments: Value,
+    pub(super) params: Map<String, Value>,
 }
 
 /// What the layer decided about a call, named for the audit's note: the
 /// call goes on (`None`), or the layer answers it (a refusal, a question).
-type Decision = (&'static str, Option<Message>);
+pub(super) type Decision = (&'static str, Option<Message>);
 
-fn refusal(id: &RequestId, reason: &'static str, message: &str) -> Decision {
+pub(super) fn refusal(id: &RequestId, reason: &'static str, message: &str) -> Decision {
     let error = ErrorObject::refusal(ErrorCode::REFUSED, LAYER, reason, message);
     (reason, Some(Message::error(Some(id.clone()), error)))
 }
@@ -141,7 +140,7 @@ where
 }
 
 /// A decision made at once: the layer's answer, or `inner` called.
-fn settled<S>(decision: Decision, inner: &mut S, env: Envelope) -> ResponseFuture
+pub(super) fn settled<S>(decision: Decision, inner: &mut S, env: Envelope) -> ResponseFuture
 where
     S: Service<Envelope, Response = Option<Message>, Error = BoxError>,
     S::Future: Send + 'static,
@@ -180,7 +179,7 @@ impl ApproveLayer {
 
     /// A refusal for a client that cannot be asked, or the call let
     /// through when `fallback = "allow"`.
-    fn cannot_ask(&self, id: &RequestId, tool: &str) -> Decision {
+    pub(super) fn cannot_ask(&self, id: &RequestId, tool: &str) -> Decision {
         if self.shared.settings.fallback_allow {
             return ("fallback_allowed", None);
         }
@@ -276,7 +275,7 @@ impl ApproveLayer {
 }
 
 /// The decision the user's answer makes.
-fn decided(call: &Call, answer: Answer, remember: impl FnOnce(&str)) -> Decision {
+pub(super) fn decided(call: &Call, answer: Answer, remember: impl FnOnce(&str)) -> Decision {
     match answer {
         Answer::AllowOnce => ("allowed_once", None),
         Answer::AllowSession => {
@@ -389,144 +388,10 @@ where
     }
 }
 
-fn unreadable(id: &RequestId, why: &str) -> Decision {
+pub(super) fn unreadable(id: &RequestId, why: &str) -> Decision {
     refusal(
         id,
         "unreadable",
         &format!("the call cannot be read ({why}); it is refused rather than run unapproved"),
     )
-}
-
-impl<S> Approve<S>
-where
-    S: Service<Envelope, Response = Option<Message>, Error = BoxError> + Clone + Send + 'static,
-    S::Future: Send + 'static,
-{
-    /// A 2026-07-28 call: the question travels as an `input_required`
-    /// result, the answer in the retry's `inputResponses`, and a sealed
-    /// `requestState` ties the two to this call.
-    fn modern(&mut self, mut env: Envelope, mut call: Call) -> ResponseFuture {
-        let seal = &self.layer.shared.seal;
-        let state_text = call
-            .params
-            .get("requestState")
-            .and_then(Value::as_str)
-            .map(str::to_owned);
-        let ours = state_text
-            .as_deref()
-            .and_then(|text| seal.open(text, &call.tool, &call.arguments));
-        let (decision, server_state) = match ours {
-            Some(Err(why)) => {
-                let message = format!(
-                    "the approval state of the call to {:?} is {why}; ask again with a fresh call",
-                    call.tool
-                );
-                let reason = if why == "expired" {
-                    "expired"
-                } else {
-                    "altered"
-                };
-                return settled(refusal(&call.id, reason, &message), &mut self.inner, env);
-            }
-            Some(Ok(State {
-                approved: true,
-                server,
-            })) => ("approved_earlier", server),
-            Some(Ok(State {
-                approved: false,
-                server,
-            })) => {
-                let answer = call
-                    .params
-                    .get(INPUT_RESPONSES)
-                    .and_then(|r| r.get(INPUT_KEY))
-                    .cloned();
-                let Some(answer) = answer else {
-                    let question = ("asked", Some(self.question(&call, server)));
-                    return settled(question, &mut self.inner, env);
-                };
-                let decision = decided(&call, answer_of(&answer, false), |_| {});
-                if decision.1.is_some() {
-                    return settled(decision, &mut self.inner, env);
-                }
-                if let Some(Value::Object(responses)) = call.params.get_mut(INPUT_RESPONSES) {
-                    responses.remove(INPUT_KEY);
-                    if responses.is_empty() {
-                        call.params.remove(INPUT_RESPONSES);
-                    }
-                }
-                (decision.0, server)
-            }
-            None => {
-                let capabilities = meta(&call.params).and_then(|m| m.get(META_CAPABILITIES));
-                let elicitation = capabilities.and_then(|c| c.get("elicitation"));
-                if !can_ask(elicitation) {
-                    let decision = self.layer.cannot_ask(&call.id, &call.tool);
-                    return settled(decision, &mut self.inner, env);
-                }
-                let question = ("asked", Some(self.question(&call, state_text)));
-                return settled(question, &mut self.inner, env);
-            }
-        };
-        // Approved: the server gets its own state back, or none.
-        match &server_state {
-            Some(server) => call.params.insert("requestState".into(), json!(server)),
-            None => call.params.remove("requestState"),
-        };
-        if let Message::Request(req) = &mut env.message {
-            req.params = Some(Payload::from(Value::Object(std::mem::take(
-                &mut call.params,
-            ))));
-        }
-        let answer = self.inner.call(env);
-        let layer = self.layer.clone();
-        Box::pin(async move {
-            note::add(LAYER, json!({"decision": decision}));
-            let mut out = answer.await?;
-            // The server asks for input of its own: its state rides inside
-            // an approved one, so the retry is not asked about again.
-            if let Some(Message::Response(response)) = &mut out {
-                if is_input_required(&response.result) {
-                    let server = response.result.member("requestState").ok().flatten();
-                    let server = server.and_then(|s| s.as_str().map(str::to_owned));
-                    let state = State {
-                        approved: true,
-                        server,
-                    };
-                    let sealed = layer.shared.seal.state(&call.tool, &call.arguments, &state);
-                    if response
-                        .result
-                        .set_member("requestState", json!(sealed))
-                        .is_err()
-                    {
-                        let (_, refused) =
-                            unreadable(&call.id, "the server's answer cannot be read");
-                        return Ok(refused);
-                    }
-                }
-            }
-            Ok(out)
-        })
-    }
-
-    /// The `input_required` result that asks the user, carrying the
-    /// server's own state (if the call had one) under the seal.
-    fn question(&self, call: &Call, server: Option<String>) -> Message {
-        let state = State {
-            approved: false,
-            server,
-        };
-        let sealed = self
-            .layer
-            .shared
-            .seal
-            .state(&call.tool, &call.arguments, &state);
-        let ask = elicitation(&call.tool, &call.arguments, false, true);
-        let result = json!({
-            "resultType": "input_required",
-            INPUT_REQUESTS: {INPUT_KEY: {"method": method::ELICITATION_CREATE, "params": ask}},
-            "requestState": sealed,
-        });
-        Message::response(call.id.clone(), result)
-    }
 }
