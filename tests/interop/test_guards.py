@@ -245,3 +245,49 @@ async def test_pin_hides_a_tool_whose_description_changed(tmp_path: Path):
     subprocess.run([str(harness.MCP_CHAIN), "pin", "accept", "echo", "--config", str(chain.config)], check=True, capture_output=True)
     async with open_session(everything_argv(), chain, label="pin-accepted") as conn:
         assert (await conn.session.call_tool("echo", {"message": "x"})).content[0].text == "Echo: x"
+
+
+def test_pin_holds_for_2026_clients_through_the_front(tmp_path: Path):
+    """The Python SDK client in 2026-07-28 mode, through the front's shared
+    sessions: the first listing is pinned; later, a tool whose description
+    differs from the pinned one is missing from the listing and its call
+    refused, while the others work."""
+    from mcp.client.client import Client
+
+    chain, pins, _ = pinning(tmp_path)
+    harness.require_chain(chain)
+    modern = harness.INTEROP / "modern_stdio_server.py"
+    python = harness.REPO / ".venv/bin/python"
+
+    def served():
+        port = harness.free_port()
+        argv = [str(harness.MCP_CHAIN), "--listen", f"127.0.0.1:{port}", "--config", str(chain.config), "--", str(python), str(modern), harness.RUN_MARKER]
+        return port, harness.listening(argv, port, "mcp-chain --listen pin")
+
+    async def first(port):
+        async with Client(f"http://127.0.0.1:{port}/mcp", mode="auto") as c:
+            assert c.session.discover_result is not None, "not served as 2026-07-28"
+            return {t.name for t in (await c.list_tools()).tools}
+
+    async def second(port):
+        async with Client(f"http://127.0.0.1:{port}/mcp", mode="auto") as c:
+            names = {t.name for t in (await c.list_tools()).tools}
+            with pytest.raises(MCPError) as refused:
+                await c.call_tool("add", {"a": 1, "b": 2})
+            counted = await c.call_tool("count", {"n": 1})
+            return names, refused.value.error, counted.content[0].text
+
+    port, server = served()
+    with server:
+        listed = anyio.run(first, port)
+    assert {"add", "count"} <= listed, listed
+    pinned = json.loads(pins.read_text())
+    trusted = json.dumps("Adds two numbers, as it always did.", separators=(",", ":")).encode()
+    pinned["tools"]["add"]["pinned"]["description"] = "sha256:" + hashlib.sha256(trusted).hexdigest()
+    pins.write_text(json.dumps(pinned, indent=2))
+    port, server = served()
+    with server:
+        names, error, counted = anyio.run(second, port)
+    assert names == listed - {"add"}, names
+    assert error.code == 403 and error.data == {"layer": "pin", "reason": "changed", "changed": ["description"]}, error
+    assert counted == "counted to 1"
