@@ -232,21 +232,17 @@ impl ApproveLayer {
         let n = session.asked.fetch_add(1, Ordering::Relaxed);
         let id = RequestId::String(format!("mcp-chain-approve-{n}"));
         let question = Message::request(id.clone(), method::ELICITATION_CREATE, Some(params));
+        let mut open = Open {
+            client: session.client.clone(),
+            id: Some(id),
+        };
         let asked = tokio::time::timeout(settings.timeout, session.client.send(question)).await;
         let answer = match asked {
             Ok(Ok(Some(Message::Response(r)))) => r.result.to_value().ok(),
             Ok(Ok(Some(_))) | Ok(Err(_)) => None,
             Ok(Ok(None)) => Some(json!({"action": "cancel"})),
             Err(_) => {
-                let cancel =
-                    json!({"requestId": id, "reason": "mcp-chain approve: no answer in time"});
-                let _ = session
-                    .client
-                    .send(Message::notification(
-                        method::NOTIFICATION_CANCELLED,
-                        Some(cancel),
-                    ))
-                    .await;
+                // `open` withdraws the question as it goes.
                 return refusal(
                     &call.id,
                     "timeout",
@@ -257,6 +253,7 @@ impl ApproveLayer {
                 );
             }
         };
+        open.id = None; // answered
         let Some(answer) = answer else {
             return refusal(
                 &call.id,
@@ -271,6 +268,34 @@ impl ApproveLayer {
                 lock(&session.allowed).insert(tool.to_owned());
             },
         )
+    }
+}
+
+/// A question the client was asked and has not answered: dropped so (no
+/// answer in time, or the call itself cancelled or given up by a layer
+/// outside), it is withdrawn with `notifications/cancelled`, so the user
+/// is not left with a dialog that no longer decides anything.
+struct Open {
+    client: ClientSlot,
+    /// `None` once answered.
+    id: Option<RequestId>,
+}
+
+impl Drop for Open {
+    fn drop(&mut self) {
+        let Some(id) = self.id.take() else {
+            return;
+        };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let client = self.client.clone();
+        let cancel =
+            json!({"requestId": id, "reason": "mcp-chain approve: the call is no longer waiting"});
+        let withdraw = Message::notification(method::NOTIFICATION_CANCELLED, Some(cancel));
+        runtime.spawn(async move {
+            let _ = client.send(withdraw).await;
+        });
     }
 }
 

@@ -253,6 +253,7 @@ async fn no_answer_in_time_is_a_refusal_and_the_question_is_cancelled() {
     send(&mut svc, initialize(Some(json!({})))).await;
     let out = send(&mut svc, tool_call(1, "write_file")).await;
     assert_eq!(out["error"]["data"]["reason"], "timeout", "{out}");
+    tokio::task::yield_now().await;
     let asked = asked.lock().expect("lock").clone();
     assert_eq!(asked.len(), 2);
     assert_eq!(asked[1]["method"], "notifications/cancelled");
@@ -430,4 +431,28 @@ async fn each_decision_is_noted_for_the_audit() {
         "no_elicitation"
     );
     assert_eq!(noted(svc, modern_call(3, json!({}))).await, "asked");
+}
+
+/// A call given up while its question is open (the client cancelled it,
+/// a timeout outside gave up) withdraws the question.
+#[tokio::test]
+async fn a_call_given_up_withdraws_its_question() {
+    let layer = layer(json!({"tools": ["*"]}));
+    let (to_client, asked) = client(None);
+    let _ = layer.toward_client(to_client);
+    let server = Server::default();
+    let mut svc = layer.layer(server.service(done));
+    send(&mut svc, initialize(Some(json!({})))).await;
+    let env = Envelope::new(Direction::ToServer, tool_call(1, "write_file"));
+    let waiting = svc.ready().await.expect("ready").call(env);
+    let given_up = tokio::time::timeout(std::time::Duration::from_millis(50), waiting).await;
+    assert!(given_up.is_err(), "still waiting for the user");
+    for _ in 0..4 {
+        tokio::task::yield_now().await;
+    }
+    let asked = asked.lock().expect("lock").clone();
+    assert_eq!(asked.len(), 2, "{asked:?}");
+    assert_eq!(asked[1]["method"], "notifications/cancelled");
+    assert_eq!(asked[1]["params"]["requestId"], asked[0]["id"]);
+    assert!(server.calls().is_empty());
 }
