@@ -29,9 +29,12 @@ use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
-use std::time::SystemTime;
+use std::time::{Duration, Instant, SystemTime};
 
 const VERSION: u32 = 1;
+
+/// How long a call may rely on the pins without looking at the file.
+const LOOK_EVERY: Duration = Duration::from_secs(1);
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -118,6 +121,8 @@ struct State {
     file: PinFile,
     /// The file on disk as last read or written (modified time, length).
     stamp: Option<(SystemTime, u64)>,
+    /// When the file on disk was last looked at.
+    looked: Instant,
     /// Kinds with no section in the file when it was opened: their first
     /// listing is pinned as it comes (trust on first use).
     first_sight: BTreeSet<Kind>,
@@ -205,6 +210,7 @@ impl Store {
             state: Mutex::new(State {
                 file,
                 stamp: stamp(path),
+                looked: Instant::now(),
                 first_sight,
                 generation: 0,
                 version: 0,
@@ -268,6 +274,7 @@ impl Store {
     }
 
     fn refresh_locked(&self, state: &mut State) -> bool {
+        state.looked = Instant::now();
         let now = stamp(&self.path);
         if now == state.stamp {
             return false;
@@ -344,9 +351,13 @@ impl Store {
         drifts
     }
 
-    /// What the pins say of `name`.
+    /// What the pins say of `name` (the file on disk looked at again when
+    /// it was not for a second: a call does not cost a `stat`).
     pub(crate) fn status(&self, kind: Kind, name: &str) -> Status {
-        let state = self.lock();
+        let mut state = self.lock();
+        if state.looked.elapsed() >= LOOK_EVERY {
+            self.refresh_locked(&mut state);
+        }
         let entry = state.file.section(kind).and_then(|s| s.get(name));
         match entry {
             Some(Entry {

@@ -398,3 +398,23 @@ async fn after_the_server_says_its_list_changed_a_call_waits_for_a_fresh_listing
     assert_eq!(refused["error"]["data"]["reason"], "changed", "{refused}");
     assert!(server.called().is_empty());
 }
+
+/// Under `refuse` the tool stays listed and the client need not list
+/// again: a call a second after an accept finds it accepted.
+#[tokio::test]
+async fn a_call_a_second_after_an_accept_sees_it_without_a_listing() {
+    let pins = TempPins::new();
+    let server = Server::new(json!([tool("add", "adds")]));
+    let mut svc = pins.layer("refuse").layer(server.service());
+    listed(&mut svc).await;
+    server.set(json!([tool("add", "different")]));
+    listed(&mut svc).await;
+    assert_eq!(
+        call(&mut svc, "add").await["error"]["data"]["reason"],
+        "changed"
+    );
+    file::accept(&pins.0, &[]).expect("accepted");
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let passes = call(&mut svc, "add").await;
+    assert!(passes.get("result").is_some(), "{passes}");
+}
