@@ -309,11 +309,12 @@ impl Store {
         let first_sight = state.first_sight.contains(&kind);
         let mut dirty = state.file.section(kind).is_none();
         let section = state.file.section_mut(kind);
-        let mut drifts = Vec::new();
+        let mut drifts: Vec<Drift> = Vec::new();
+        let mut as_pinned = Vec::new();
         for (name, fields) in items {
             let entry = section.entry(name.clone()).or_default();
             if entry.pinned.as_ref() == Some(&fields) {
-                dirty |= entry.pending.take().is_some();
+                as_pinned.push(name);
                 continue;
             }
             if first_sight && entry.pinned.is_none() {
@@ -339,6 +340,16 @@ impl Store {
                 name,
                 changed,
             });
+        }
+        // Back as pinned: what drifted is forgotten, unless the same name
+        // is listed again, differently, in this page (a server listing a
+        // name twice cannot clear one with the other).
+        for name in as_pinned {
+            if !drifts.iter().any(|d| d.name == name) {
+                if let Some(entry) = section.get_mut(&name) {
+                    dirty |= entry.pending.take().is_some();
+                }
+            }
         }
         if last_page && state.first_sight.remove(&kind) {
             state.version += 1;
