@@ -29,6 +29,7 @@
 //! refused, a tool no listing names refused (except under `warn`).
 
 mod config;
+mod disk;
 pub(crate) mod fingerprint;
 mod pages;
 mod service;

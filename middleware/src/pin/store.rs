@@ -23,82 +23,17 @@
 //! cannot be read then is ignored with a warning and the pins in memory
 //! stay, rather than trusting nothing or everything.
 
+pub use super::disk::Drift;
+use super::disk::{self, drifts, read, stamp, Entry, Pending, PinFile, VERSION};
 use super::fingerprint::{changed, Fields, Kind};
 use crate::audit::Timestamp;
-use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime};
 
-const VERSION: u32 = 1;
-
 /// How long a call may rely on the pins without looking at the file.
 const LOOK_EVERY: Duration = Duration::from_secs(1);
-
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct PinFile {
-    version: u32,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    tools: Option<Section>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    prompts: Option<Section>,
-    #[serde(
-        default,
-        rename = "resourceTemplates",
-        skip_serializing_if = "Option::is_none"
-    )]
-    templates: Option<Section>,
-}
-
-type Section = BTreeMap<String, Entry>;
-
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Entry {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pinned: Option<Fields>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pending: Option<Pending>,
-}
-
-/// A definition seen that differs from its pin (or has none).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Pending {
-    /// When it was first seen so.
-    seen: String,
-    /// The fields that differ from the pin; empty for a new one.
-    changed: Vec<String>,
-    fields: Fields,
-}
-
-/// A definition that is not as pinned.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Drift {
-    pub(crate) kind: Kind,
-    pub name: String,
-    /// The fields that changed; empty when it was never pinned (new).
-    pub changed: Vec<String>,
-}
-
-impl Drift {
-    /// The kind, in words (`tool`, `prompt`, `resource template`).
-    pub fn kind(&self) -> &'static str {
-        self.kind.word()
-    }
-
-    /// What drifted, for messages: `changed (description, inputSchema)` or
-    /// `new`.
-    pub fn what(&self) -> String {
-        if self.changed.is_empty() {
-            "new".to_owned()
-        } else {
-            format!("changed ({})", self.changed.join(", "))
-        }
-    }
-}
 
 /// What the pins say of one name.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -132,48 +67,6 @@ struct State {
     /// page judged at one version is judged the same way again while the
     /// version stands.
     version: u64,
-}
-
-impl PinFile {
-    fn section(&self, kind: Kind) -> Option<&Section> {
-        match kind {
-            Kind::Tool => self.tools.as_ref(),
-            Kind::Prompt => self.prompts.as_ref(),
-            Kind::Template => self.templates.as_ref(),
-        }
-    }
-
-    fn section_mut(&mut self, kind: Kind) -> &mut Section {
-        match kind {
-            Kind::Tool => &mut self.tools,
-            Kind::Prompt => &mut self.prompts,
-            Kind::Template => &mut self.templates,
-        }
-        .get_or_insert_with(Section::new)
-    }
-}
-
-fn read(path: &Path) -> Result<Option<PinFile>, String> {
-    let text = match std::fs::read(path) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(format!("pin file {}: {e}", path.display())),
-    };
-    let file: PinFile = serde_json::from_slice(&text)
-        .map_err(|e| format!("pin file {} cannot be read: {e}", path.display()))?;
-    if file.version != VERSION {
-        return Err(format!(
-            "pin file {}: version {} is not {VERSION}",
-            path.display(),
-            file.version
-        ));
-    }
-    Ok(Some(file))
-}
-
-fn stamp(path: &Path) -> Option<(SystemTime, u64)> {
-    let meta = std::fs::metadata(path).ok()?;
-    Some((meta.modified().ok()?, meta.len()))
 }
 
 impl Store {
@@ -239,22 +132,7 @@ impl Store {
     }
 
     fn save(&self, state: &mut State) -> Result<(), String> {
-        use std::io::Write;
-        use std::os::unix::fs::OpenOptionsExt;
-        let mut text = serde_json::to_vec_pretty(&state.file).expect("pins serialize");
-        text.push(b'\n');
-        let mut tmp = self.path.clone().into_os_string();
-        tmp.push(".tmp");
-        let tmp = PathBuf::from(tmp);
-        let written = std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&tmp)
-            .and_then(|mut f| f.write_all(&text).and_then(|()| f.sync_all()))
-            .and_then(|()| std::fs::rename(&tmp, &self.path));
-        written.map_err(|e| format!("pin file {}: cannot write: {e}", self.path.display()))?;
+        disk::write(&self.path, &state.file)?;
         state.stamp = stamp(&self.path);
         state.version += 1;
         Ok(())
@@ -448,21 +326,4 @@ impl Store {
         }
         Ok(drifts)
     }
-}
-
-/// Every drift in `file`, by kind and name.
-fn drifts(file: &PinFile) -> Vec<Drift> {
-    let mut drifts = Vec::new();
-    for kind in Kind::ALL {
-        for (name, entry) in file.section(kind).into_iter().flatten() {
-            if let Some(pending) = &entry.pending {
-                drifts.push(Drift {
-                    kind,
-                    name: name.clone(),
-                    changed: pending.changed.clone(),
-                });
-            }
-        }
-    }
-    drifts
 }

@@ -1,0 +1,154 @@
+//! The pin file as it stands on disk: its format, read and written whole.
+//! (What the pins mean, and when the file is read again, is `store.rs`.)
+
+use super::fingerprint::{Fields, Kind};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+pub(super) const VERSION: u32 = 1;
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct PinFile {
+    pub(super) version: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) tools: Option<Section>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) prompts: Option<Section>,
+    #[serde(
+        default,
+        rename = "resourceTemplates",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub(super) templates: Option<Section>,
+}
+
+pub(super) type Section = BTreeMap<String, Entry>;
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct Entry {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) pinned: Option<Fields>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) pending: Option<Pending>,
+}
+
+/// A definition seen that differs from its pin (or has none).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct Pending {
+    /// When it was first seen so.
+    pub(super) seen: String,
+    /// The fields that differ from the pin; empty for a new one.
+    pub(super) changed: Vec<String>,
+    pub(super) fields: Fields,
+}
+
+/// A definition that is not as pinned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Drift {
+    pub(crate) kind: Kind,
+    pub name: String,
+    /// The fields that changed; empty when it was never pinned (new).
+    pub changed: Vec<String>,
+}
+
+impl Drift {
+    /// The kind, in words (`tool`, `prompt`, `resource template`).
+    pub fn kind(&self) -> &'static str {
+        self.kind.word()
+    }
+
+    /// What drifted, for messages: `changed (description, inputSchema)` or
+    /// `new`.
+    pub fn what(&self) -> String {
+        if self.changed.is_empty() {
+            "new".to_owned()
+        } else {
+            format!("changed ({})", self.changed.join(", "))
+        }
+    }
+}
+
+impl PinFile {
+    pub(super) fn section(&self, kind: Kind) -> Option<&Section> {
+        match kind {
+            Kind::Tool => self.tools.as_ref(),
+            Kind::Prompt => self.prompts.as_ref(),
+            Kind::Template => self.templates.as_ref(),
+        }
+    }
+
+    pub(super) fn section_mut(&mut self, kind: Kind) -> &mut Section {
+        match kind {
+            Kind::Tool => &mut self.tools,
+            Kind::Prompt => &mut self.prompts,
+            Kind::Template => &mut self.templates,
+        }
+        .get_or_insert_with(Section::new)
+    }
+}
+
+pub(super) fn read(path: &Path) -> Result<Option<PinFile>, String> {
+    let text = match std::fs::read(path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("pin file {}: {e}", path.display())),
+    };
+    let file: PinFile = serde_json::from_slice(&text)
+        .map_err(|e| format!("pin file {} cannot be read: {e}", path.display()))?;
+    if file.version != VERSION {
+        return Err(format!(
+            "pin file {}: version {} is not {VERSION}",
+            path.display(),
+            file.version
+        ));
+    }
+    Ok(Some(file))
+}
+
+pub(super) fn stamp(path: &Path) -> Option<(SystemTime, u64)> {
+    let meta = std::fs::metadata(path).ok()?;
+    Some((meta.modified().ok()?, meta.len()))
+}
+
+/// Writes `file` to `path` whole: to a temporary file (0600), then renamed
+/// over, so a reader never sees half of it.
+pub(super) fn write(path: &Path, file: &PinFile) -> Result<(), String> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut text = serde_json::to_vec_pretty(file).expect("pins serialize");
+    text.push(b'\n');
+    let mut tmp = path.to_owned().into_os_string();
+    tmp.push(".tmp");
+    let tmp = PathBuf::from(tmp);
+    let written = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&tmp)
+        .and_then(|mut f| f.write_all(&text).and_then(|()| f.sync_all()))
+        .and_then(|()| std::fs::rename(&tmp, path));
+    written.map_err(|e| format!("pin file {}: cannot write: {e}", path.display()))
+}
+
+/// Every drift in `file`, by kind and name.
+pub(super) fn drifts(file: &PinFile) -> Vec<Drift> {
+    let mut drifts = Vec::new();
+    for kind in Kind::ALL {
+        for (name, entry) in file.section(kind).into_iter().flatten() {
+            if let Some(pending) = &entry.pending {
+                drifts.push(Drift {
+                    kind,
+                    name: name.clone(),
+                    changed: pending.changed.clone(),
+                });
+            }
+        }
+    }
+    drifts
+}
