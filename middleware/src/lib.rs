@@ -67,6 +67,8 @@ pub mod rate_limit;
 pub mod rewrite;
 pub mod session;
 pub mod target;
+#[cfg(test)]
+mod testing;
 pub mod timeout;
 pub mod units;
 pub mod validate;
@@ -76,6 +78,15 @@ pub use message::{ErrorCode, ErrorObject, Message, RequestId};
 
 use std::future::Future;
 use std::pin::Pin;
+
+/// A layer's lock, poisoned or not: every critical section in the layers
+/// leaves its data whole (an update, an insert, a remove), so a panic
+/// elsewhere while it was held does not make it unsafe to read.
+pub(crate) fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
 
 /// A failure (not a protocol answer): upstream gone, pipe broken.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;

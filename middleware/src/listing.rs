@@ -13,7 +13,8 @@ use tower::{Service, ServiceExt};
 const MAX_PAGES: usize = 100;
 
 /// Asks for `method` (`tools/list`, …), every page, and hands each
-/// page's result to `page`, which says whether it could read it. Request
+/// page's result to `page` (to read, or to judge in place), which says
+/// whether it could read it. Request
 /// ids are `mcp-chain-<layer>-<n>`, numbered by `asked`. Stops at a page
 /// that is no answer or cannot be read (with a warning): the caller finds
 /// what it needed missing and refuses.
@@ -22,7 +23,7 @@ pub(crate) async fn ask_all<S>(
     layer: &str,
     method: &str,
     asked: &AtomicU64,
-    mut page: impl FnMut(&Payload, bool) -> bool,
+    mut page: impl FnMut(&mut Payload) -> bool,
 ) -> Result<(), BoxError>
 where
     S: Service<Envelope, Response = Option<Message>, Error = BoxError> + Clone,
@@ -37,7 +38,7 @@ where
             .clone()
             .oneshot(Envelope::new(Direction::ToServer, request))
             .await?;
-        let Some(Message::Response(listing)) = answer else {
+        let Some(Message::Response(mut listing)) = answer else {
             tracing::warn!(layer, method, "the server did not answer the listing");
             return Ok(());
         };
@@ -45,7 +46,7 @@ where
             Ok(Some(next)) if !next.is_null() => Some(next),
             _ => None,
         };
-        if !page(&listing.result, next.is_none()) {
+        if !page(&mut listing.result) {
             tracing::warn!(layer, method, "the server's listing cannot be read");
             return Ok(());
         }

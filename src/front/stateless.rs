@@ -26,8 +26,8 @@ use base64::Engine as _;
 use bytes::Bytes;
 use hyper::HeaderMap;
 use hyper::{Response, StatusCode};
-use mcp_chain_middleware::message::method;
 use mcp_chain_middleware::message::Incoming;
+use mcp_chain_middleware::message::{meta, method};
 use mcp_chain_middleware::{ErrorCode, ErrorObject};
 use mcp_chain_middleware::{Message, RequestId};
 use serde_json::Value;
@@ -39,9 +39,6 @@ pub(super) const POOL: usize = 2;
 
 /// The revisions without sessions.
 pub(super) const MODERN: [&str; 1] = ["2026-07-28"];
-
-/// Where a request names its own protocol version.
-const META_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
 
 /// -32020: the routing headers do not say what the body says.
 pub(super) const HEADER_MISMATCH: i64 = -32020;
@@ -98,7 +95,7 @@ pub(super) fn is_modern(headers: &HeaderMap, message: &Message) -> bool {
 
 fn meta_version(message: &Message) -> Option<String> {
     let meta = message.params()?.member("_meta").ok()??;
-    Some(meta.get(META_VERSION)?.as_str()?.to_owned())
+    Some(meta.get(meta::PROTOCOL_VERSION)?.as_str()?.to_owned())
 }
 
 /// What is wrong with a request's routing headers, if anything.
@@ -321,7 +318,7 @@ mod tests {
     fn routing_headers_must_say_what_the_body_says() {
         let call = request(
             "tools/call",
-            json!({"name": "add", "_meta": {META_VERSION: "2026-07-28"}}),
+            json!({"name": "add", "_meta": {meta::PROTOCOL_VERSION: "2026-07-28"}}),
         );
         let good = [
             ("mcp-protocol-version", "2026-07-28"),
@@ -377,7 +374,7 @@ mod tests {
             }}
         }]}));
         marked.learn(&mut listing);
-        let meta = json!({META_VERSION: "2026-07-28"});
+        let meta = json!({meta::PROTOCOL_VERSION: "2026-07-28"});
         let call = |arguments: Value| {
             request(
                 "tools/call",

@@ -135,7 +135,10 @@ def answering(*decisions: str, asked: list | None = None):
 async def test_approve_the_python_sdk_client_answers_both_ways(tmp_path: Path, front: str | None):
     """Over stdio, and through the HTTP front (Streamable HTTP and legacy
     SSE), where the question travels on the call's own stream."""
-    chain = dataclasses.replace(approving(tmp_path, 'remember = "session"\n'), front=front)
+    # An audit between approve and the server records what reached it.
+    behind = tmp_path / "behind-approve.jsonl"
+    extra = f'remember = "session"\n\n[[middleware]]\ntype = "audit"\npath = "{behind}"\npayloads = true\n'
+    chain = dataclasses.replace(approving(tmp_path, extra), front=front)
     harness.require_chain(chain)
     asked: list = []
     elicit = answering("deny", "decline", "allow_session", asked=asked)
@@ -154,8 +157,10 @@ async def test_approve_the_python_sdk_client_answers_both_ways(tmp_path: Path, f
         # A tool no pattern names is not asked about.
         total = await conn.session.call_tool("get-sum", {"a": 1, "b": 2})
         assert "3" in total.content[0].text and len(asked) == 3
-        calls = [m["params"]["arguments"] for d, m in conn.wire if d == "out" and m.get("method") == "tools/call"]
-        assert len(calls) == 5  # what the client sent; the server got only the allowed ones
+    # The client sent five calls; the server got the three allowed.
+    lines = [json.loads(line) for line in behind.read_text().splitlines()]
+    reached = [line["params"]["arguments"] for line in lines if line["kind"] == "request" and line.get("method") == "tools/call"]
+    assert reached == [{"message": "ok"}, {"message": "again"}, {"a": 1, "b": 2}], reached
 
 
 async def test_approve_refuses_a_client_that_cannot_ask(tmp_path: Path):

@@ -4,10 +4,9 @@
 //! a sealed `requestState` ties the two to this call (see `question.rs`).
 
 use super::question::{answer_of, can_ask, elicitation, meta, State, INPUT_KEY};
-use super::service::{
-    decided, refusal, settled, unreadable, Approve, Call, LAYER, META_CAPABILITIES,
-};
+use super::service::{decided, refusal, settled, unreadable, Approve, Call, LAYER};
 use crate::embedded::{is_input_required, INPUT_REQUESTS, INPUT_RESPONSES};
+use crate::message::meta::CLIENT_CAPABILITIES;
 use crate::message::{method, Payload};
 use crate::{note, BoxError, Envelope, Message, ResponseFuture};
 use serde_json::{json, Value};
@@ -74,7 +73,7 @@ where
                 (decision.0, server)
             }
             None => {
-                let capabilities = meta(&call.params).and_then(|m| m.get(META_CAPABILITIES));
+                let capabilities = meta(&call.params).and_then(|m| m.get(CLIENT_CAPABILITIES));
                 let elicitation = capabilities.and_then(|c| c.get("elicitation"));
                 if !can_ask(elicitation) {
                     let decision = self.layer.cannot_ask(&call.id, &call.tool);

@@ -2,6 +2,7 @@
 //! their own client, says yes.
 
 use super::question::{answer_of, can_ask, elicitation, Answer, Seal};
+use crate::lock;
 use crate::message::{method, Payload};
 use crate::pattern::Pattern;
 use crate::peer::ClientSlot;
@@ -19,11 +20,6 @@ use tower::{Layer, Service, ServiceExt};
 
 /// The layer name in refusals, `data.layer`, notes and logs.
 pub(super) const LAYER: &str = "approve";
-
-/// The `_meta` key a 2026-07-28 request names its revision with, and the
-/// one its client's capabilities travel in.
-const META_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
-pub(super) const META_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
 
 /// The layer's settings, checked.
 #[derive(Debug)]
@@ -323,10 +319,6 @@ pub(super) fn decided(call: &Call, answer: Answer, remember: impl FnOnce(&str)) 
     }
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|p| p.into_inner())
-}
-
 impl<S> Service<Envelope> for Approve<S>
 where
     S: Service<Envelope, Response = Option<Message>, Error = BoxError> + Clone + Send + 'static,
@@ -370,7 +362,9 @@ where
         }
         let meta = req.params.as_ref().map(|p| p.member("_meta"));
         let modern = match meta {
-            Some(Ok(Some(Value::Object(meta)))) => meta.contains_key(META_VERSION),
+            Some(Ok(Some(Value::Object(meta)))) => {
+                meta.contains_key(crate::message::meta::PROTOCOL_VERSION)
+            }
             Some(Err(e)) => {
                 let decision = unreadable(&req.id, &e.to_string());
                 return settled(decision, &mut self.inner, env);

@@ -1,5 +1,6 @@
 use super::*;
 use crate::message::method;
+use crate::testing::send;
 use crate::{BoxError, Direction, Envelope, Message};
 use serde_json::{json, Value};
 use std::sync::{Arc, Mutex};
@@ -82,21 +83,6 @@ fn client(
         }
     });
     (service, asked)
-}
-
-async fn send<S>(svc: &mut S, message: Message) -> Value
-where
-    S: Service<Envelope, Response = Option<Message>, Error = BoxError>,
-{
-    let env = Envelope::new(Direction::ToServer, message);
-    let out = svc
-        .ready()
-        .await
-        .expect("ready")
-        .call(env)
-        .await
-        .expect("answered");
-    out.expect("an answer").to_value()
 }
 
 fn initialize(elicitation: Option<Value>) -> Message {

@@ -14,6 +14,7 @@
 
 mod error;
 mod id;
+pub mod meta;
 pub mod method;
 mod parse;
 mod write;

@@ -5,6 +5,7 @@ use super::fingerprint::{self, Kind};
 use super::pages::{Pages, Verdict};
 use super::store::{Drift, Status, Store};
 use crate::embedded::mark_private;
+use crate::lock;
 use crate::message::{method, Payload, Response};
 use crate::peer::ClientSlot;
 use crate::target::Target;
@@ -153,10 +154,6 @@ async fn watch(store: Arc<Store>, session: Weak<Session>) {
             }
         }
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl PinLayer {
@@ -367,9 +364,8 @@ where
                 Kind::Prompt | Kind::Template => method::PROMPTS_LIST,
             };
             let session = layer.session.clone();
-            crate::listing::ask_all(inner.clone(), LAYER, list, &session.asked, |page, _| {
-                let mut page = page.clone();
-                layer.judge_page(kind, &mut page).is_ok()
+            crate::listing::ask_all(inner.clone(), LAYER, list, &session.asked, |page| {
+                layer.judge_page(kind, page).is_ok()
             })
             .await?;
             if let Err(refusal) = layer.check(&id, kind, &name) {

@@ -1,5 +1,6 @@
 use super::*;
 use crate::message::method;
+use crate::testing::send;
 use crate::{BoxError, Direction, Envelope, Message};
 use serde_json::{json, Value};
 use std::path::PathBuf;
@@ -95,21 +96,6 @@ impl Server {
 fn tool(name: &str, description: &str) -> Value {
     json!({"name": name, "description": description,
            "inputSchema": {"type": "object", "properties": {"a": {"type": "number"}}}})
-}
-
-async fn send<S>(svc: &mut S, message: Message) -> Value
-where
-    S: Service<Envelope, Response = Option<Message>, Error = BoxError>,
-{
-    let env = Envelope::new(Direction::ToServer, message);
-    let out = svc
-        .ready()
-        .await
-        .expect("ready")
-        .call(env)
-        .await
-        .expect("answered");
-    out.expect("an answer").to_value()
 }
 
 async fn listed<S>(svc: &mut S) -> Vec<String>

@@ -8,10 +8,10 @@ use crate::message::Request;
 use crate::pattern::Pattern;
 use crate::target::Target;
 use crate::units::Rate;
-use crate::{Direction, RequestId};
+use crate::{lock, Direction, RequestId};
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::Notify;
 use tokio::time::Instant;
@@ -102,12 +102,6 @@ impl<S> Layer<S> for RateLimitLayer {
     fn layer(&self, inner: S) -> RateLimit<S> {
         RateLimit::new(inner, self.shared.clone())
     }
-}
-
-/// A poisoned lock is still safe to use here: every critical section leaves
-/// the data consistent (one arithmetic update, one insert or remove).
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 // === impl Rule ===

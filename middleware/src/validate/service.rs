@@ -248,12 +248,8 @@ async fn ask_listing<S>(inner: S, shared: &Shared) -> Result<(), BoxError>
 where
     S: Service<Envelope, Response = Option<Message>, Error = BoxError> + Clone,
 {
-    crate::listing::ask_all(
-        inner,
-        LAYER,
-        method::TOOLS_LIST,
-        &shared.asked,
-        |page, _| shared.schemas.learn(page),
-    )
+    crate::listing::ask_all(inner, LAYER, method::TOOLS_LIST, &shared.asked, |page| {
+        shared.schemas.learn(page)
+    })
     .await
 }

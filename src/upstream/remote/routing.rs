@@ -15,15 +15,12 @@
 
 use super::params::ToolParams;
 use base64::Engine as _;
-use mcp_chain_middleware::message::method;
+use mcp_chain_middleware::message::{meta, method};
 use mcp_chain_middleware::Message;
 use reqwest::header::{HeaderName, HeaderValue};
 
 const MCP_METHOD: HeaderName = HeaderName::from_static("mcp-method");
 const MCP_NAME: HeaderName = HeaderName::from_static("mcp-name");
-
-/// Where a request's protocol version is when there is no session.
-const META_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
 
 /// What goes with a message's POST.
 #[derive(Debug, Default)]
@@ -61,7 +58,7 @@ impl Routing {
         }
         let version = params
             .and_then(|p| p.member("_meta").ok().flatten())
-            .and_then(|meta| meta.get(META_VERSION)?.as_str().map(encoded));
+            .and_then(|meta| meta.get(meta::PROTOCOL_VERSION)?.as_str().map(encoded));
         routing.version = version;
         routing
     }
