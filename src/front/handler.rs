@@ -77,7 +77,7 @@ pub(super) async fn handle(
                 .split('&')
                 .find_map(|kv| kv.strip_prefix("sessionId="))
                 .map(str::to_owned);
-            match find(&front, id.as_deref()) {
+            match find(&front, &caller, id.as_deref()) {
                 Ok(session) if session.legacy => {
                     post(&front, &caller, &head.headers, Some(session), body, false).await
                 }
@@ -97,7 +97,7 @@ pub(super) async fn handle(
             };
             let session = match session_id {
                 None => None,
-                Some(id) => match find(&front, Some(&id)) {
+                Some(id) => match find(&front, &caller, Some(&id)) {
                     Ok(session) => Some(session),
                     Err(answer) => return Ok(*answer),
                 },
@@ -123,7 +123,7 @@ pub(super) async fn handle(
                     "the GET stream is text/event-stream",
                 ));
             }
-            match find(&front, session_id.as_deref()) {
+            match find(&front, &caller, session_id.as_deref()) {
                 Ok(session) => {
                     let last = head
                         .headers
@@ -136,7 +136,7 @@ pub(super) async fn handle(
                 Err(answer) => *answer,
             }
         }
-        (&Method::DELETE, _) => match find(&front, session_id.as_deref()) {
+        (&Method::DELETE, _) => match find(&front, &caller, session_id.as_deref()) {
             Ok(session) => {
                 front.sessions.remove(&session.id);
                 session.stop();
@@ -337,8 +337,10 @@ fn legacy_stream(front: &Arc<Front>, caller: &Caller) -> Answer {
 }
 
 /// The session a request names: 400 without one, 404 when there is none
-/// such (a client then starts a new one).
-fn find(front: &Front, id: Option<&str>) -> Result<Arc<Session>, Box<Answer>> {
+/// such (a client then starts a new one), or when it is another caller's:
+/// a session id is not a credential, and whether another token's session
+/// exists is not told.
+fn find(front: &Front, caller: &Caller, id: Option<&str>) -> Result<Arc<Session>, Box<Answer>> {
     let Some(id) = id else {
         return Err(Box::new(rpc_error(
             StatusCode::BAD_REQUEST,
@@ -350,7 +352,7 @@ fn find(front: &Front, id: Option<&str>) -> Result<Arc<Session>, Box<Answer>> {
     let found = session::well_formed(id, front.settings.replica.as_deref())
         .then(|| front.sessions.get(id))
         .flatten()
-        .filter(|s| !s.shared);
+        .filter(|s| !s.shared && s.belongs_to(caller));
     found.ok_or_else(|| {
         Box::new(rpc_error(
             StatusCode::NOT_FOUND,

@@ -76,14 +76,21 @@ struct Post {
     listen: bool,
     /// Its request is a `tools/list`: its answer teaches `marked`.
     lists_tools: bool,
+    /// Progress dropped because its reader fell behind (shared sessions).
+    dropped: u64,
 }
 
-/// The client's id and progress token of a renamed request.
+/// The client's id and progress token of a renamed request, and who sent
+/// it: in a shared session only that caller may name the request again.
 #[derive(Clone)]
 pub(super) struct Restore {
     pub(super) id: RequestId,
     pub(super) token: Option<serde_json::Value>,
+    pub(super) owner: Owner,
 }
+
+/// Who a renamed request belongs to: the token that let its caller in.
+pub(super) type Owner = Option<usize>;
 
 #[derive(Default)]
 struct Backlog {
@@ -121,7 +128,9 @@ impl Routes {
         if let Some(taken) = waiting.ids.iter().find(|id| self.answers.contains_key(*id)) {
             return Err(taken.clone());
         }
-        let (tx, rx) = mpsc::channel(POST_EVENTS);
+        // Room for every answer beyond the events: in a shared session
+        // an answer is never waited for nor dropped (see `deliver`).
+        let (tx, rx) = mpsc::channel(POST_EVENTS + waiting.ids.len());
         self.next_post += 1;
         let n = self.next_post;
         for id in &waiting.ids {
@@ -138,6 +147,7 @@ impl Routes {
             restore: waiting.restore,
             listen: waiting.listen,
             lists_tools: waiting.lists_tools,
+            dropped: 0,
         };
         self.posts.insert(n, post);
         Ok(rx)
@@ -217,9 +227,9 @@ impl Routes {
             .as_ref()
             .and_then(|m| m.get(SUBSCRIPTION_ID))
             .and_then(RequestId::from_value);
-        let Some(post) = stamped
+        let Some((n, post)) = stamped
             .and_then(|id| self.listen_post(&id))
-            .and_then(|n| self.posts.get(&n))
+            .and_then(|n| Some((n, self.posts.get(&n)?)))
         else {
             tracing::debug!(
                 method = message.method(),
@@ -239,7 +249,33 @@ impl Routes {
             // Not renamed: the line as it came.
             _ => line.clone(),
         };
+        if !has_room(post) {
+            // A listener that stopped reading is not waited for: its
+            // stream ends, and the client listens (and lists) anew.
+            tracing::debug!("a listen stream's reader fell behind; its stream is ended");
+            self.close_post(n);
+            return Vec::new();
+        }
         vec![(post.tx.clone(), event(None, &bytes))]
+    }
+
+    /// The POST and the front's id of the request `owner` sent as `id`
+    /// and still waits for, when it is the one such.
+    pub(super) fn renamed(&self, owner: Owner, id: &RequestId) -> Option<(u64, RequestId)> {
+        let mut mine = self.posts.iter().filter(|(_, post)| {
+            post.restore
+                .as_ref()
+                .is_some_and(|r| r.owner == owner && r.id == *id)
+        });
+        let (n, post) = mine.next()?;
+        let ours = post.waiting.first().cloned()?;
+        mine.next().is_none().then_some((*n, ours))
+    }
+
+    /// Ends a POST whose request its client cancelled: its server sends
+    /// no answer, and the client waits for none.
+    pub(super) fn cancelled(&mut self, n: u64) {
+        self.close_post(n);
     }
 
     /// The open `subscriptions/listen` POST waiting for `id`.
@@ -262,7 +298,14 @@ impl Routes {
         if let Some(first) = answered.first() {
             return self.answer(first, &answered, &line.bytes, line.message.as_ref());
         }
-        if let Some(post) = line.message.as_ref().and_then(|m| self.progress_post(m)) {
+        if let Some((n, post)) = line.message.as_ref().and_then(|m| self.progress_post(m)) {
+            if self.stateless && !has_room(post) {
+                // A shared session never waits for one client's stream:
+                // progress its reader has no room for is dropped (the
+                // answer, which has room kept for it, still comes).
+                self.dropped_progress(n);
+                return None;
+            }
             let bytes = match (&post.restore, &line.message) {
                 (
                     Some(Restore {
@@ -332,13 +375,25 @@ impl Routes {
         Some((tx, bytes))
     }
 
-    fn progress_post(&self, message: &Message) -> Option<&Post> {
+    fn progress_post(&self, message: &Message) -> Option<(u64, &Post)> {
         if message.method() != Some(method::NOTIFICATION_PROGRESS) {
             return None;
         }
         let token = message.params()?.member("progressToken").ok()??;
-        let post = self.posts.get(self.progress.get(&token.to_string())?)?;
-        post.events.then_some(post)
+        let n = *self.progress.get(&token.to_string())?;
+        let post = self.posts.get(&n)?;
+        post.events.then_some((n, post))
+    }
+
+    /// Counts progress dropped for a POST whose reader fell behind, and
+    /// says so once per POST, not once per message.
+    fn dropped_progress(&mut self, n: u64) {
+        if let Some(post) = self.posts.get_mut(&n) {
+            post.dropped += 1;
+            if post.dropped == 1 {
+                tracing::debug!("a client stopped reading its answer's stream; its progress is dropped until it reads again");
+            }
+        }
     }
 
     fn close_post(&mut self, n: u64) -> Option<Post> {
@@ -378,6 +433,12 @@ impl Backlog {
     }
 }
 
+/// Whether a POST's stream has room for a message that is not an answer:
+/// the room kept for its answers stays free.
+fn has_room(post: &Post) -> bool {
+    post.tx.capacity() > post.waiting.len()
+}
+
 /// Whether `message` goes to the POST that asked: an answer, or progress.
 fn answers_or_progress(message: &Message) -> bool {
     matches!(message, Message::Response(_) | Message::Error(_))
@@ -412,9 +473,19 @@ pub(super) async fn run(queue: Queue, routes: Shared) {
     let mut taken = Taken::default();
     while queue.take(&mut taken).await {
         for line in lines(&mut taken) {
-            let targets = lock(&routes).targets(&line);
+            let (targets, shared) = {
+                let mut routes = lock(&routes);
+                (routes.targets(&line), routes.stateless)
+            };
             for (tx, bytes) in targets {
-                if tx.send(bytes).await.is_err() {
+                // A session of one client waits for its client (the
+                // server is slowed, nothing is lost); a shared one never
+                // waits for any: `targets` sent only what has room.
+                let sent = match shared {
+                    false => tx.send(bytes).await.is_ok(),
+                    true => tx.try_send(bytes).is_ok(),
+                };
+                if !sent {
                     tracing::debug!("the HTTP client went away before this message; dropped");
                 }
             }

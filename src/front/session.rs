@@ -52,6 +52,9 @@ pub(super) struct Session {
     pub(super) legacy: bool,
     /// A pool session, shared by requests without a session.
     pub(super) shared: bool,
+    /// The token that opened it: only a request let in by the same one
+    /// may use it (another is told there is no such session).
+    owner: Option<usize>,
     created: Instant,
     last_seen: Mutex<Instant>,
     /// The client sent `notifications/initialized`.
@@ -73,6 +76,7 @@ impl Session {
             stop,
             legacy,
             shared,
+            owner: caller.token,
             created: Instant::now(),
             last_seen: Mutex::new(Instant::now()),
             initialized: AtomicBool::new(false),
@@ -127,6 +131,11 @@ impl Session {
             Some(inbox) => inbox.send(read).await.is_ok(),
             None => false,
         }
+    }
+
+    /// Whether `caller` may use this session: the one that opened it.
+    pub(super) fn belongs_to(&self, caller: &Caller) -> bool {
+        self.owner == caller.token
     }
 
     pub(super) fn touch(&self) {

@@ -17,7 +17,7 @@
 
 use super::body::{json, rpc_error, too_many_sessions, Reply};
 use super::handler::relay;
-use super::routes::{Restore, Waiting};
+use super::routes::{Owner, Restore, Waiting};
 use super::session::{Caller, Kind, Session};
 use super::Front;
 use crate::relay::Read;
@@ -47,7 +47,11 @@ pub(super) const HEADER_MISMATCH: i64 = -32020;
 #[derive(Default)]
 pub(super) struct Pool {
     sessions: Mutex<Vec<Arc<Session>>>,
+    /// Numbers the requests (`id`); never the turn, or the two would
+    /// step together and pick the same session every time.
     next: AtomicU64,
+    /// Whose turn it is: round robin over the pool's sessions.
+    turn: AtomicU64,
     /// The parameters the server's listings mark (`x-mcp-header`): which
     /// `Mcp-Param-*` headers a call must carry. The pool's sessions run
     /// the same server, so they learn and check together.
@@ -60,7 +64,7 @@ impl Pool {
     pub(super) fn session(&self, front: &Arc<Front>, caller: &Caller) -> Option<Arc<Session>> {
         let mut sessions = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
         sessions.retain(|s| front.sessions.get(&s.id).is_some());
-        let n = self.next.fetch_add(1, Ordering::Relaxed) as usize;
+        let n = self.turn.fetch_add(1, Ordering::Relaxed) as usize;
         if sessions.len() < POOL {
             let session = front.sessions.open(front, Kind::Shared, caller)?;
             session.initialized();
@@ -78,6 +82,29 @@ impl Pool {
     pub(super) fn id(&self) -> RequestId {
         let n = self.next.fetch_add(1, Ordering::Relaxed);
         RequestId::String(format!("mcp-chain-{n}"))
+    }
+
+    /// A client's `notifications/cancelled`, as its server must get it:
+    /// naming the front's id of that caller's own request, on the session
+    /// serving it. `None` when the caller has no such request in flight
+    /// (or two, under the same id): a client cannot name, and so cannot
+    /// cancel, another client's request, whatever id it writes.
+    fn cancellation(&self, owner: Owner, message: &mut Message) -> Option<Arc<Session>> {
+        let named = message.params()?.member("requestId").ok()??;
+        let named = RequestId::from_value(&named)?;
+        let sessions = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut found = sessions.iter().filter_map(|session| {
+            let (post, ours) = super::routes::lock(&session.routes).renamed(owner, &named)?;
+            Some((session.clone(), post, ours))
+        });
+        let (session, post, ours) = found.next()?;
+        if found.next().is_some() {
+            return None;
+        }
+        let params = message.params_mut()?;
+        params.set_member("requestId", ours.to_value()).ok()?;
+        super::routes::lock(&session.routes).cancelled(post);
+        Some(session)
     }
 }
 
@@ -261,6 +288,16 @@ pub(super) async fn post(
         Message::error(message.id().cloned(), error).write_line(&mut line);
         return json(StatusCode::BAD_REQUEST, Bytes::from(line));
     }
+    if message.method() == Some(method::NOTIFICATION_CANCELLED) {
+        // Only the caller's own request, renamed; else nothing is sent,
+        // and the answer does not say whether such a request exists.
+        if let Some(session) = front.pool.cancellation(caller.token, &mut message) {
+            session
+                .send(Read::Parsed(Incoming::Single(Ok(message))))
+                .await;
+        }
+        return super::body::status(StatusCode::ACCEPTED, "");
+    }
     let Some(session) = front.pool.session(front, caller) else {
         return too_many_sessions();
     };
@@ -284,6 +321,7 @@ pub(super) async fn post(
         waiting.restore = Some(Restore {
             id: client_id,
             token: token.map(|(_, theirs)| theirs),
+            owner: caller.token,
         });
     }
     relay(

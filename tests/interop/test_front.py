@@ -536,11 +536,18 @@ def test_2026_listen_streams_get_what_their_server_stamps_for_them():
                     tg.start_soon(listener)
                     tg.start_soon(listener)
                     await ready.wait()
-                    # Both shared sessions have a listener (round robin), so
-                    # touch both servers.
+                    # The listeners may be on either shared session (round
+                    # robin over every request, the listeners' own among
+                    # them): touch until both heard, a listing now and then
+                    # so the touches take turns over the sessions.
                     async with Client(url, mode="auto") as c:
-                        for _ in range(2):
+                        for n in range(8):
+                            if len(got) == 2:
+                                break
                             await c.call_tool("touch", {})
+                            if n % 2 == 0:
+                                await c.list_tools()
+                            await anyio.sleep(0.2)
             return got
 
         got = anyio.run(scenario)

@@ -1,0 +1,223 @@
+"""The HTTP front as a hostile client of it would try it: one client must not
+name, cancel, read, end or slow down another's requests or sessions.
+
+- 2026-07-28 requests share a small pool of server sessions; a client's
+  `notifications/cancelled` reaches the server only for its own request,
+  renamed; one client that stops reading its answer's stream never stalls
+  the pool; requests spread over the pool.
+- A 2025-era session belongs to the token that opened it: with another
+  token, its id is a session that does not exist (404), for POST, GET,
+  DELETE and legacy /messages alike.
+
+The server is the fake server, which says which process answered (`env`)
+and sleeps or floods on demand."""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import json
+import socket
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import harness
+
+FAKE = harness.REPO / "target/debug/fake-mcp-server"
+VICTIM = "victim-token-0123456789abcdef"
+ATTACKER = "attacker-token-0123456789abcd"
+MODERN = "2026-07-28"
+META = {"io.modelcontextprotocol/protocolVersion": MODERN}
+
+
+@contextlib.contextmanager
+def served(config: str = "", *extra: str):
+    port = harness.free_port()
+    path = Path(tempfile.mkdtemp()) / "front.toml"
+    path.write_text(config)
+    argv = [str(harness.MCP_CHAIN), "--listen", f"127.0.0.1:{port}", "--config", str(path), "--log-level", "info", *extra]
+    argv += ["--", str(FAKE), "--label", harness.RUN_MARKER]
+    with harness.listening(argv, port, "mcp-chain --listen") as stderr:
+        yield port, stderr
+
+
+TOKENS = f"""
+[front]
+tokens = [{{ name = "victim", token = "{VICTIM}" }}, {{ name = "attacker", token = "{ATTACKER}" }}]
+"""
+
+
+def post(port: int, body, headers: dict | None = None, timeout: float = 20, path: str = "/mcp"):
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    hdrs = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+    hdrs.update(headers or {})
+    conn.request("POST", path, body=json.dumps(body).encode(), headers=hdrs)
+    resp = conn.getresponse()
+    text = resp.read().decode()
+    conn.close()
+    return resp.status, {k.lower(): v for k, v in resp.getheaders()}, text
+
+
+def request(method: str, port: int, headers: dict, path: str = "/mcp"):
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=20)
+    conn.request(method, path, headers=headers)
+    resp = conn.getresponse()
+    status = resp.status
+    conn.close()
+    return status
+
+
+def modern_call(id_, tool: str, arguments: dict, token: str | None = None, progress=None):
+    meta = dict(META)
+    if progress is not None:
+        meta["progressToken"] = progress
+    body = {"jsonrpc": "2.0", "id": id_, "method": "tools/call", "params": {"name": tool, "arguments": arguments, "_meta": meta}}
+    headers = {"MCP-Protocol-Version": MODERN, "Mcp-Method": "tools/call", "Mcp-Name": tool}
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    return body, headers
+
+
+def messages(text: str) -> list[dict]:
+    if text.startswith("{"):
+        return [json.loads(text)]
+    return [json.loads(line[6:]) for line in text.splitlines() if line.startswith("data: ")]
+
+
+def answer(text: str) -> dict:
+    found = [m for m in messages(text) if "result" in m or "error" in m]
+    assert len(found) == 1, text
+    return found[0]
+
+
+def test_a_2026_client_cannot_cancel_another_clients_request():
+    with served(TOKENS) as (port, _):
+        got: dict = {}
+
+        def victim():
+            body, headers = modern_call(7, "delay", {"ms": 1500}, VICTIM)
+            got["status"], _, got["text"] = post(port, body, headers)
+
+        thread = threading.Thread(target=victim)
+        thread.start()
+        time.sleep(0.4)
+        # Every id the front could have given it, and the victim's own id,
+        # each more than once, so that each reaches every pool session.
+        names = ([f"mcp-chain-{n}" for n in range(31)] + [7, "7"]) * 3
+        for name in names:
+            cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": name, "_meta": META}}
+            headers = {"MCP-Protocol-Version": MODERN, "Mcp-Method": "notifications/cancelled", "Authorization": f"Bearer {ATTACKER}"}
+            status, _, _ = post(port, cancel, headers)
+            assert status == 202
+        thread.join(20)
+        assert got.get("status") == 200, got
+        result = answer(got["text"])
+        assert result["id"] == 7 and result["result"]["content"][0]["text"] == "slept 1500 ms", result
+
+
+def test_a_2026_client_cancels_its_own_request_and_its_post_ends():
+    with served(TOKENS) as (port, _):
+        got: dict = {}
+
+        def victim():
+            body, headers = modern_call(9, "delay", {"ms": 30000}, VICTIM)
+            started = time.monotonic()
+            got["status"], _, got["text"] = post(port, body, headers, timeout=25)
+            got["took"] = time.monotonic() - started
+
+        thread = threading.Thread(target=victim)
+        thread.start()
+        time.sleep(0.4)
+        cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 9, "_meta": META}}
+        headers = {"MCP-Protocol-Version": MODERN, "Mcp-Method": "notifications/cancelled", "Authorization": f"Bearer {VICTIM}"}
+        assert post(port, cancel, headers)[0] == 202
+        thread.join(25)
+        # Ended without the server's answer, long before the delay was over.
+        assert "took" in got and got["took"] < 20, got
+        assert "slept" not in got["text"], got
+
+
+def test_a_2026_client_that_stops_reading_does_not_stall_the_pool():
+    """A client asks for a flood of progress on an event stream and never
+    reads it; every other client's calls, on either pool session, are still
+    answered."""
+    with served() as (port, _):
+        body, headers = modern_call(1, "notify", {"count": 200000}, progress="p")
+        raw = json.dumps(body).encode()
+        head = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
+        stalled = socket.create_connection(("127.0.0.1", port))
+        stalled.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        stalled.sendall(
+            (
+                f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n"
+                f"Accept: text/event-stream\r\n{head}Content-Length: {len(raw)}\r\n\r\n"
+            ).encode()
+            + raw
+        )
+        try:
+            time.sleep(3)  # the flood fills every buffer between it and the client
+            for n in range(6):
+                body, headers = modern_call(100 + n, "echo", {"n": n})
+                status, _, text = post(port, body, headers, timeout=10)
+                assert status == 200 and answer(text)["id"] == 100 + n, text
+        finally:
+            stalled.close()
+
+
+def test_2026_requests_spread_over_the_pool():
+    with served() as (port, _):
+        pids = []
+        for n in range(8):
+            body, headers = modern_call(n, "env", {"names": []})
+            status, _, text = post(port, body, headers)
+            assert status == 200, text
+            pids.append(answer(text)["result"]["structuredContent"]["pid"])
+        # Two servers, and once both are started, calls still take turns.
+        assert len(set(pids)) == 2, pids
+        assert all(a != b for a, b in zip(pids[2:], pids[3:])), pids
+
+
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+}
+
+
+def test_a_session_belongs_to_the_token_that_opened_it():
+    with served(TOKENS + "legacy_sse = true\n") as (port, _):
+        mine = {"Authorization": f"Bearer {VICTIM}"}
+        theirs = {"Authorization": f"Bearer {ATTACKER}"}
+        status, hdrs, _ = post(port, INIT, mine)
+        assert status == 200
+        session = hdrs["mcp-session-id"]
+        call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "echo", "arguments": {}}}
+        # Another token holder who knows the id: no such session, whatever it tries.
+        assert post(port, call, {**theirs, "Mcp-Session-Id": session})[0] == 404
+        stream = {**theirs, "Mcp-Session-Id": session, "Accept": "text/event-stream"}
+        assert request("GET", port, stream) == 404
+        assert request("DELETE", port, {**theirs, "Mcp-Session-Id": session}) == 404
+        # The opener's session is untouched.
+        assert post(port, {"jsonrpc": "2.0", "method": "notifications/initialized"}, {**mine, "Mcp-Session-Id": session})[0] == 202
+        status, _, text = post(port, call, {**mine, "Mcp-Session-Id": session})
+        assert status == 200 and answer(text)["id"] == 2, text
+        assert request("DELETE", port, {**mine, "Mcp-Session-Id": session}) == 200
+
+
+def test_a_legacy_session_belongs_to_the_token_that_opened_it():
+    with served(TOKENS + "legacy_sse = true\n") as (port, _):
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        conn.request("GET", "/sse", headers={"Authorization": f"Bearer {VICTIM}", "Accept": "text/event-stream"})
+        resp = conn.getresponse()
+        assert resp.status == 200
+        endpoint = ""
+        while not endpoint.startswith("data: "):
+            endpoint = resp.fp.readline().decode().strip()
+        path = endpoint[len("data: ") :]
+        theirs = {"Authorization": f"Bearer {ATTACKER}"}
+        assert post(port, INIT, theirs, path=path)[0] == 404
+        assert post(port, INIT, {"Authorization": f"Bearer {VICTIM}"}, path=path)[0] == 202
+        conn.close()
