@@ -197,3 +197,64 @@ async fn approve_asks_the_client_and_the_answer_decides() {
         "the question is audited too"
     );
 }
+
+/// `anyOf` of two `$ref`s to the next level, forty levels: 2^40 steps to
+/// judge an instance that fits none, about 3 KB of schema.
+fn exponential_schema() -> Value {
+    let mut defs = serde_json::Map::new();
+    for level in 0..40 {
+        let next = json!({"$ref": format!("#/$defs/l{}", level + 1)});
+        defs.insert(format!("l{level}"), json!({"anyOf": [next.clone(), next]}));
+    }
+    defs.insert("l40".into(), json!({"type": "string"}));
+    json!({"$defs": defs, "$ref": "#/$defs/l0"})
+}
+
+#[tokio::test]
+async fn a_hostile_schema_is_refused_within_budget_and_the_proxy_stays_responsive() {
+    let dir = TempDir::new("budget");
+    let config = config(&dir, "[[middleware]]\ntype = \"validate\"\n");
+    let mut proxy = Proxy::spawn(&["--config", &config]);
+    proxy.initialize("2025-11-25").await;
+    // The server lists a tool whose schema asks for unbounded work.
+    let listing = json!({"tools": [
+        {"name": "trap", "inputSchema": exponential_schema()},
+        {"name": "echo", "inputSchema": {"type": "object"}},
+    ]});
+    let listed = proxy
+        .request(json!(1), "tools/list", json!({"fixtureReply": listing}))
+        .await;
+    assert_eq!(tool_names(&listed), ["trap", "echo"]);
+    // Calls are judged while pings are in flight: every one answered.
+    for round in 0..3 {
+        let id = json!(format!("trap-{round}"));
+        proxy
+            .send(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                          "params": {"name": "trap", "arguments": 1}}))
+            .await;
+        proxy
+            .send(json!({"jsonrpc": "2.0", "id": round, "method": "ping"}))
+            .await;
+        let (refused, _) = proxy.recv_answer(&id).await;
+        assert_eq!(
+            refused["error"]["data"]["reason"], "over_budget",
+            "{refused}"
+        );
+        let (pong, _) = proxy.recv_answer(&json!(round)).await;
+        assert_eq!(pong["result"], json!({}), "{pong}");
+    }
+    let echoed = proxy.call_tool(json!(9), "echo", json!({})).await;
+    assert!(echoed.get("result").is_some(), "{echoed}");
+    let reached: Vec<Value> = proxy
+        .server_received()
+        .await
+        .into_iter()
+        .filter(|m| m["params"]["name"] == "trap")
+        .collect();
+    assert!(reached.is_empty(), "an unjudged call reached the server");
+    // SIGTERM is honoured at once.
+    proxy.signal("TERM");
+    tokio::time::timeout(Duration::from_secs(10), proxy.wait())
+        .await
+        .expect("mcp-chain ended on SIGTERM");
+}

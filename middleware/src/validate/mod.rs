@@ -26,6 +26,7 @@
 //! with the errors, since the client would act on what the schema promised.
 //! A result with `isError` is passed as it is (its content need not fit).
 
+mod budget;
 mod config;
 mod schemas;
 mod service;

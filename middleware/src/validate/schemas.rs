@@ -3,6 +3,7 @@
 //! client that lists a thousand tools every minute and calls three pays
 //! for three compilations, once.
 
+use super::budget;
 use crate::message::Payload;
 use jsonschema::Validator;
 use serde_json::{json, Value};
@@ -18,8 +19,16 @@ const MAX_ERRORS: usize = 20;
 pub(super) struct Tool {
     input_schema: Option<Value>,
     output_schema: Option<Value>,
-    input: OnceLock<Result<Validator, String>>,
-    output: OnceLock<Option<Result<Validator, String>>>,
+    input: OnceLock<Result<Compiled, String>>,
+    output: OnceLock<Option<Result<Compiled, String>>>,
+}
+
+/// A compiled schema, and whether it can have each of its errors listed
+/// within bounds (see [`fans_out`]).
+#[derive(Debug)]
+struct Compiled {
+    validator: Validator,
+    every_error: bool,
 }
 
 /// Every tool the listings named, by name, and the last listing pages
@@ -39,6 +48,18 @@ const PAGES_KEPT: usize = 8;
 pub(super) struct Invalid {
     pub(super) message: String,
     pub(super) errors: Value,
+    /// The check ran out of its budget: nothing is known of the instance.
+    pub(super) over_budget: bool,
+}
+
+impl Invalid {
+    pub(super) fn unusable(message: String) -> Self {
+        Self {
+            message,
+            errors: json!([]),
+            over_budget: false,
+        }
+    }
 }
 
 impl Schemas {
@@ -95,58 +116,125 @@ impl Schemas {
     }
 }
 
-fn compile(schema: &Value) -> Result<Validator, String> {
-    jsonschema::validator_for(schema).map_err(|e| e.to_string())
+fn compile(schema: &Value) -> Result<Compiled, String> {
+    Ok(Compiled {
+        validator: budget::compile(schema)?,
+        every_error: !fans_out(schema),
+    })
+}
+
+/// Keywords that judge one part of an instance by several subschemas (or
+/// by one reached from elsewhere).
+const IN_PLACE: [&str; 11] = [
+    "allOf",
+    "anyOf",
+    "oneOf",
+    "not",
+    "if",
+    "$ref",
+    "$dynamicRef",
+    "$recursiveRef",
+    "dependentSchemas",
+    "dependencies",
+    "contains",
+];
+
+/// Whether `schema` judges a part of the instance more than once. Listing
+/// every error judges every subschema to the end, past the first failure
+/// and past the budget; that is bounded by the schema's size times the
+/// instance's only when nothing is judged twice. Other schemas report
+/// their first error.
+fn fans_out(schema: &Value) -> bool {
+    match schema {
+        Value::Object(members) => members.iter().any(|(key, value)| {
+            IN_PLACE.contains(&key.as_str())
+                || (!matches!(key.as_str(), "enum" | "const" | "default" | "examples")
+                    && fans_out(value))
+        }),
+        Value::Array(items) => items.iter().any(fans_out),
+        _ => false,
+    }
 }
 
 impl Tool {
-    /// Checks a call's arguments.
-    pub(super) fn check_input(&self, name: &str, arguments: &Value) -> Result<(), Invalid> {
+    /// Checks a call's arguments within `steps`.
+    pub(super) fn check_input(
+        &self,
+        name: &str,
+        arguments: &Value,
+        steps: u64,
+    ) -> Result<(), Invalid> {
         let input = self.input.get_or_init(|| match &self.input_schema {
             Some(schema) => compile(schema),
             None => Err("the tool lists no inputSchema".to_owned()),
         });
         match input {
-            Ok(validator) => check(validator, arguments, &format!("the arguments of {name} do not fit its inputSchema")),
-            Err(why) => Err(Invalid {
-                message: format!("the inputSchema of {name} cannot be used ({why}); the call is refused rather than passed unchecked"),
-                errors: json!([]),
-            }),
+            Ok(compiled) => check(compiled, arguments, steps, &format!("the arguments of {name} do not fit its inputSchema")),
+            Err(why) => Err(Invalid::unusable(format!("the inputSchema of {name} cannot be used ({why}); the call is refused rather than passed unchecked"))),
         }
     }
 
-    /// Checks a result's `structuredContent`, when the tool has an
-    /// `outputSchema`.
-    pub(super) fn check_output(&self, name: &str, structured: &Value) -> Result<(), Invalid> {
+    /// Checks a result's `structuredContent` within `steps`, when the
+    /// tool has an `outputSchema`.
+    pub(super) fn check_output(
+        &self,
+        name: &str,
+        structured: &Value,
+        steps: u64,
+    ) -> Result<(), Invalid> {
         let output = self
             .output
             .get_or_init(|| self.output_schema.as_ref().map(compile));
         match output {
             None => Ok(()),
-            Some(Ok(validator)) => check(
-                validator,
+            Some(Ok(compiled)) => check(
+                compiled,
                 structured,
+                steps,
                 &format!("the structuredContent of {name} does not fit its outputSchema"),
             ),
-            Some(Err(why)) => Err(Invalid {
-                message: format!("the outputSchema of {name} cannot be used ({why})"),
-                errors: json!([]),
-            }),
+            Some(Err(why)) => Err(Invalid::unusable(format!(
+                "the outputSchema of {name} cannot be used ({why})"
+            ))),
         }
     }
 }
 
-fn check(validator: &Validator, instance: &Value, message: &str) -> Result<(), Invalid> {
-    let errors: Vec<Value> = validator
-        .iter_errors(instance)
-        .take(MAX_ERRORS)
-        .map(|e| json!({"pointer": e.instance_path().to_string(), "message": e.to_string()}))
-        .collect();
-    if errors.is_empty() {
-        return Ok(());
+/// The verdict on `instance`, found within `steps` (each pass its own).
+fn check(compiled: &Compiled, instance: &Value, steps: u64, message: &str) -> Result<(), Invalid> {
+    let validator = &compiled.validator;
+    let over_budget = || {
+        Invalid {
+        message: format!("{message}: the check ran out of its budget of {steps} steps (the schema asks for more work than validate.max_check_steps allows); the call is refused rather than passed unchecked"),
+        errors: json!([]),
+        over_budget: true,
     }
+    };
+    match budget::within(steps, || validator.is_valid(instance)) {
+        None => return Err(over_budget()),
+        Some(true) => return Ok(()),
+        Some(false) => {}
+    }
+    let describe = |e: jsonschema::ValidationError<'_>| json!({"pointer": e.instance_path().to_string(), "message": e.to_string()});
+    let errors = budget::within(steps, || match compiled.every_error {
+        true => validator
+            .iter_errors(instance)
+            .take(MAX_ERRORS)
+            .map(describe)
+            .collect(),
+        false => validator
+            .validate(instance)
+            .err()
+            .map(describe)
+            .into_iter()
+            .collect(),
+    });
+    let Some(errors) = errors else {
+        return Err(over_budget());
+    };
     Err(Invalid {
         message: message.to_owned(),
         errors: Value::Array(errors),
+        over_budget: false,
     })
 }

@@ -19,6 +19,8 @@ const LAYER: &str = "validate";
 #[derive(Debug)]
 struct Shared {
     output: bool,
+    /// A check's budget of steps (`max_check_steps`).
+    steps: u64,
     schemas: Schemas,
     /// Numbers the listings the layer asks for itself.
     asked: AtomicU64,
@@ -31,10 +33,11 @@ pub struct ValidateLayer {
 }
 
 impl ValidateLayer {
-    pub(super) fn new(output: bool) -> Self {
+    pub(super) fn new(output: bool, steps: u64) -> Self {
         Self {
             shared: Arc::new(Shared {
                 output,
+                steps,
                 schemas: Schemas::default(),
                 asked: AtomicU64::new(0),
             }),
@@ -44,7 +47,7 @@ impl ValidateLayer {
     /// The layer for one client session of the HTTP front: the schemas it
     /// checks are the ones that session's server listed.
     pub fn for_session(&self) -> Self {
-        Self::new(self.shared.output)
+        Self::new(self.shared.output, self.shared.steps)
     }
 }
 
@@ -74,12 +77,9 @@ fn refusal(id: RequestId, code: ErrorCode, reason: &str, invalid: Invalid) -> Me
 }
 
 fn unreadable(id: RequestId, why: String) -> Message {
-    let invalid = Invalid {
-        message: format!(
-            "the call cannot be read ({why}); it is refused rather than passed unchecked"
-        ),
-        errors: json!([]),
-    };
+    let invalid = Invalid::unusable(format!(
+        "the call cannot be read ({why}); it is refused rather than passed unchecked"
+    ));
     refusal(id, ErrorCode::INVALID_PARAMS, "unreadable", invalid)
 }
 
@@ -112,13 +112,17 @@ impl Call {
     }
 
     /// Checks the arguments; `Err` is the refusal.
-    fn check(&self, tool: &Tool) -> Result<(), Box<Message>> {
-        tool.check_input(&self.name, &self.arguments)
+    fn check(&self, tool: &Tool, steps: u64) -> Result<(), Box<Message>> {
+        tool.check_input(&self.name, &self.arguments, steps)
             .map_err(|invalid| {
+                let reason = match invalid.over_budget {
+                    true => "over_budget",
+                    false => "invalid_arguments",
+                };
                 Box::new(refusal(
                     self.id.clone(),
                     ErrorCode::INVALID_PARAMS,
-                    "invalid_arguments",
+                    reason,
                     invalid,
                 ))
             })
@@ -163,7 +167,7 @@ where
                     Err(refusal) => return Box::pin(std::future::ready(Ok(Some(*refusal)))),
                 };
                 if let Some(tool) = shared.schemas.get(&call.name) {
-                    if let Err(refusal) = call.check(&tool) {
+                    if let Err(refusal) = call.check(&tool, shared.steps) {
                         return Box::pin(std::future::ready(Ok(Some(*refusal))));
                     }
                     let answer = self.inner.call(env);
@@ -176,10 +180,7 @@ where
                 Box::pin(async move {
                     ask_listing(inner.clone(), &shared).await?;
                     let Some(tool) = shared.schemas.get(&call.name) else {
-                        let invalid = Invalid {
-                            message: format!("{} is not a tool the server lists; the call is refused rather than passed unchecked", call.name),
-                            errors: json!([]),
-                        };
+                        let invalid = Invalid::unusable(format!("{} is not a tool the server lists; the call is refused rather than passed unchecked", call.name));
                         return Ok(Some(refusal(
                             call.id,
                             ErrorCode::INVALID_PARAMS,
@@ -187,7 +188,7 @@ where
                             invalid,
                         )));
                     };
-                    if let Err(refusal) = call.check(&tool) {
+                    if let Err(refusal) = call.check(&tool, shared.steps) {
                         return Ok(Some(*refusal));
                     }
                     let out = inner.oneshot(env).await?;
@@ -219,10 +220,8 @@ fn checked_output(
         Ok(Some(structured)) => structured,
         Ok(None) => return out,
         Err(e) => {
-            let invalid = Invalid {
-                message: format!("the result of {} cannot be read ({e})", call.name),
-                errors: json!([]),
-            };
+            let invalid =
+                Invalid::unusable(format!("the result of {} cannot be read ({e})", call.name));
             return Some(refusal(
                 call.id.clone(),
                 ErrorCode::INTERNAL_ERROR,
@@ -231,14 +230,20 @@ fn checked_output(
             ));
         }
     };
-    match tool.check_output(&call.name, &structured) {
+    match tool.check_output(&call.name, &structured, shared.steps) {
         Ok(()) => out,
-        Err(invalid) => Some(refusal(
-            call.id.clone(),
-            ErrorCode::INTERNAL_ERROR,
-            "invalid_output",
-            invalid,
-        )),
+        Err(invalid) => {
+            let reason = match invalid.over_budget {
+                true => "over_budget",
+                false => "invalid_output",
+            };
+            Some(refusal(
+                call.id.clone(),
+                ErrorCode::INTERNAL_ERROR,
+                reason,
+                invalid,
+            ))
+        }
     }
 }
 

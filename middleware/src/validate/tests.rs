@@ -67,7 +67,11 @@ impl Server {
 }
 
 fn layer(output: bool) -> ValidateLayer {
-    ValidateConfig { output }.validate().expect("valid")
+    let config = ValidateConfig {
+        output,
+        ..ValidateConfig::default()
+    };
+    config.validate().expect("valid")
 }
 
 fn tools() -> Value {
@@ -249,4 +253,51 @@ async fn a_later_listing_replaces_a_changed_schema() {
         .await
         .get("result")
         .is_some());
+}
+
+#[tokio::test]
+async fn a_schema_asking_for_unbounded_work_refuses_the_call_within_its_budget() {
+    let hostile = super::budget::tests::exponential(40);
+    let tools = json!([
+        {"name": "trap", "inputSchema": hostile.clone(), "outputSchema": hostile},
+        {"name": "fine", "inputSchema": {"type": "object"}, "outputSchema": {"type": "object"}},
+    ]);
+    let server = Server::new(tools, json!({"content": [], "structuredContent": 7}));
+    let guard = layer(true);
+    let refused = call(&guard, &server, 1, "trap", json!(1)).await;
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    assert_eq!(refused["error"]["data"]["reason"], "over_budget");
+    assert_eq!(server.calls(), 0, "an unjudged call reached the server");
+    // The same budget for what comes back.
+    let schema = super::budget::tests::exponential(40);
+    let tools = json!([{"name": "t", "inputSchema": {}, "outputSchema": schema}]);
+    let server = Server::new(tools, json!({"content": [], "structuredContent": 7}));
+    let refused = call(&layer(true), &server, 2, "t", json!({})).await;
+    assert_eq!(
+        refused["error"]["data"]["reason"], "over_budget",
+        "{refused}"
+    );
+    assert_eq!(refused["error"]["code"], -32603);
+    // A schema that judges a part twice reports its first error.
+    let tools = json!([{"name": "t", "inputSchema": {
+        "type": "object",
+        "properties": {"a": {"anyOf": [{"type": "string"}, {"type": "null"}]}, "b": {"type": "integer"}},
+    }}]);
+    let server = Server::new(tools, json!({"content": []}));
+    let refused = call(&layer(false), &server, 3, "t", json!({"a": 1, "b": "x"})).await;
+    assert_eq!(refused["error"]["data"]["reason"], "invalid_arguments");
+    assert_eq!(
+        refused["error"]["data"]["errors"].as_array().map(Vec::len),
+        Some(1),
+        "{refused}"
+    );
+}
+
+#[test]
+fn a_check_with_no_steps_is_refused_as_configuration() {
+    let config = ValidateConfig {
+        output: false,
+        max_check_steps: 0,
+    };
+    assert!(config.validate().is_err());
 }
