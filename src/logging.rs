@@ -1,6 +1,19 @@
 //! Logs go to stderr, always: stdout is the protocol channel.
+//!
+//! Log lines carry text that servers and clients chose (tool names, URIs,
+//! reasons), and a person reads them: each event is written as one line,
+//! its control and invisible characters escaped (a newline in a tool name
+//! cannot forge a line, ESC cannot repaint the terminal) and cut at
+//! [`MAX_EVENT_CHARS`]. This is done where the line is written, for every
+//! event, so no field can be forgotten.
 
+use mcp_chain_middleware::shown;
+use std::io::{self, Write};
+use tracing_subscriber::fmt::MakeWriter;
 use tracing_subscriber::EnvFilter;
+
+/// The longest a log line gets, in characters.
+const MAX_EVENT_CHARS: usize = 16 * 1024;
 
 /// Filter used when neither `--log-level` nor `RUST_LOG` says otherwise:
 /// quiet enough for Claude Desktop's log file, loud enough for problems,
@@ -27,8 +40,77 @@ pub fn init(level: Option<&str>) {
     });
     tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+        .with_writer(Lines)
         .with_ansi(false)
         .with_target(false)
         .init();
+}
+
+/// Makes the writer of one event: stderr, one safe line.
+struct Lines;
+
+impl<'a> MakeWriter<'a> for Lines {
+    type Writer = Line;
+
+    fn make_writer(&'a self) -> Line {
+        Line
+    }
+}
+
+/// Writes an event (the formatter hands it over whole, newline last) as
+/// one line, escaped and cut.
+struct Line;
+
+impl Write for Line {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let text = String::from_utf8_lossy(buf);
+        let body = text.strip_suffix('\n').unwrap_or(&text);
+        let mut line = match body.chars().any(shown::is_unsafe) || body.len() > MAX_EVENT_CHARS {
+            true => escaped_line(body),
+            false => body.to_owned(),
+        };
+        line.push('\n');
+        io::stderr().lock().write_all(line.as_bytes())?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        io::stderr().flush()
+    }
+}
+
+/// `body` escaped like [`shown::shown`] but keeping backslashes (log
+/// fields already show escapes of their own) and tabs, and cut.
+fn escaped_line(body: &str) -> String {
+    let mut out = String::with_capacity(body.len().min(MAX_EVENT_CHARS) + 16);
+    for (n, c) in body.chars().enumerate() {
+        if n == MAX_EVENT_CHARS {
+            out += &format!("… (cut at {MAX_EVENT_CHARS} characters)");
+            break;
+        }
+        match c {
+            '\t' => out.push(c),
+            c if shown::is_unsafe(c) => out += &shown::defanged(c.encode_utf8(&mut [0; 4])),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_event_is_one_line_whatever_its_fields_hold() {
+        let forged = "read\n2026-01-01T00:00:00Z  INFO all clear \u{1b}[2J\u{202E}";
+        let line = escaped_line(forged);
+        assert!(!line.contains('\n') && !line.contains('\u{1b}') && !line.contains('\u{202E}'));
+        assert_eq!(
+            line,
+            "read\\n2026-01-01T00:00:00Z  INFO all clear \\u{001b}[2J\\u{202e}"
+        );
+        let long = "x".repeat(MAX_EVENT_CHARS * 2);
+        assert!(escaped_line(&long).chars().count() < MAX_EVENT_CHARS + 64);
+    }
 }

@@ -7,10 +7,14 @@ use crate::cli::PinAction;
 use crate::config::Config;
 use crate::layers::AnyLayer;
 use mcp_chain_middleware::pin::file;
+use mcp_chain_middleware::shown::shown;
 use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::Path;
 use std::process::ExitCode;
+
+/// How much of a name a line shows (names are the server's to choose).
+const MAX_NAME: usize = 128;
 
 pub(crate) fn run(config: &Config, action: &PinAction) -> ExitCode {
     let files: Vec<&Path> = config
@@ -32,10 +36,14 @@ pub(crate) fn run(config: &Config, action: &PinAction) -> ExitCode {
         match action {
             PinAction::List => match file::list(path) {
                 Ok((drifts, pinned)) => {
+                    // The names are the server's: escaped and cut, so none
+                    // can repaint the terminal or pass for another line.
                     for d in &drifts {
-                        let _ = writeln!(report, "  {:<18} {:<24} {}", d.kind(), d.name, d.what());
+                        let name = shown(&d.name, MAX_NAME);
+                        let _ = writeln!(report, "  {:<18} {name:<24} {}", d.kind(), d.what());
                     }
                     for (kind, name) in &pinned {
+                        let name = shown(name, MAX_NAME);
                         let _ = writeln!(report, "  {kind:<18} {name:<24} pinned");
                     }
                     if drifts.is_empty() && pinned.is_empty() {
@@ -51,8 +59,8 @@ pub(crate) fn run(config: &Config, action: &PinAction) -> ExitCode {
                 Ok(accepted) if accepted.is_empty() => report += "  no drift to accept\n",
                 Ok(accepted) => {
                     for d in &accepted {
-                        let _ =
-                            writeln!(report, "  accepted {} {} ({})", d.kind(), d.name, d.what());
+                        let name = shown(&d.name, MAX_NAME);
+                        let _ = writeln!(report, "  accepted {} {name} ({})", d.kind(), d.what());
                     }
                 }
                 Err(e) => {

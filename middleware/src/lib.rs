@@ -45,6 +45,7 @@
 //! - [`note`]: what a layer decided, left for the audit line of the
 //!   request it answered.
 //! - [`session`]: who a session of the HTTP front serves (the audit says).
+//! - [`shown`]: untrusted text escaped and cut where a person reads it.
 //! - [`units`]: durations (`"2s"`) and rates (`"5/s"`) as written in configs.
 
 #![forbid(unsafe_code)]
@@ -66,6 +67,7 @@ pub mod pin;
 pub mod rate_limit;
 pub mod rewrite;
 pub mod session;
+pub mod shown;
 pub mod target;
 #[cfg(test)]
 mod testing;

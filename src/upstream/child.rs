@@ -179,21 +179,51 @@ impl Child {
     }
 }
 
-/// Copies the child's stderr to ours, line by line, until it closes.
+/// The longest line of the child's stderr passed on; the rest of a longer
+/// one is dropped (a line is held whole before it is written, so this
+/// bounds what a server that never writes a newline costs).
+const MAX_STDERR_LINE: usize = 16 * 1024;
+
+/// Copies the child's stderr to ours, line by line, until it closes. Each
+/// line is the server's text shown to a person: its control and invisible
+/// characters are escaped and it is cut at [`MAX_STDERR_LINE`].
 async fn drain_stderr(stderr: ChildStderr) {
-    let mut lines = BufReader::new(stderr);
+    let mut reader = BufReader::new(stderr);
     let mut line = Vec::new();
+    let mut cut = false;
     let mut out = tokio::io::stderr();
     loop {
-        line.clear();
-        match lines.read_until(b'\n', &mut line).await {
-            Ok(0) | Err(_) => break,
-            Ok(_) => {
-                if out.write_all(&line).await.is_err() {
-                    // Our stderr is gone; keep draining so the child never stalls.
-                    continue;
-                }
-            }
+        let buf = match reader.fill_buf().await {
+            Ok([]) | Err(_) => break,
+            Ok(buf) => buf,
+        };
+        let end = buf.iter().position(|b| *b == b'\n');
+        let chunk = &buf[..end.unwrap_or(buf.len())];
+        let room = MAX_STDERR_LINE - line.len();
+        line.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        cut |= chunk.len() > room;
+        let taken = chunk.len() + usize::from(end.is_some());
+        reader.consume(taken);
+        if end.is_some() {
+            // Our stderr gone: keep draining so the child never stalls.
+            let _ = out.write_all(&shown_line(&line, cut)).await;
+            line.clear();
+            cut = false;
         }
     }
+    if !line.is_empty() {
+        let _ = out.write_all(&shown_line(&line, cut)).await;
+    }
+}
+
+/// A line of the child's stderr as it is passed on.
+fn shown_line(line: &[u8], cut: bool) -> Vec<u8> {
+    let text = String::from_utf8_lossy(line);
+    let text = text.strip_suffix('\r').unwrap_or(&text);
+    let mut shown = mcp_chain_middleware::shown::defanged(text).into_owned();
+    if cut {
+        shown += "… (cut)";
+    }
+    shown.push('\n');
+    shown.into_bytes()
 }

@@ -48,7 +48,11 @@ pub(super) fn elicitation(tool: &str, arguments: &Value, session: bool, titled: 
     }
     json!({
         "mode": "form",
-        "message": format!("Allow the tool \"{tool}\" to run?\n{}", summary(arguments)),
+        "message": format!(
+            "Allow the tool {} to run?\n{}",
+            shown_json(&Value::String(tool.to_owned())),
+            summary(arguments)
+        ),
         "requestedSchema": {
             "type": "object",
             "properties": {"decision": decision},
@@ -57,7 +61,9 @@ pub(super) fn elicitation(tool: &str, arguments: &Value, session: bool, titled: 
     })
 }
 
-/// The arguments as a person reads them: one line each, long values cut.
+/// The arguments as a person reads them: one line each, keys and values
+/// as JSON (a key cannot hold a newline or pass for the dialog's own
+/// text), invisible characters escaped, both cut.
 fn summary(arguments: &Value) -> String {
     let Value::Object(map) = arguments else {
         return "No arguments.".to_owned();
@@ -67,17 +73,23 @@ fn summary(arguments: &Value) -> String {
     }
     let mut out = String::from("Arguments:");
     for (key, value) in map.iter().take(SHOWN_ARGUMENTS) {
-        let text = value.to_string();
-        let shown: String = text.chars().take(SHOWN_CHARS).collect();
-        out += &format!("\n  {key} = {shown}");
-        if shown.len() < text.len() {
-            out += &format!("… ({} characters)", text.chars().count());
-        }
+        let key = shown_json(&Value::String(key.clone()));
+        out += &format!("\n  {key} = {}", shown_json(value));
     }
     if map.len() > SHOWN_ARGUMENTS {
         out += &format!("\n  … and {} more", map.len() - SHOWN_ARGUMENTS);
     }
     out
+}
+
+/// `value` as JSON, defanged and cut to [`SHOWN_CHARS`].
+fn shown_json(value: &Value) -> String {
+    let text = crate::shown::defanged(&value.to_string()).into_owned();
+    if text.chars().count() <= SHOWN_CHARS {
+        return text;
+    }
+    let cut: String = text.chars().take(SHOWN_CHARS).collect();
+    format!("{cut}… ({} characters)", text.chars().count())
 }
 
 /// Reads an `ElicitResult`. Anything but an accepted allow is a refusal.
@@ -217,4 +229,51 @@ fn hex(text: &str) -> Option<Vec<u8>> {
 /// The `_meta` member of request params, when it is an object.
 pub(super) fn meta(params: &Map<String, Value>) -> Option<&Map<String, Value>> {
     params.get("_meta").and_then(Value::as_object)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn message(tool: &str, arguments: Value) -> String {
+        let question = elicitation(tool, &arguments, true, true);
+        question["message"].as_str().expect("a message").to_owned()
+    }
+
+    #[test]
+    fn what_the_call_chose_cannot_forge_the_question() {
+        // A key that ends the dialog early and pushes the real arguments
+        // out of view reads as one quoted line.
+        let forged = format!("x\n\nNo arguments.{}", "\n".repeat(200));
+        let text = message(
+            "rm\u{1b}[2K",
+            json!({forged.clone(): 1, "path": "/etc/passwd"}),
+        );
+        assert_eq!(text.lines().count(), 4, "{text}");
+        assert!(
+            text.starts_with("Allow the tool \"rm\\u001b[2K\" to run?"),
+            "{text}"
+        );
+        assert!(text.contains("\"path\" = \"/etc/passwd\""), "{text}");
+        assert!(
+            !text.contains("\u{1b}") && !text.contains("\nNo arguments."),
+            "{text}"
+        );
+        // Bidi overrides and a very long key: escaped, and cut.
+        let long = format!("a\u{202E}{}", "k".repeat(5000));
+        let text = message("t", json!({long: "v\u{2066}"}));
+        let raw = text
+            .chars()
+            .filter(|c| *c != '\n')
+            .any(crate::shown::is_unsafe);
+        assert!(!raw && text.lines().count() == 3, "{text}");
+        assert!(
+            text.contains("\\u{202e}") && text.contains("\\u{2066}"),
+            "{text}"
+        );
+        assert!(
+            text.contains("(5011 characters)") && text.len() < 400,
+            "{text}"
+        );
+    }
 }

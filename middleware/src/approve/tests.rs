@@ -125,7 +125,7 @@ async fn the_user_allows_once_and_the_call_goes_on() {
     assert_eq!(question["params"]["mode"], "form");
     let message = question["params"]["message"].as_str().expect("message");
     assert!(
-        message.contains("\"write_file\"") && message.contains("path = \"/etc/hosts\""),
+        message.contains("\"write_file\"") && message.contains("\"path\" = \"/etc/hosts\""),
         "{message}"
     );
     assert!(

@@ -256,7 +256,9 @@ fn json_field<T: Serialize + ?Sized>(out: &mut Vec<u8>, name: &str, value: Optio
     if let Some(value) = value {
         key(out, name);
         // Strings, numbers, ids and payloads, into a Vec: cannot fail.
-        serde_json::to_writer(&mut *out, value).expect("an audit field always serializes");
+        // Defanged: the audit is read by people too (a bidi override in a
+        // name must not reorder a line in their terminal).
+        crate::shown::write_json(out, value).expect("an audit field always serializes");
     }
 }
 
@@ -264,7 +266,10 @@ fn json_field<T: Serialize + ?Sized>(out: &mut Vec<u8>, name: &str, value: Optio
 pub(super) fn string_field(out: &mut Vec<u8>, name: &str, value: Option<&str>) {
     if let Some(value) = value {
         key(out, name);
-        write_str(value, out);
+        match value.chars().any(crate::shown::is_unsafe) {
+            false => write_str(value, out),
+            true => crate::shown::write_json(out, value).expect("a string always serializes"),
+        }
     }
 }
 

@@ -68,7 +68,13 @@ impl Drift {
         if self.changed.is_empty() {
             "new".to_owned()
         } else {
-            format!("changed ({})", self.changed.join(", "))
+            // Read from a file: shown as text a person can trust.
+            let fields: Vec<String> = self
+                .changed
+                .iter()
+                .map(|f| crate::shown::shown(f, 64))
+                .collect();
+            format!("changed ({})", fields.join(", "))
         }
     }
 }
