@@ -477,3 +477,82 @@ async fn validate_refuses_arguments_that_do_not_fit_and_the_server_sees_nothing(
     );
     assert_eq!(calls[0]["params"]["arguments"]["text"], "hi");
 }
+
+/// Nothing leaks past redaction and limits: a secret in an error's `data`
+/// or in a `structuredContent` key is redacted; an error of any size is
+/// held to `max_result_bytes`; text full of escapes is cut, not emptied.
+#[tokio::test]
+async fn nothing_leaks_past_redaction_and_limits() {
+    let dir = TempDir::new("leaks");
+    let mut proxy = with_layers(
+        &dir,
+        r#"
+[[middleware]]
+type = "limit"
+max_result_bytes = 2000
+action = "truncate"
+
+[[middleware]]
+type = "rewrite"
+[[middleware.redact]]
+pattern = "@aws_access_key"
+"#,
+    );
+    proxy.initialize("2025-11-25").await;
+    let key = "AKIAIOSFODNN7EXAMPLE";
+    let error = json!({"code": -32000, "message": "failed", "data": {"input": {key: key}, "note": format!("key {key}")}});
+    let answer = proxy
+        .request(
+            json!(1),
+            "tools/call",
+            json!({"name": "echo", "fixtureError": error}),
+        )
+        .await;
+    assert!(!answer.to_string().contains(key), "{answer}");
+    assert_eq!(answer["error"]["code"], -32000, "{answer}");
+    assert_eq!(answer["error"]["data"]["input"]["[REDACTED]"], "[REDACTED]");
+
+    let structured = json!({"content": [], "structuredContent": {"keys": {key: {"user": "ci"}}}});
+    let answer = proxy
+        .request(
+            json!(2),
+            "tools/call",
+            json!({"name": "echo", "fixtureReply": structured}),
+        )
+        .await;
+    assert!(!answer.to_string().contains(key), "{answer}");
+    assert_eq!(
+        answer["result"]["structuredContent"]["keys"]["[REDACTED]"]["user"],
+        "ci"
+    );
+
+    let huge = json!({"code": -32603, "message": "x".repeat(50_000), "data": {"dump": "y".repeat(50_000)}});
+    let answer = proxy
+        .request(
+            json!(3),
+            "tools/call",
+            json!({"name": "echo", "fixtureError": huge}),
+        )
+        .await;
+    assert!(
+        answer.to_string().len() < 3000,
+        "{}",
+        answer.to_string().len()
+    );
+    assert_eq!(answer["error"]["code"], -32603);
+    assert_eq!(answer["error"]["data"]["reason"], "too_large");
+
+    let escapes = json!({"content": [{"type": "text", "text": "\u{1}".repeat(5000)}]});
+    let answer = proxy
+        .request(
+            json!(4),
+            "tools/call",
+            json!({"name": "echo", "fixtureReply": escapes}),
+        )
+        .await;
+    let text = answer["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    let kept = text.chars().filter(|c| *c == '\u{1}').count();
+    assert!(kept > 200, "kept {kept} characters: {answer}");
+}

@@ -39,14 +39,12 @@ pub(super) fn cut_text(
         if cut_before {
             text.truncate(text.len() - notice.len());
         }
-        // The bytes to take off, with room for the notice.
-        let over = now - limit + if cut_before { 0 } else { notice.len() };
-        let keep = text.len().saturating_sub(over);
-        let at = (0..=keep)
-            .rev()
-            .find(|&i| text.is_char_boundary(i))
-            .unwrap_or(0);
-        text.truncate(at);
+        // The bytes of JSON to take off, with room for the notice;
+        // measured as written (an escaped character is up to six bytes),
+        // so text full of escapes keeps as much as fits.
+        let over = now - limit + if cut_before { 0 } else { json_len(&notice) };
+        let keep = json_len(text).saturating_sub(over);
+        text.truncate(prefix_within(text, keep));
         text.push_str(&notice);
         now = serde_json::to_vec(&value).map_or(usize::MAX, |v| v.len());
         if now <= limit {
@@ -55,6 +53,34 @@ pub(super) fn cut_text(
         }
     }
     Err("its text cannot be cut short enough")
+}
+
+/// The bytes a character takes inside a JSON string, as serde_json
+/// writes it.
+fn char_json_len(c: char) -> usize {
+    match c {
+        '"' | '\\' | '\n' | '\r' | '\t' | '\u{8}' | '\u{c}' => 2,
+        c if u32::from(c) < 0x20 => 6,
+        c => c.len_utf8(),
+    }
+}
+
+/// The bytes `text` takes inside a JSON string.
+fn json_len(text: &str) -> usize {
+    text.chars().map(char_json_len).sum()
+}
+
+/// The longest prefix of `text` (a byte index, at a character boundary)
+/// that takes at most `budget` bytes inside a JSON string.
+fn prefix_within(text: &str, budget: usize) -> usize {
+    let mut used = 0;
+    for (at, c) in text.char_indices() {
+        used += char_json_len(c);
+        if used > budget {
+            return at;
+        }
+    }
+    text.len()
 }
 
 /// What a cut text ends with.

@@ -2,7 +2,7 @@
 //! and refuses it, cuts it, or trims a listing.
 
 use super::cut::cut_text;
-use crate::message::{method, Response};
+use crate::message::{method, ErrorResponse, Response};
 use crate::note;
 use crate::pattern::Pattern;
 use crate::target::Target;
@@ -147,6 +147,39 @@ impl Rules {
     }
 }
 
+impl Rules {
+    /// An error answer, held to the same limit as a result: one over it
+    /// keeps its code and as much of its message as fits; its `data` (and
+    /// any other member) gives way to what the limit did.
+    fn apply_error(&self, bound: &Bound, mut answer: ErrorResponse) -> Message {
+        let Some(limit) = bound.bytes else {
+            return Message::Error(answer);
+        };
+        let error = &mut *answer.error;
+        let members = |v: &serde_json::Value| serde_json::to_vec(v).map_or(0, |b| b.len());
+        let size = error.message.len()
+            + error.data.as_ref().map_or(0, members)
+            + error.extra.values().map(members).sum::<usize>();
+        if size <= limit {
+            return Message::Error(answer);
+        }
+        let notice =
+            format!("… [mcp-chain: the error was {size} bytes, over the limit of {limit} bytes]");
+        let keep = limit.saturating_sub(notice.len());
+        let at = (0..=keep.min(error.message.len()))
+            .rev()
+            .find(|&i| error.message.is_char_boundary(i))
+            .unwrap_or(0);
+        error.message.truncate(at);
+        error.message += &notice;
+        error.data =
+            Some(json!({"layer": LAYER, "reason": "too_large", "size": size, "limit": limit}));
+        error.extra.clear();
+        note_size("truncated", size, error.message.len(), limit);
+        Message::Error(answer)
+    }
+}
+
 /// The audit's note of a result held to its size: what the server sent,
 /// what the client got (0: refused), the limit.
 fn note_size(action: &str, original: usize, delivered: usize, limit: usize) {
@@ -227,6 +260,7 @@ where
         Box::pin(async move {
             Ok(match answer.await? {
                 Some(Message::Response(response)) => Some(rules.apply(&bound, response)),
+                Some(Message::Error(error)) => Some(rules.apply_error(&bound, error)),
                 other => other,
             })
         })

@@ -1,6 +1,6 @@
 use super::*;
 use crate::message::Payload;
-use crate::{BoxError, Direction, Envelope, Message};
+use crate::{BoxError, Direction, Envelope, ErrorCode, ErrorObject, Message};
 use serde_json::{json, Value};
 use tower::{service_fn, Layer, ServiceExt};
 
@@ -105,6 +105,69 @@ async fn truncate_cuts_resource_text_and_escaped_text_to_fit() {
     let written = serde_json::to_vec(&out["result"]).expect("json").len();
     assert!(written <= 400, "{written}: {}", out["result"]);
     assert_eq!(out["result"]["contents"][0]["uri"], "file:///a");
+}
+
+#[tokio::test]
+async fn text_full_of_escapes_keeps_as_much_as_fits() {
+    let toml = &json!({"max_result_bytes": 1000, "action": "truncate"});
+    // Six bytes written for each character.
+    let escapes = "\u{1}".repeat(2000);
+    let out = answer(
+        toml,
+        "tools/call",
+        json!({"name": "t"}),
+        text_result(&escapes),
+    )
+    .await;
+    let written = serde_json::to_vec(&out["result"]).expect("json").len();
+    assert!(written <= 1000, "{written}");
+    let kept = out["result"]["content"][0]["text"].as_str().expect("text");
+    let kept = kept.chars().filter(|c| *c == '\u{1}').count();
+    // Room for the notice and the envelope aside, nearly all of it is text.
+    assert!(
+        kept * 6 >= 1000 - 200,
+        "kept {kept} characters, {written} bytes"
+    );
+}
+
+#[tokio::test]
+async fn an_error_answer_is_held_to_the_limit_too() {
+    let toml = &json!({"max_result_bytes": 300});
+    let server = service_fn(|env: Envelope| async move {
+        let id = env.message.id().cloned().expect("a request");
+        let error = ErrorObject::new(ErrorCode(-32000), "é".repeat(5000))
+            .with_data(json!({"dump": "x".repeat(100_000)}));
+        Ok::<_, BoxError>(Some(Message::error(Some(id), error)))
+    });
+    let request = Message::request(1, "tools/call", Some(json!({"name": "t"})));
+    let out = layer(toml)
+        .layer(server)
+        .oneshot(Envelope::new(Direction::ToServer, request))
+        .await
+        .expect("answered")
+        .expect("an answer")
+        .to_value();
+    let error = &out["error"];
+    assert_eq!(error["code"], -32000, "the server's code stays");
+    assert_eq!(error["data"]["reason"], "too_large");
+    let message = error["message"].as_str().expect("message");
+    assert!(
+        message.starts_with("éé") && message.contains("over the limit of 300"),
+        "{message}"
+    );
+    assert!(
+        serde_json::to_vec(error).expect("json").len() < 500,
+        "{error}"
+    );
+    // A small error passes as it came.
+    let small = answer(
+        toml,
+        "tools/call",
+        json!({"name": "t"}),
+        json!({"content": []}),
+    )
+    .await;
+    assert!(small.get("result").is_some());
 }
 
 #[tokio::test]

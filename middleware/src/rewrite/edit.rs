@@ -18,7 +18,7 @@ pub(super) struct Post {
     listing: Option<Listing>,
     /// Redact the text in the result (tool, resource, prompt content).
     content: bool,
-    /// Redact an error answer's message.
+    /// Redact an error answer (message, data and the rest).
     error: bool,
 }
 
@@ -212,8 +212,17 @@ impl Rules {
                     *answer = *unreadable(&resp.id, &e);
                 }
             }
+            // All of an error: its message, its `data` (servers put the
+            // failing input and its output there) and any member beside.
             Message::Error(e) if post.error => {
-                self.redactor.string(&mut e.error.message);
+                let error = &mut e.error;
+                self.redactor.string(&mut error.message);
+                if let Some(data) = error.data.as_mut() {
+                    self.redactor.all_strings(data);
+                }
+                for value in error.extra.values_mut() {
+                    self.redactor.all_strings(value);
+                }
             }
             _ => {}
         }

@@ -3,7 +3,7 @@
 //! built-in patterns for the secrets that leak most.
 
 use regex::Regex;
-use serde_json::Value;
+use serde_json::{Map, Value};
 use std::borrow::Cow;
 
 /// The replacement when a rule names none.
@@ -115,15 +115,41 @@ impl Redactor {
         }
     }
 
-    /// Redacts every string in `value`, at any depth (keys are left alone).
-    /// True when one changed.
+    /// Redacts every string in `value`, at any depth, object keys too (a
+    /// map keyed by access key id is a real shape). True when one changed.
     pub(super) fn all_strings(&self, value: &mut Value) -> bool {
         match value {
             Value::String(s) => self.string(s),
             Value::Array(items) => items.iter_mut().fold(false, |c, v| self.all_strings(v) | c),
-            Value::Object(map) => map.values_mut().fold(false, |c, v| self.all_strings(v) | c),
+            Value::Object(map) => {
+                let values = map.values_mut().fold(false, |c, v| self.all_strings(v) | c);
+                self.keys(map) | values
+            }
             _ => false,
         }
+    }
+
+    /// Redacts the keys of `map`, keeping their order. Two keys redacted to
+    /// the same text stay two entries (`[REDACTED]`, `[REDACTED] #2`): a
+    /// redaction hides a secret, it does not drop a value.
+    fn keys(&self, map: &mut Map<String, Value>) -> bool {
+        if !map.keys().any(|k| matches!(self.apply(k), Cow::Owned(_))) {
+            return false;
+        }
+        let old = std::mem::take(map);
+        for (key, value) in old {
+            let mut key = self.apply(&key).into_owned();
+            if map.contains_key(&key) {
+                let base = key.clone();
+                let mut n = 2;
+                while map.contains_key(&key) {
+                    key = format!("{base} #{n}");
+                    n += 1;
+                }
+            }
+            map.insert(key, value);
+        }
+        true
     }
 
     /// Redacts the text a result carries: every string under a `"text"` key
@@ -211,7 +237,7 @@ mod tests {
     }
 
     #[test]
-    fn content_redacts_text_and_structured_content_only() {
+    fn content_redacts_text_and_structured_content_keys_too() {
         let mut r = Redactor::default();
         r.push("s3cr3t", Some("***")).expect("valid");
         let mut v = json!({"content": [
@@ -224,7 +250,22 @@ mod tests {
             json!({"content": [
                 {"type": "text", "text": "pw ***"},
                 {"type": "resource", "resource": {"uri": "x://s3cr3t", "text": "***"}},
-            ], "structuredContent": {"a": ["***", 1], "s3cr3t": "k"}, "isError": false})
+            ], "structuredContent": {"a": ["***", 1], "***": "k"}, "isError": false})
+        );
+    }
+
+    #[test]
+    fn keys_are_redacted_and_two_never_become_one() {
+        let r = builtin("@aws_access_key");
+        let mut v = json!({"keys": {
+            "AKIAIOSFODNN7EXAMPLE": {"user": "a"},
+            "AKIAIOSFODNN7EXAMPL2": {"user": "b"},
+            "plain": 1,
+        }});
+        assert!(r.all_strings(&mut v));
+        assert_eq!(
+            v,
+            json!({"keys": {"[REDACTED]": {"user": "a"}, "[REDACTED] #2": {"user": "b"}, "plain": 1}})
         );
     }
 
