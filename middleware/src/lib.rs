@@ -46,6 +46,8 @@
 //!   request it answered.
 //! - [`session`]: who a session of the HTTP front serves (the audit says).
 //! - [`shown`]: untrusted text escaped and cut where a person reads it.
+//! - [`private`]: files written next to user data, private and never
+//!   through a planted path.
 //! - [`units`]: durations (`"2s"`) and rates (`"5/s"`) as written in configs.
 
 #![forbid(unsafe_code)]
@@ -64,6 +66,7 @@ pub mod pattern;
 pub mod payload;
 pub mod peer;
 pub mod pin;
+pub mod private;
 pub mod rate_limit;
 pub mod rewrite;
 pub mod session;

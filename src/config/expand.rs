@@ -5,7 +5,23 @@
 //! such a string, so a variable holding `"` or `\` cannot change the TOML's
 //! structure. `$${VAR}` writes a literal `${VAR}`; `${1}` (not a variable
 //! name: a regex group in a replacement) is left as written. Comments and
-//! '…' literal strings are left alone.
+//! literal strings ('…' and '''…''', whatever quotes they hold) are left
+//! alone; multi-line basic strings ("""…""") are expanded like "…".
+
+/// Where the scanner is in the TOML text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum At {
+    Code,
+    Comment,
+    /// `"…"` and `"""…"""`: expanded.
+    Basic {
+        multiline: bool,
+    },
+    /// `'…'` and `'''…'''`: never expanded, whatever quotes they hold.
+    Literal {
+        multiline: bool,
+    },
+}
 
 /// Expands `text`; an undefined variable is an error at its line and column.
 pub(super) fn expand(
@@ -14,61 +30,77 @@ pub(super) fn expand(
 ) -> Result<String, Vec<(usize, String)>> {
     let mut out = String::with_capacity(text.len());
     let mut errors = Vec::new();
-    let (mut in_basic, mut in_literal, mut in_comment) = (false, false, false);
-    let bytes = text.as_bytes();
+    let mut at = At::Code;
     let mut i = 0;
     while i < text.len() {
-        let c = bytes[i];
-        if in_comment {
-            in_comment = c != b'\n';
-        } else if in_literal {
-            in_literal = c != b'\'';
-        } else if in_basic {
-            if c == b'\\' && i + 1 < text.len() {
-                // An escape: copy the backslash and the whole next character.
-                let len = text[i + 1..].chars().next().map_or(1, char::len_utf8);
-                out.push_str(&text[i..i + 1 + len]);
-                i += 1 + len;
-                continue;
+        let rest = &text[i..];
+        // How many bytes, from `i`, are copied as they are.
+        let mut copy = rest.chars().next().map_or(1, char::len_utf8);
+        match at {
+            At::Code => {
+                let triple = |q: &str| rest.starts_with(&q.repeat(3));
+                (at, copy) = match rest.as_bytes()[0] {
+                    b'#' => (At::Comment, 1),
+                    b'"' if triple("\"") => (At::Basic { multiline: true }, 3),
+                    b'"' => (At::Basic { multiline: false }, 1),
+                    b'\'' if triple("'") => (At::Literal { multiline: true }, 3),
+                    b'\'' => (At::Literal { multiline: false }, 1),
+                    _ => (at, copy),
+                };
             }
-            if c == b'"' {
-                in_basic = false;
-            } else if text[i..].starts_with("$${") {
-                out.push_str("${");
-                i += 3;
-                continue;
-            } else if text[i..].starts_with("${") {
-                match text[i + 2..].find('}') {
-                    // `${1}` (a regex group in a replacement) is not a
-                    // variable name: left as written.
-                    Some(len) if !is_var_name(&text[i + 2..i + 2 + len]) => {}
-                    Some(len) => {
-                        let name = &text[i + 2..i + 2 + len];
-                        match lookup(name) {
-                            Some(value) => push_escaped(&mut out, &value),
-                            None => errors.push((
-                                i,
-                                format!("environment variable `{name}` is not set (write $${{{name}}} for a literal)"),
-                            )),
+            At::Comment if rest.starts_with('\n') => at = At::Code,
+            At::Comment => {}
+            At::Literal { multiline } | At::Basic { multiline } => {
+                let quote = if matches!(at, At::Basic { .. }) {
+                    '"'
+                } else {
+                    '\''
+                };
+                let basic = quote == '"';
+                if basic && rest.starts_with('\\') {
+                    // An escape: the backslash and the whole next character.
+                    copy = 1 + rest[1..].chars().next().map_or(0, char::len_utf8);
+                } else if rest.starts_with(quote) {
+                    let run = rest.chars().take_while(|c| *c == quote).count();
+                    match (multiline, run) {
+                        (false, _) => at = At::Code,
+                        // A multi-line string ends at three quotes; up to
+                        // two more before them are its own.
+                        (true, 3..) => {
+                            copy = run.min(5);
+                            at = At::Code;
                         }
-                        i += len + 3;
-                        continue;
+                        (true, _) => copy = run,
                     }
-                    None => errors.push((i, "`${` without a closing `}`".to_owned())),
+                } else if basic && rest.starts_with("$${") {
+                    out.push_str("${");
+                    i += 3;
+                    continue;
+                } else if basic && rest.starts_with("${") {
+                    match rest[2..].find('}') {
+                        // `${1}` (a regex group in a replacement) is not a
+                        // variable name: left as written.
+                        Some(len) if !is_var_name(&rest[2..2 + len]) => {}
+                        Some(len) => {
+                            let name = &rest[2..2 + len];
+                            match lookup(name) {
+                                Some(value) => push_escaped(&mut out, &value),
+                                None => errors.push((
+                                    i,
+                                    format!("environment variable `{name}` is not set (write $${{{name}}} for a literal)"),
+                                )),
+                            }
+                            i += len + 3;
+                            continue;
+                        }
+                        None => errors.push((i, "`${` without a closing `}`".to_owned())),
+                    }
                 }
             }
-        } else {
-            match c {
-                b'#' => in_comment = true,
-                b'"' => in_basic = true,
-                b'\'' => in_literal = true,
-                _ => {}
-            }
         }
-        // Copy one whole UTF-8 character.
-        let len = text[i..].chars().next().map_or(1, char::len_utf8);
-        out.push_str(&text[i..i + len]);
-        i += len;
+        let copy = copy.min(rest.len());
+        out.push_str(&rest[..copy]);
+        i += copy;
     }
     if errors.is_empty() {
         Ok(out)
@@ -140,6 +172,31 @@ mod tests {
     fn regex_group_references_are_not_variables() {
         let text = "replacement = \"${1}[REDACTED]\"";
         assert_eq!(expand(text, env).expect("ok"), text);
+    }
+
+    #[test]
+    fn literal_strings_are_never_expanded_whatever_quotes_they_hold() {
+        for text in [
+            "a = '''it's \"${NOPE}\"'''\n",
+            "a = '''\nline 'one' \"${NOPE}\"\n'''\n",
+            "a = '''x'''''\nb = '${NOPE}'\n",
+            "a = '\"${NOPE}\"'\n",
+        ] {
+            assert_eq!(expand(text, env).expect(text), text);
+            toml::from_str::<toml::Table>(text).expect(text);
+        }
+    }
+
+    #[test]
+    fn multiline_basic_strings_are_expanded_and_end_where_toml_ends_them() {
+        let text = "a = \"\"\"x \"q\" \\\"\"\" ${HOME}\"\"\"\nb = '${NOPE}'\n# ${NOPE}\n";
+        let out = expand(text, env).expect("expands");
+        let table: toml::Table = toml::from_str(&out).expect("TOML");
+        assert_eq!(table["a"].as_str(), Some("x \"q\" \"\"\" /home/me"));
+        assert_eq!(table["b"].as_str(), Some("${NOPE}"));
+        let out = expand("a = \"\"\"${TRICKY}\"\"\"", env).expect("expands");
+        let table: toml::Table = toml::from_str(&out).expect("TOML");
+        assert_eq!(table["a"].as_str(), Some("a\"b\\c\nd"));
     }
 
     #[test]

@@ -27,6 +27,7 @@ pub(crate) struct FrontFile {
     max_sessions: Option<usize>,
     session_idle: Option<String>,
     init_timeout: Option<String>,
+    body_timeout: Option<String>,
     replica: Option<String>,
 }
 
@@ -69,6 +70,8 @@ pub struct FrontConfig {
     /// A session whose client never sends `notifications/initialized`
     /// within this is ended.
     pub init_timeout: Duration,
+    /// A request's body must have arrived, all of it, within this.
+    pub body_timeout: Duration,
     /// This replica's name, the prefix of its session ids, so that a load
     /// balancer in front of several can send a session's requests to the
     /// replica that holds it.
@@ -79,6 +82,9 @@ pub(crate) const DEFAULT_PATH: &str = "/mcp";
 pub(crate) const DEFAULT_MAX_SESSIONS: usize = 64;
 pub(crate) const DEFAULT_SESSION_IDLE: Duration = Duration::from_secs(30 * 60);
 pub(crate) const DEFAULT_INIT_TIMEOUT: Duration = Duration::from_secs(30);
+/// Long enough for `max_message_bytes` over a slow link, short enough
+/// that a body trickled a byte a minute does not hold a connection.
+pub(crate) const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(30);
 
 impl Default for FrontConfig {
     fn default() -> Self {
@@ -92,6 +98,7 @@ impl Default for FrontConfig {
             max_sessions: DEFAULT_MAX_SESSIONS,
             session_idle: DEFAULT_SESSION_IDLE,
             init_timeout: DEFAULT_INIT_TIMEOUT,
+            body_timeout: DEFAULT_BODY_TIMEOUT,
             replica: None,
         }
     }
@@ -109,6 +116,7 @@ impl fmt::Debug for FrontConfig {
             .field("max_sessions", &self.max_sessions)
             .field("session_idle", &self.session_idle)
             .field("init_timeout", &self.init_timeout)
+            .field("body_timeout", &self.body_timeout)
             .field("replica", &self.replica)
             .finish()
     }
@@ -193,5 +201,6 @@ pub(super) fn front(file: FrontFile, problems: &mut Vec<Problem>) -> FrontConfig
     };
     duration("session_idle", file.session_idle, &mut front.session_idle);
     duration("init_timeout", file.init_timeout, &mut front.init_timeout);
+    duration("body_timeout", file.body_timeout, &mut front.body_timeout);
     front
 }

@@ -17,6 +17,10 @@ pub(super) enum Refusal {
     Unauthorized,
     /// 403: a `Host` or `Origin` that is not allowed.
     Forbidden(&'static str),
+    /// 400: an ambiguous or malformed authority (several `Host`s, one
+    /// that is not `host[:port]`, a target naming another authority): a
+    /// proxy in front may have read it differently, so none is guessed.
+    BadRequest(&'static str),
 }
 
 /// The checks, compiled from `[front]` and the address listened on.
@@ -55,14 +59,18 @@ impl Guard {
     /// Checks a request's head. `Ok` carries which token let it in (its
     /// index in `[front] tokens`); never the token itself.
     pub(super) fn check(&self, head: &Parts) -> Result<Option<usize>, Refusal> {
+        let host = authority(head)?;
         if let Some(hosts) = &self.hosts {
-            let host = head.headers.get(HOST).and_then(|h| h.to_str().ok());
-            let name = host.map(host_name).unwrap_or_default().to_ascii_lowercase();
-            if !hosts.contains(&name) {
+            let name = host.map(|(name, _)| name.to_ascii_lowercase());
+            if !name.is_some_and(|name| hosts.contains(&name)) {
                 return Err(Refusal::Forbidden("this Host is not allowed"));
             }
         }
-        if let Some(origin) = head.headers.get(ORIGIN) {
+        let mut origins = head.headers.get_all(ORIGIN).iter();
+        if let Some(origin) = origins.next() {
+            if origins.next().is_some() {
+                return Err(Refusal::BadRequest("several Origin headers"));
+            }
             let origin = origin.to_str().unwrap_or_default();
             if !self.origin_allowed(origin) {
                 return Err(Refusal::Forbidden("this Origin is not allowed"));
@@ -97,16 +105,82 @@ impl Guard {
         else {
             return false;
         };
-        self.loopback_origins && LOOPBACK_NAMES.contains(&host_name(rest))
+        let name = parse_host(rest).map(|(name, _)| name.to_ascii_lowercase());
+        self.loopback_origins && name.is_some_and(|name| LOOPBACK_NAMES.contains(&name.as_str()))
     }
 }
 
-/// `host[:port]` without the port (an IPv6 address keeps its brackets).
-fn host_name(host: &str) -> &str {
-    if host.starts_with('[') {
-        return host.find(']').map_or(host, |end| &host[..=end]);
+/// The request's authority, `(name, port)`: its one `Host`, which an
+/// absolute-form target (`POST http://host/mcp`) must agree with. `None`
+/// without either.
+fn authority(head: &Parts) -> Result<Option<(&str, Option<&str>)>, Refusal> {
+    let mut hosts = head.headers.get_all(HOST).iter();
+    let host = hosts.next();
+    if hosts.next().is_some() {
+        return Err(Refusal::BadRequest("several Host headers"));
     }
-    host.rsplit_once(':').map_or(host, |(name, _)| name)
+    let host = match host {
+        None => None,
+        Some(value) => {
+            let text = value
+                .to_str()
+                .map_err(|_| Refusal::BadRequest("a malformed Host"))?;
+            Some(parse_host(text).ok_or(Refusal::BadRequest("a malformed Host"))?)
+        }
+    };
+    let Some(target) = head.uri.authority() else {
+        return Ok(host);
+    };
+    let named = parse_host(target.as_str())
+        .ok_or(Refusal::BadRequest("a malformed authority in the target"))?;
+    match host {
+        Some(host) if !same_authority(host, named) => Err(Refusal::BadRequest(
+            "the target's authority is not the Host",
+        )),
+        _ => Ok(Some(named)),
+    }
+}
+
+fn same_authority(a: (&str, Option<&str>), b: (&str, Option<&str>)) -> bool {
+    a.0.eq_ignore_ascii_case(b.0) && a.1 == b.1
+}
+
+/// `host[:port]` read strictly: a DNS name or IPv4 address (letters,
+/// digits, `-`, `.`), or an IPv6 address in brackets, then nothing or a
+/// port of digits. Anything else (`[::1]junk`, `user@host`, spaces) is
+/// `None`.
+fn parse_host(text: &str) -> Option<(&str, Option<&str>)> {
+    let (name, rest) = match text.strip_prefix('[') {
+        Some(inner) => {
+            let end = inner.find(']')?;
+            let address = &inner[..end];
+            if address.is_empty()
+                || !address
+                    .bytes()
+                    .all(|b| b.is_ascii_hexdigit() || b == b':' || b == b'.')
+            {
+                return None;
+            }
+            (&text[..end + 2], &inner[end + 1..])
+        }
+        None => {
+            let end = text.find(':').unwrap_or(text.len());
+            let name = &text[..end];
+            let valid = |b: u8| b.is_ascii_alphanumeric() || b == b'-' || b == b'.';
+            if name.is_empty() || !name.bytes().all(valid) {
+                return None;
+            }
+            (name, &text[end..])
+        }
+    };
+    let port = match rest.strip_prefix(':') {
+        None if rest.is_empty() => None,
+        Some(port) if (1..=5).contains(&port.len()) && port.bytes().all(|b| b.is_ascii_digit()) => {
+            Some(port)
+        }
+        _ => return None,
+    };
+    Some((name, port))
 }
 
 #[cfg(test)]
@@ -155,6 +229,46 @@ mod tests {
         }
         let null = head(&[("host", "127.0.0.1:8080"), ("origin", "null")]);
         assert!(matches!(g.check(&null), Err(Refusal::Forbidden(_))));
+    }
+
+    #[test]
+    fn ambiguous_or_malformed_authorities_are_refused() {
+        let g = guard(&[], "127.0.0.1:8080");
+        let bad = |headers: &[(&str, &str)]| {
+            matches!(g.check(&head(headers)), Err(Refusal::BadRequest(_)))
+        };
+        let mut two = head(&[("host", "127.0.0.1:8080")]);
+        two.headers
+            .append(HOST, "evil.example".parse().expect("value"));
+        assert!(matches!(g.check(&two), Err(Refusal::BadRequest(_))));
+        for host in [
+            "[::1]junk",
+            "[::1]:80x",
+            "user@localhost",
+            "localhost:",
+            "local host",
+            "[]",
+            "localhost:123456",
+        ] {
+            assert!(bad(&[("host", host)]), "{host}");
+        }
+        for origin in ["http://[::1]junk", "http://localhost@evil.example"] {
+            let h = head(&[("host", "127.0.0.1:8080"), ("origin", origin)]);
+            assert!(g.check(&h).is_err(), "{origin}");
+        }
+        // An absolute-form target must name the Host.
+        let mut absolute = hyper::Request::builder()
+            .uri("http://evil.example/mcp")
+            .header("host", "127.0.0.1:8080")
+            .body(())
+            .expect("a request")
+            .into_parts()
+            .0;
+        assert!(matches!(g.check(&absolute), Err(Refusal::BadRequest(_))));
+        absolute.uri = "http://127.0.0.1:8080/mcp".parse().expect("uri");
+        assert_eq!(g.check(&absolute), Ok(None));
+        assert_eq!(g.check(&head(&[("host", "[::1]:8080")])), Ok(None));
+        assert_eq!(g.check(&head(&[("host", "LOCALHOST")])), Ok(None));
     }
 
     #[test]

@@ -55,6 +55,7 @@ pub(super) async fn handle(
             return Ok(answer);
         }
         Err(Refusal::Forbidden(why)) => return Ok(status(StatusCode::FORBIDDEN, why)),
+        Err(Refusal::BadRequest(why)) => return Ok(status(StatusCode::BAD_REQUEST, why)),
     };
     if let Some(version) = head.headers.get(VERSION_HEADER) {
         if !VERSIONS.iter().any(|v| version.as_bytes() == v.as_bytes()) {
@@ -164,18 +165,27 @@ async fn post(
     body: HttpBody,
     events: bool,
 ) -> Answer {
-    let bytes = match Limited::new(body, front.config.max_message_bytes)
-        .collect()
-        .await
-    {
-        Ok(collected) => collected.to_bytes(),
-        Err(e) if e.is::<http_body_util::LengthLimitError>() => {
+    // The head has its own bound; a body trickled a byte a minute must not
+    // hold a connection, and a session's slot, for good.
+    let collected = tokio::time::timeout(
+        front.settings.body_timeout,
+        Limited::new(body, front.config.max_message_bytes).collect(),
+    );
+    let bytes = match collected.await {
+        Err(_) => {
+            return status(
+                StatusCode::REQUEST_TIMEOUT,
+                "the request body did not arrive in time",
+            )
+        }
+        Ok(Ok(collected)) => collected.to_bytes(),
+        Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => {
             return status(
                 StatusCode::PAYLOAD_TOO_LARGE,
                 "the message is over proxy.max_message_bytes",
             );
         }
-        Err(_) => {
+        Ok(Err(_)) => {
             return status(
                 StatusCode::BAD_REQUEST,
                 "the request body could not be read",

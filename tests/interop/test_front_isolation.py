@@ -221,3 +221,57 @@ def test_a_legacy_session_belongs_to_the_token_that_opened_it():
         assert post(port, INIT, theirs, path=path)[0] == 404
         assert post(port, INIT, {"Authorization": f"Bearer {VICTIM}"}, path=path)[0] == 202
         conn.close()
+
+
+def raw_exchange(port: int, request: bytes, wait: float = 10) -> bytes:
+    """Sends `request` as it is on its own connection; the first bytes of
+    the answer."""
+    with socket.create_connection(("127.0.0.1", port), timeout=wait) as s:
+        s.sendall(request)
+        return s.recv(4096)
+
+
+def test_ambiguous_authorities_are_refused():
+    with served() as (port, _):
+        body = json.dumps(INIT).encode()
+
+        def post_with(head: str) -> bytes:
+            request = f"{head}\r\nContent-Type: application/json\r\nAccept: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+            return raw_exchange(port, request.encode() + body)
+
+        for head, expected in [
+            (f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nHost: evil.example", 400),
+            (f"POST /mcp HTTP/1.1\r\nHost: evil.example\r\nHost: 127.0.0.1:{port}", 400),
+            (f"POST http://evil.example/mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}", 400),
+            ("POST /mcp HTTP/1.1\r\nHost: [::1]junk", 400),
+            (f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nOrigin: http://[::1]junk", 403),
+        ]:
+            answer = raw_exchange_status(post_with(head))
+            assert answer == expected, (head, answer)
+        assert raw_exchange_status(post_with(f"POST http://127.0.0.1:{port}/mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}")) == 200
+
+
+def raw_exchange_status(answer: bytes) -> int:
+    return int(answer.split(b" ", 2)[1])
+
+
+def test_a_trickled_body_is_cut_off():
+    with served('[front]\nbody_timeout = "1s"\n') as (port, _):
+        with socket.create_connection(("127.0.0.1", port), timeout=15) as s:
+            s.sendall(
+                f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\nContent-Length: 200\r\n\r\n{{".encode()
+            )
+            started = time.monotonic()
+            answer = b""
+            with contextlib.suppress(OSError):
+                for _ in range(10):
+                    s.sendall(b" ")
+                    time.sleep(0.3)
+                    s.setblocking(False)
+                    with contextlib.suppress(BlockingIOError):
+                        answer += s.recv(4096)
+                    s.setblocking(True)
+                    if answer:
+                        break
+            assert answer.startswith(b"HTTP/1.1 408"), answer
+            assert time.monotonic() - started < 10

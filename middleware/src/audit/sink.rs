@@ -58,12 +58,7 @@ impl Sink {
         } else {
             let mut options = OpenOptions::new();
             options.create(true).append(true);
-            #[cfg(unix)]
-            {
-                use std::os::unix::fs::OpenOptionsExt;
-                options.mode(0o600);
-            }
-            Out::File(options.open(path)?)
+            Out::File(crate::private::open(&mut options, path.as_ref())?)
         };
         let path = PathBuf::from(if path == STDERR { "stderr" } else { path });
         let log = Log {

@@ -4,7 +4,7 @@
 use super::fingerprint::{Fields, Kind};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::SystemTime;
 
 pub(super) const VERSION: u32 = 1;
@@ -121,25 +121,13 @@ pub(super) fn stamp(path: &Path) -> Option<(SystemTime, u64)> {
     Some((meta.modified().ok()?, meta.len()))
 }
 
-/// Writes `file` to `path` whole: to a temporary file (0600), then renamed
-/// over, so a reader never sees half of it.
+/// Writes `file` to `path` whole, private to the user (see
+/// [`crate::private`]: never through a planted temporary file).
 pub(super) fn write(path: &Path, file: &PinFile) -> Result<(), String> {
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
     let mut text = serde_json::to_vec_pretty(file).expect("pins serialize");
     text.push(b'\n');
-    let mut tmp = path.to_owned().into_os_string();
-    tmp.push(".tmp");
-    let tmp = PathBuf::from(tmp);
-    let written = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(&tmp)
-        .and_then(|mut f| f.write_all(&text).and_then(|()| f.sync_all()))
-        .and_then(|()| std::fs::rename(&tmp, path));
-    written.map_err(|e| format!("pin file {}: cannot write: {e}", path.display()))
+    crate::private::write_whole(path, &text)
+        .map_err(|e| format!("pin file {}: cannot write: {e}", path.display()))
 }
 
 /// Every drift in `file`, by kind and name.

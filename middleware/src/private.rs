@@ -1,0 +1,103 @@
+//! Files mcp-chain writes next to a user's data (the pin file; the audit
+//! log), and how: private to the user, and never through a path someone
+//! else prepared. A planted symlink or file at a predictable temporary
+//! name would otherwise redirect the write or keep the planter's mode, so
+//! a whole-file write goes to a new file of a random name in the same
+//! directory, created exclusively (an existing name, symlink or not, is
+//! an error, never followed), then renamed over the target.
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+/// Opens `options` for `path` as a private file: readable and writable by
+/// the user alone (0600) when it is created.
+pub fn open(options: &mut OpenOptions, path: &Path) -> io::Result<File> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    options.open(path)
+}
+
+/// Replaces `path` with `bytes` whole: a reader sees the old file or the
+/// new one, never half of either.
+pub fn write_whole(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let tmp = temporary_beside(path)?;
+    let written = open(OpenOptions::new().write(true).create_new(true), &tmp)
+        .and_then(|mut file| file.write_all(bytes).and_then(|()| file.sync_all()))
+        .and_then(|()| std::fs::rename(&tmp, path));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
+}
+
+/// A fresh name in `path`'s directory: `.NAME.RANDOM.tmp`.
+fn temporary_beside(path: &Path) -> io::Result<PathBuf> {
+    let name = path
+        .file_name()
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no file name"))?;
+    let mut random = [0u8; 8];
+    ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut random)
+        .map_err(|_| io::Error::other("no randomness for a temporary name"))?;
+    let random: String = random.iter().map(|b| format!("{b:02x}")).collect();
+    let mut tmp = std::ffi::OsString::from(".");
+    tmp.push(name);
+    tmp.push(format!(".{random}.tmp"));
+    Ok(path.with_file_name(tmp))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dir(tag: &str) -> PathBuf {
+        let dir =
+            std::env::temp_dir().join(format!("mcp-chain-private-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("a temporary directory");
+        dir
+    }
+
+    #[test]
+    fn a_whole_write_replaces_the_file_and_leaves_nothing_beside() {
+        let dir = dir("whole");
+        let path = dir.join("pins.json");
+        write_whole(&path, b"one\n").expect("written");
+        write_whole(&path, b"two\n").expect("written again");
+        assert_eq!(std::fs::read(&path).expect("read"), b"two\n");
+        let names: Vec<_> = std::fs::read_dir(&dir).expect("dir").flatten().collect();
+        assert_eq!(names.len(), 1, "{names:?}");
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(&path).expect("meta").permissions().mode();
+            assert_eq!(mode & 0o777, 0o600);
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_planted_temporary_file_or_symlink_is_neither_followed_nor_reused() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = dir("planted");
+        let path = dir.join("pins.json");
+        let victim = dir.join("victim");
+        std::fs::write(&victim, b"keep").expect("victim");
+        // The old fixed name, planted as a symlink and as a world-readable file.
+        std::os::unix::fs::symlink(&victim, dir.join("pins.json.tmp")).expect("symlink");
+        write_whole(&path, b"pins\n").expect("written");
+        assert_eq!(std::fs::read(&victim).expect("victim"), b"keep");
+        let mode = std::fs::metadata(&path).expect("meta").permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+        // A fresh name each time: never one that exists.
+        let a = temporary_beside(&path).expect("a name");
+        let b = temporary_beside(&path).expect("a name");
+        assert_ne!(a, b);
+        assert_eq!(a.parent(), Some(dir.as_path()));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
