@@ -14,7 +14,7 @@ use hyper::body::Incoming as HttpBody;
 use hyper::header::{HeaderValue, ACCEPT, ALLOW, WWW_AUTHENTICATE};
 use hyper::{Method, Request, Response, StatusCode};
 use mcp_chain_middleware::message::{method, Incoming};
-use mcp_chain_middleware::{ErrorCode, Message};
+use mcp_chain_middleware::{ErrorCode, ErrorObject, Message};
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -223,9 +223,11 @@ async fn post(
             return status(StatusCode::PAYLOAD_TOO_LARGE, "the message is too long")
         }
     };
-    let initialize = messages
+    let initialize_id = messages
         .iter()
-        .any(|m| m.method() == Some(method::INITIALIZE) && m.id().is_some());
+        .find(|m| m.method() == Some(method::INITIALIZE))
+        .and_then(|m| m.id().cloned());
+    let initialize = initialize_id.is_some();
     if session.is_none()
         && !initialize
         && messages.len() == 1
@@ -280,6 +282,18 @@ async fn post(
     };
     let mut answer = relay(&session, read, waiting).await;
     if initialize {
+        // Never hand out a session that has ended meanwhile (its server
+        // gone, or the front stopping): the client would only get 404s.
+        if !session.alive(front) && !session.legacy {
+            let error = ErrorObject::new(
+                ErrorCode::CONNECTION_CLOSED,
+                "mcp-chain: the session ended before it could be used (its server is gone); initialize again",
+            )
+            .with_data(serde_json::json!({"layer": "front", "reason": "session_ended"}));
+            let mut line = Vec::new();
+            Message::error(initialize_id, error).write_line(&mut line);
+            return json(StatusCode::OK, bytes::Bytes::from(line));
+        }
         if let Ok(id) = HeaderValue::from_str(&session.id) {
             answer.headers_mut().insert(SESSION_HEADER, id);
         }

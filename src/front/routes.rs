@@ -28,6 +28,7 @@ use mcp_chain_middleware::{ErrorCode, ErrorObject, Message, RequestId};
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use tokio::sync::mpsc;
+use tokio::time::Instant;
 
 /// Where a listen stream's notification names its subscription.
 const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
@@ -60,6 +61,9 @@ pub(super) struct Routes {
     /// A pool session's: the parameters its server's listings mark for
     /// `Mcp-Param-*` headers, learned from the `tools/list` answers relayed.
     pub(super) marked: Option<Arc<ToolParams>>,
+    /// When a POST was last done with (answered, or its client gone): a
+    /// session is idle from its last answer, not from its last request.
+    pub(super) last_done: Option<Instant>,
 }
 
 struct Post {
@@ -396,8 +400,14 @@ impl Routes {
         }
     }
 
+    /// Whether a request of this session still waits for its answer.
+    pub(super) fn in_flight(&self) -> bool {
+        !self.answers.is_empty()
+    }
+
     fn close_post(&mut self, n: u64) -> Option<Post> {
         let post = self.posts.remove(&n)?;
+        self.last_done = Some(Instant::now());
         for id in &post.waiting {
             self.answers.remove(id);
         }

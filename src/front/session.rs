@@ -165,21 +165,35 @@ impl Session {
     }
 
     /// Why the session should be reaped now, if it should.
+    /// A session with a request in flight is never idle, and its idle
+    /// time counts from its last request or answer, whichever came last.
     fn expired(&self, front: &Front, now: Instant) -> Option<&'static str> {
-        let streaming = routes::lock(&self.routes).streaming();
+        let (streaming, busy, last_done) = {
+            let routes = routes::lock(&self.routes);
+            (routes.streaming(), routes.in_flight(), routes.last_done)
+        };
         let last_seen = *self
             .last_seen
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
+        let last_active = last_done.map_or(last_seen, |done| done.max(last_seen));
         if self.legacy && !streaming && now - self.created > LEGACY_GRACE {
             return Some("its event stream closed");
         }
+        if busy {
+            return None;
+        }
         if !self.initialized.load(Ordering::Relaxed)
-            && now - self.created > front.settings.init_timeout
+            && now - last_active.max(self.created) > front.settings.init_timeout
         {
             return Some("its client never finished the handshake");
         }
-        (!streaming && now - last_seen > front.settings.session_idle).then_some("it was idle")
+        (!streaming && now - last_active > front.settings.session_idle).then_some("it was idle")
+    }
+
+    /// Whether the session is still in the table (not ended or reaped).
+    pub(super) fn alive(&self, front: &Front) -> bool {
+        front.sessions.get(&self.id).is_some()
     }
 }
 

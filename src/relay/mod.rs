@@ -102,7 +102,7 @@ pub(crate) async fn session<S: Source>(
 
     let (stop_server, server_stop) = oneshot::channel();
     let (hurry_tx, hurry) = watch::channel(false);
-    let mut server = Upstream {
+    let started = Upstream {
         max_message_bytes: config.max_message_bytes,
         grace: config.shutdown_grace,
         conn: upstream_conn.clone(),
@@ -111,8 +111,18 @@ pub(crate) async fn session<S: Source>(
         queue: server_queue,
         hurry: hurry.clone(),
     }
-    .start(upstream, server_stop)
-    .map_err(RunError)?;
+    .start(upstream, server_stop);
+    let mut server = match started {
+        Ok(server) => server,
+        Err(why) => {
+            // No server: the client's end is closed at once, so its writer
+            // ends (an HTTP session's router answers every request it
+            // holds with an error and ends its streams) and nothing waits.
+            client_queue.close();
+            let _ = client_writer.await;
+            return Err(RunError(why));
+        }
+    };
 
     // Answers owed to the client: shutdown waits for these.
     let owed = TaskTracker::new();

@@ -275,3 +275,65 @@ def test_a_trickled_body_is_cut_off():
                         break
             assert answer.startswith(b"HTTP/1.1 408"), answer
             assert time.monotonic() - started < 10
+
+
+def rss_kib(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise AssertionError("no VmRSS")
+
+
+def test_a_server_that_cannot_start_is_an_error_at_once_and_nothing_is_kept():
+    port = harness.free_port()
+    argv = [str(harness.MCP_CHAIN), "--listen", f"127.0.0.1:{port}", "--", "/nonexistent/mcp-server", harness.RUN_MARKER]
+    with harness.listening(argv, port, "mcp-chain --listen") as stderr:
+        status, _, text = post(port, INIT, timeout=10)
+        error = answer(text)
+        assert error["id"] == 1 and error["error"]["code"] == -32000, (status, text)
+        # The legacy stream: its endpoint, then its end (not silence).
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        conn.request("GET", "/sse", headers={"Accept": "text/event-stream"})
+        resp = conn.getresponse()
+        assert resp.status == 200
+        assert b"endpoint" in resp.read()  # returns once the stream ends
+        conn.close()
+        pid = next(p for p in harness.processes_with(harness.RUN_MARKER, include_proxy=True) if "--listen" in Path(f"/proc/{p}/cmdline").read_text())
+        for _ in range(100):
+            post(port, INIT, timeout=10)
+        before = rss_kib(pid)
+        for _ in range(1000):
+            assert answer(post(port, INIT, timeout=10)[2])["error"]["code"] == -32000
+        grown = rss_kib(pid) - before
+        assert grown < 1024, f"{grown} KiB kept over 1,000 attempts"
+        assert "cannot start the server" in stderr.read_text()
+
+
+def test_a_session_with_a_call_in_flight_is_not_idle():
+    """Idle time counts from the last request or answer; a session whose
+    server is slow to start is not reaped under its initialize."""
+    with served('[front]\nsession_idle = "2s"\ninit_timeout = "1s"\n') as (port, _):
+        status, hdrs, _ = post(port, INIT)
+        session = {"Mcp-Session-Id": hdrs["mcp-session-id"]}
+        assert post(port, {"jsonrpc": "2.0", "method": "notifications/initialized"}, session)[0] == 202
+        call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "delay", "arguments": {"ms": 3000}}}
+        status, _, text = post(port, call, session)
+        assert status == 200 and answer(text)["result"]["content"][0]["text"] == "slept 3000 ms", text
+        time.sleep(0.8)
+        status, _, text = post(port, {"jsonrpc": "2.0", "id": 3, "method": "ping"}, session)
+        assert status == 200 and answer(text)["result"] == {}, (status, text)
+
+
+def test_a_session_is_never_handed_out_already_ended():
+    port = harness.free_port()
+    config = Path(tempfile.mkdtemp()) / "front.toml"
+    config.write_text('[front]\ninit_timeout = "1s"\n')
+    slow = f"sleep 2; exec {FAKE} --label {harness.RUN_MARKER}"
+    argv = [str(harness.MCP_CHAIN), "--listen", f"127.0.0.1:{port}", "--config", str(config), "--", "sh", "-c", slow]
+    with harness.listening(argv, port, "mcp-chain --listen"):
+        status, hdrs, text = post(port, INIT)
+        assert status == 200 and "result" in answer(text), text
+        session = {"Mcp-Session-Id": hdrs["mcp-session-id"]}
+        assert post(port, {"jsonrpc": "2.0", "method": "notifications/initialized"}, session)[0] == 202
+        status, _, text = post(port, {"jsonrpc": "2.0", "id": 2, "method": "ping"}, session)
+        assert status == 200 and answer(text)["result"] == {}, (status, text)
