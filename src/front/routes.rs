@@ -104,7 +104,14 @@ struct Backlog {
     next: u64,
     /// Events up to this id were handed to a GET stream.
     sent: u64,
+    /// Events dropped unsent since the last warning, and when that was: a
+    /// chatty server with no reader is one line per burst, not per message.
+    dropped: u64,
+    warned: Option<Instant>,
 }
+
+/// At most one warning about dropped events this often.
+const DROP_WARNING_EVERY: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// What a POST registers before its messages go to the session.
 pub(super) struct Waiting {
@@ -432,14 +439,29 @@ impl Backlog {
             if let Some((old, e)) = self.events.pop_front() {
                 self.bytes -= e.len();
                 if old > self.sent {
-                    tracing::warn!(
-                        event = old,
-                        "no client stream took this message before the backlog was full; dropped"
-                    );
+                    self.dropped += 1;
                 }
             }
         }
+        self.warn_dropped(false);
         id
+    }
+
+    /// Says how many events were dropped unsent, at most once per
+    /// [`DROP_WARNING_EVERY`] (or now, when `last`).
+    fn warn_dropped(&mut self, last: bool) {
+        let due = self
+            .warned
+            .is_none_or(|at| at.elapsed() >= DROP_WARNING_EVERY);
+        if self.dropped == 0 || !(due || last) {
+            return;
+        }
+        tracing::warn!(
+            dropped = self.dropped,
+            "no client stream took these messages before the session's backlog was full; dropped (the client reconnects its GET stream to get what is still kept)"
+        );
+        self.dropped = 0;
+        self.warned = Some(Instant::now());
     }
 }
 
@@ -503,6 +525,7 @@ pub(super) async fn run(queue: Queue, routes: Shared) {
     }
     let ended: Vec<Post> = {
         let mut routes = lock(&routes);
+        routes.backlog.warn_dropped(true);
         routes.get = None;
         routes.legacy = None;
         let posts: Vec<u64> = routes.posts.keys().copied().collect();

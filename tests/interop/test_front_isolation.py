@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import http.client
 import json
+import re
 import socket
 import tempfile
 import threading
@@ -337,3 +338,20 @@ def test_a_session_is_never_handed_out_already_ended():
         assert post(port, {"jsonrpc": "2.0", "method": "notifications/initialized"}, session)[0] == 202
         status, _, text = post(port, {"jsonrpc": "2.0", "id": 2, "method": "ping"}, session)
         assert status == 200 and answer(text)["result"] == {}, (status, text)
+
+
+def test_a_chatty_server_with_no_reader_is_one_warning_per_burst():
+    with served() as (port, stderr):
+        status, hdrs, _ = post(port, INIT)
+        session = {"Mcp-Session-Id": hdrs["mcp-session-id"], "Accept": "application/json"}
+        assert post(port, {"jsonrpc": "2.0", "method": "notifications/initialized"}, session)[0] == 202
+        call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "notify", "arguments": {"count": 5000, "method": "notifications/message"}}}
+        status, _, text = post(port, call, session)
+        assert status == 200 and answer(text)["id"] == 2, text
+        # The session goes on; its end says the rest.
+        assert request("DELETE", port, {"Mcp-Session-Id": hdrs["mcp-session-id"]}) == 200
+        harness.wait_until(lambda: "session ended" in stderr.read_text(), 10, 0.1)
+        warnings = [line for line in stderr.read_text().splitlines() if "backlog was full" in line]
+        assert 1 <= len(warnings) <= 2, warnings
+        dropped = sum(int(re.search(r"dropped=(\d+)", line).group(1)) for line in warnings)
+        assert dropped == 5000 - 1024, warnings
