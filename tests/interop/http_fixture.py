@@ -6,8 +6,9 @@ answers `tools/call` by the tool's name:
 - ``echo``: an SSE stream with a progress notification, then the answer;
 - ``json``: one JSON body;
 - ``expire``: the first time, forgets every session, so this call (sent
-  with the old session id) gets 404, and the proxy must start a new session
-  and retry; the retry is answered "renewed";
+  with the old session id) gets 404 (``unknown_status``: 400, as
+  server-everything answers), and the proxy must start a new session and
+  retry; the retry is answered "renewed";
 - ``cut``: an SSE stream with a priming event (id, retry) that ends before
   the answer; a GET with that Last-Event-ID resumes it with the answer;
 - ``cut-for-good``: an SSE stream that ends before the answer, no event id;
@@ -68,6 +69,14 @@ class State:
     legacy_endpoint: str = ""
     get_stream: bool = False
     get_count: int = 0
+    # What a request naming a session the server does not know gets: 404
+    # as the specification says, or 400 as server-everything answers.
+    unknown_status: int = 404
+    # This many coming `initialize`s are refused with a JSON-RPC error
+    # (HTTP 200, no session id).
+    refuse_initialize: int = 0
+    # GET streams fail with 503 while set (an outage of the stream).
+    get_down: bool = False
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def posts(self, rpc_method: str | None = None) -> list[Seen]:
@@ -163,6 +172,11 @@ class Handler(BaseHTTPRequestHandler):
         method, rid = body.get("method"), body.get("id")
         sid = self.headers.get("Mcp-Session-Id")
         if method == "initialize":
+            with self.state.lock:
+                refuse = self.state.refuse_initialize > 0
+                self.state.refuse_initialize -= int(refuse)
+            if refuse:
+                return self.send_json(200, {"jsonrpc": "2.0", "id": rid, "error": {"code": -32603, "message": "not now"}})
             sid = uuid.uuid4().hex
             with self.state.lock:
                 self.state.sessions.add(sid)
@@ -181,7 +195,7 @@ class Handler(BaseHTTPRequestHandler):
         with self.state.lock:
             known = sid in self.state.sessions or (sid is None and stateless)
         if not known:
-            return self.send_status(404 if sid else 400)
+            return self.send_status(self.state.unknown_status if sid else 400)
         if rid is None or method is None:  # a notification or an answer
             self.send_response(202)
             self.send_header("Content-Length", "0")
@@ -212,7 +226,7 @@ class Handler(BaseHTTPRequestHandler):
                 if first:
                     self.state.sessions.clear()
             if first:
-                self.send_status(404)
+                self.send_status(self.state.unknown_status)
             else:
                 self.send_json(200, result(rid, "renewed"))
         elif name == "cut":
@@ -306,6 +320,13 @@ class Handler(BaseHTTPRequestHandler):
             return
         if not get_stream:
             return self.send_status(405)
+        sid = self.headers.get("Mcp-Session-Id")
+        with self.state.lock:
+            known, down = sid in self.state.sessions, self.state.get_down
+        if down:
+            return self.send_status(503)
+        if not known:
+            return self.send_status(self.state.unknown_status)
         # Each GET stream says one thing, with an event id and a short
         # retry, and ends: the client reopens it after the id it last saw.
         self.start_events()

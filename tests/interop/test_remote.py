@@ -454,3 +454,71 @@ def test_tls_is_verified_and_a_private_ca_can_be_trusted(tmp_path):
         assert proxy.initialize()["result"]["serverInfo"]["name"] == "http-fixture"
         assert text(proxy.call(1, "json")) == "plain json"
         proxy.close()
+
+
+def test_a_server_that_answers_an_unknown_session_with_400_is_renewed(fixture: Fixture):
+    """server-everything, restarted, answers a session it does not know with
+    400, not 404: a 400 that is no JSON-RPC answer renews the session once."""
+    fixture.state.unknown_status = 400
+    proxy = Proxy(fixture.url)
+    proxy.initialize()
+    assert text(proxy.call(1, "expire")) == "renewed"
+    assert len(fixture.state.posts("initialize")) == 2
+    # A JSON-RPC error with status 400 is still an answer, not a renewal.
+    assert proxy.call(2, "rpc-error")["error"]["message"] == "the fixture says no"
+    assert len(fixture.state.posts("initialize")) == 2
+    assert text(proxy.call(3, "json")) == "plain json"
+    proxy.close()
+
+
+def test_a_refused_replay_keeps_the_old_session_and_the_next_request_renews(fixture: Fixture):
+    proxy = Proxy(fixture.url)
+    proxy.initialize()
+    assert harness.wait_until(lambda: fixture.state.posts("notifications/initialized"), READ_TIMEOUT_S)
+    with fixture.state.lock:
+        fixture.state.sessions.clear()
+        fixture.state.refuse_initialize = 1
+    refused = proxy.call(1, "json")
+    assert "refused the replayed initialize" in refused["error"]["message"], refused
+    # Not "no session" from now on: the next request meets the 404 again
+    # and starts a fresh handshake, which the server takes.
+    assert text(proxy.call(2, "json")) == "plain json"
+    assert all("mcp-session-id" in c.headers for c in fixture.state.posts("tools/call"))
+    proxy.close()
+
+
+def test_a_renewed_session_gets_its_event_stream_back_after_a_long_outage(fixture: Fixture):
+    fixture.state.get_stream = True
+    proxy = Proxy(fixture.url)
+    proxy.initialize()
+    assert proxy.read()["method"] == "notifications/tools/list_changed"
+    with fixture.state.lock:
+        fixture.state.get_down = True
+    # Long enough for mcp-chain to give the stream up (five failures).
+    stderr = proxy.stderr
+    assert harness.wait_until(lambda: "giving up the server's event stream" in stderr.read_text(), 40, 0.2)
+    with fixture.state.lock:
+        fixture.state.get_down = False
+        fixture.state.sessions.clear()  # the server restarted meanwhile
+    assert text(proxy.call(1, "json")) == "plain json"
+    assert len(fixture.state.posts("initialize")) == 2, "renewed once"
+    # The renewed session's stream: its events reach the client again.
+    message = proxy.read()
+    assert message.get("method") in ("notifications/message", "notifications/tools/list_changed"), message
+    proxy.close()
+
+
+def test_server_everything_restarted_is_reached_again():
+    port = harness.free_port()
+    argv = [harness.NODE, str(harness.EVERYTHING), "streamableHttp"]
+    env = {"PORT": str(port)}
+    with harness.listening(argv, port, "server-everything[1]", env=env):
+        proxy = Proxy(f"http://127.0.0.1:{port}/mcp")
+        proxy.initialize()
+        proxy.send({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "echo", "arguments": {"message": "one"}}})
+        assert "one" in proxy.answer(1)["result"]["content"][0]["text"]
+    with harness.listening(argv, port, "server-everything[2]", env=env):
+        proxy.send({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "echo", "arguments": {"message": "two"}}})
+        answer = proxy.answer(2)
+        assert "two" in answer["result"]["content"][0]["text"], answer
+        proxy.close()

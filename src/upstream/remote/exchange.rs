@@ -44,6 +44,49 @@ pub(super) struct Exchange {
     pub(super) websocket: Option<super::websocket::Settings>,
 }
 
+/// Whether `response`, to a request that carried a session id, says the
+/// server forgot the session: 404, as the specification says, or a 400
+/// that is not a JSON-RPC answer (server-everything, restarted, answers
+/// so). A 400 holding an answer is given back whole, read again from what
+/// was read of it.
+async fn forgotten(response: Response, cap: usize) -> (bool, Response) {
+    match response.status() {
+        StatusCode::NOT_FOUND => (true, response),
+        StatusCode::BAD_REQUEST => {
+            let status = response.status();
+            let headers = response.headers().clone();
+            let body = capped_body(response, cap).await;
+            let answers = body.as_deref().is_some_and(names_a_request);
+            let mut rebuilt = hyper::http::Response::new(body.unwrap_or_default());
+            *rebuilt.status_mut() = status;
+            *rebuilt.headers_mut() = headers;
+            (!answers, Response::from(rebuilt))
+        }
+        _ => (false, response),
+    }
+}
+
+/// The body, when it fits in `cap` bytes.
+async fn capped_body(mut response: Response, cap: usize) -> Option<Bytes> {
+    let mut body = Vec::new();
+    while let Ok(Some(chunk)) = response.chunk().await {
+        if body.len() + chunk.len() > cap {
+            return None;
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Some(Bytes::from(body))
+}
+
+/// Whether `body` is a JSON-RPC answer to some request (an `id` that is
+/// not null).
+fn names_a_request(body: &[u8]) -> bool {
+    let Ok(serde_json::Value::Object(message)) = serde_json::from_slice(body) else {
+        return false;
+    };
+    message.get("id").is_some_and(|id| !id.is_null())
+}
+
 /// What a request asks that its answer should teach the transport.
 #[derive(Debug, Clone, Copy, Default)]
 pub(super) struct Ask {
@@ -82,7 +125,11 @@ impl Exchange {
                 Err(failure) => return self.fail(id, &failure).await,
             };
             let status = response.status();
-            if status == StatusCode::NOT_FOUND && session.id.is_some() && !renewed {
+            let (forgotten, response) = match session.id.is_some() && !renewed {
+                true => forgotten(response, self.cap).await,
+                false => (false, response),
+            };
+            if forgotten {
                 let handshake = self.conn.handshake();
                 let renewal =
                     self.session

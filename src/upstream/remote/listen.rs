@@ -4,9 +4,11 @@
 //! `initialize` is answered, and before `notifications/initialized` is
 //! sent, since a server sends its first list changes while it handles that
 //! one (server-everything does): a stream opened after would miss them.
-//! 405 means the server has none, and it is not asked again. A stream that ends is reopened after the `retry` the server
-//! named, resuming after the last event id; one that keeps failing is given
-//! up with a warning (requests still work without it).
+//! 405 means the server has none, and it is not asked again. A stream that
+//! ends is reopened after the `retry` the server named, resuming after the
+//! last event id; one that keeps failing is given up with a warning
+//! (requests still work without it) until the session is renewed, which
+//! opens it again.
 
 use super::answers::Answers;
 use super::exchange::Exchange;
@@ -53,8 +55,15 @@ async fn run(exchange: Arc<Exchange>, mut first: Option<Result<Response, Failure
                 tracing::debug!("the server has no standalone event stream");
                 return;
             }
-            Ok(response) if response.status() == StatusCode::NOT_FOUND && state.id.is_some() => {
-                // The session expired: the next request renews it.
+            Ok(response)
+                if state.id.is_some()
+                    && matches!(
+                        response.status(),
+                        StatusCode::NOT_FOUND | StatusCode::BAD_REQUEST
+                    ) =>
+            {
+                // The session expired (a 400: as server-everything says
+                // so): the next request renews it, and this stream with it.
                 last_event_id = None;
                 if session.changed().await.is_err() {
                     return;
@@ -114,8 +123,15 @@ async fn run(exchange: Arc<Exchange>, mut first: Option<Result<Response, Failure
             }
         };
         if failures >= MAX_FAILURES {
-            tracing::warn!("giving up the server's event stream after {failures} failures; its notifications that belong to no request will not arrive");
-            return;
+            // Given up for this session only: a renewed session (after the
+            // outage, its first request renews it) gets its stream back.
+            tracing::warn!("giving up the server's event stream after {failures} failures, until the session is renewed; its notifications that belong to no request will not arrive meanwhile");
+            if session.changed().await.is_err() {
+                return;
+            }
+            failures = 0;
+            last_event_id = None;
+            continue;
         }
         tokio::time::sleep(wait).await;
     }

@@ -3,7 +3,9 @@
 //! later request), the protocol version the handshake settled on (sent as
 //! `MCP-Protocol-Version`), and what to do when the server forgets it.
 //!
-//! A 404 to a request that carried a session id means the session expired.
+//! A 404 to a request that carried a session id means the session expired
+//! (so does a 400 that is not a JSON-RPC answer: server-everything, the
+//! reference server, answers an unknown session so).
 //! The client must not notice: its cached `initialize` and
 //! `notifications/initialized` (as the connector recorded them, after every
 //! layer) are replayed with mcp-chain's own id, the answer read here and
@@ -62,16 +64,7 @@ impl Session {
     /// `initialize` was answered: a new session, with the id the server gave
     /// (none: the server keeps no sessions).
     pub(super) fn started(&self, response: &Response) {
-        let id = response.headers().get(SESSION_ID).cloned();
-        if let Some(id) = &id {
-            // Visible ASCII only, as the specification says; anything else
-            // is not sent back.
-            if !id.as_bytes().iter().all(|b| (0x21..=0x7e).contains(b)) {
-                tracing::warn!("the server's session id is not visible ASCII; not using it");
-                return self.set(None);
-            }
-        }
-        self.set(id);
+        self.set(id_of(response));
     }
 
     fn set(&self, id: Option<HeaderValue>) {
@@ -134,7 +127,11 @@ impl Session {
         if !response.status().is_success() {
             return Err(Failure::status(&response, http));
         }
-        self.started(&response);
+        // Taken only once the server accepted the handshake: a replay it
+        // refuses leaves the old session as it was, so the next request
+        // meets the same 404 and starts a fresh handshake, instead of going
+        // out with no session at all for the life of the process.
+        let id = id_of(&response);
         let answer = tokio::time::timeout(REPLAY_TIMEOUT, answer_in(response, cap))
             .await
             .map_err(|_| {
@@ -150,6 +147,7 @@ impl Session {
             );
             return Err(Failure::new("session", refused));
         }
+        self.set(id);
         self.negotiated(&answer);
         if initialized {
             let note = Message::notification(method::NOTIFICATION_INITIALIZED, None);
@@ -166,6 +164,17 @@ impl Session {
         }
         Ok(())
     }
+}
+
+/// The session id an `initialize` response gives: visible ASCII only, as
+/// the specification says; anything else is not sent back.
+fn id_of(response: &Response) -> Option<HeaderValue> {
+    let id = response.headers().get(SESSION_ID)?;
+    if !id.as_bytes().iter().all(|b| (0x21..=0x7e).contains(b)) {
+        tracing::warn!("the server's session id is not visible ASCII; not using it");
+        return None;
+    }
+    Some(id.clone())
 }
 
 /// A message as a request body.
