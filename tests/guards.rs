@@ -147,7 +147,10 @@ async fn approve_asks_the_client_and_the_answer_decides() {
         let question = proxy.recv().await;
         assert_eq!(question["method"], "elicitation/create", "{question}");
         let text = question["params"]["message"].as_str().unwrap_or_default();
-        assert!(text.contains("\"echo\"") && text.contains("n = "), "{text}");
+        assert!(
+            text.contains("\"echo\"") && text.contains("\"n\" = "),
+            "{text}"
+        );
         let answer = answers.next().expect("an answer");
         proxy
             .send(json!({"jsonrpc": "2.0", "id": question["id"], "result": answer}))

@@ -236,6 +236,7 @@ async fn post(
         drop(messages);
         return stateless::post(front, caller, headers, read, events).await;
     }
+    let mut session_is_new = false;
     let session = match (session, initialize) {
         (Some(session), false) => session,
         // A legacy session exists from its stream on; it is initialized by
@@ -249,6 +250,7 @@ async fn post(
             );
         }
         (None, true) if messages.len() == 1 => {
+            session_is_new = true;
             match front.sessions.open(front, Kind::Streamable, caller) {
                 Some(session) => session,
                 None => return too_many_sessions(),
@@ -280,8 +282,14 @@ async fn post(
         listen: false,
         lists_tools: false,
     };
-    let mut answer = relay(&session, read, waiting).await;
-    if initialize {
+    // A new session's id goes out at once, on an event stream's headers,
+    // when the client takes one: its server may take a while to start
+    // (node, npx), and a client that pipelines its first lines (mcp-remote
+    // does) sends them as soon as it knows the id. The answer follows on
+    // the stream; a server that cannot start ends it with an error.
+    let early = initialize && events && session_is_new;
+    let mut answer = relay(&session, read, waiting, early).await;
+    if initialize && !early {
         // Never hand out a session that has ended meanwhile (its server
         // gone, or the front stopping): the client would only get 404s.
         if !session.alive(front) && !session.legacy {
@@ -294,6 +302,8 @@ async fn post(
             Message::error(initialize_id, error).write_line(&mut line);
             return json(StatusCode::OK, bytes::Bytes::from(line));
         }
+    }
+    if initialize {
         if let Ok(id) = HeaderValue::from_str(&session.id) {
             answer.headers_mut().insert(SESSION_HEADER, id);
         }
@@ -303,8 +313,9 @@ async fn post(
 
 /// Registers what a POST waits for, hands its messages to the session and
 /// answers: 202 when nothing is asked, else the answers' event stream or
-/// the JSON answer.
-pub(super) async fn relay(session: &Session, read: Read, waiting: Waiting) -> Answer {
+/// the JSON answer. `early`: the event stream at once, before anything is
+/// on it.
+pub(super) async fn relay(session: &Session, read: Read, waiting: Waiting, early: bool) -> Answer {
     let events = waiting.events;
     let asks = !waiting.ids.is_empty() && !session.legacy;
     let answers = match asks.then(|| routes::lock(&session.routes).post(waiting)) {
@@ -325,6 +336,9 @@ pub(super) async fn relay(session: &Session, read: Read, waiting: Waiting) -> An
     let Some(mut answers) = answers else {
         return status(StatusCode::ACCEPTED, "");
     };
+    if early {
+        return event_stream(Reply::events(answers));
+    }
     // Nothing goes on a POST's stream before its first message: when that
     // is the answer (nothing came before it), a JSON body is one write,
     // where a stream is three; otherwise the stream starts with it.

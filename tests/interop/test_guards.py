@@ -153,7 +153,7 @@ async def test_approve_the_python_sdk_client_answers_both_ways(tmp_path: Path, f
         again = await conn.session.call_tool("echo", {"message": "again"})
         assert again.content[0].text == "Echo: again"
         assert len(asked) == 3, "allowed for the session: not asked a fourth time"
-        assert 'Allow the tool "echo" to run?' in asked[0].message and 'message = "rm -rf"' in asked[0].message
+        assert 'Allow the tool "echo" to run?' in asked[0].message and '"message" = "rm -rf"' in asked[0].message
         # A tool no pattern names is not asked about.
         total = await conn.session.call_tool("get-sum", {"a": 1, "b": 2})
         assert "3" in total.content[0].text and len(asked) == 3
