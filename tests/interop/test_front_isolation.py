@@ -350,7 +350,7 @@ def test_a_chatty_server_with_no_reader_is_one_warning_per_burst():
         assert status == 200 and answer(text)["id"] == 2, text
         # The session goes on; its end says the rest.
         assert request("DELETE", port, {"Mcp-Session-Id": hdrs["mcp-session-id"]}) == 200
-        harness.wait_until(lambda: "session ended" in stderr.read_text(), 10, 0.1)
+        assert harness.wait_until(lambda: "session ended session=" in stderr.read_text(), 10, 0.1)
         warnings = [line for line in stderr.read_text().splitlines() if "backlog was full" in line]
         assert 1 <= len(warnings) <= 2, warnings
         dropped = sum(int(re.search(r"dropped=(\d+)", line).group(1)) for line in warnings)
