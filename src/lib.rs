@@ -73,6 +73,8 @@ fn effective_config(cli: &Cli) -> Result<Config, String> {
     };
     if let Some(bytes) = cli.max_message_bytes {
         config.max_message_bytes = usize::try_from(bytes).unwrap_or(usize::MAX);
+        // One message must always fit the budget of bytes in flight.
+        config.max_bytes_in_flight = config.max_bytes_in_flight.max(config.max_message_bytes);
     }
     if let Some(listen) = &cli.listen {
         config.front.listen =

@@ -52,6 +52,8 @@ pub(crate) struct UpstreamFile {
 pub(crate) struct ProxyFile {
     /// Largest message accepted on either pipe, in bytes.
     pub(crate) max_message_bytes: Option<u64>,
+    /// Bytes of big messages the whole process may hold at once.
+    pub(crate) max_bytes_in_flight: Option<u64>,
     /// How long to wait at shutdown for answers still owed, then for the
     /// server to exit ("250ms", "5s").
     pub(crate) shutdown_grace: Option<String>,

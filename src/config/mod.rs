@@ -15,8 +15,8 @@ pub use upstream::{
     is_url, CommandConfig, Envelope, RestartPolicy, Transport, UpstreamConfig, UrlConfig,
 };
 pub(crate) use validate::{
-    parse_duration, DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_MAX_RESTARTS, DEFAULT_RESTART_BACKOFF,
-    DEFAULT_SHUTDOWN_GRACE,
+    parse_duration, DEFAULT_MAX_BYTES_IN_FLIGHT, DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_MAX_RESTARTS,
+    DEFAULT_RESTART_BACKOFF, DEFAULT_SHUTDOWN_GRACE,
 };
 
 use crate::chain::AnyLayer;
@@ -29,6 +29,9 @@ pub struct Config {
     /// From `[upstream]`; the command line after `--` replaces it.
     pub upstream: Option<UpstreamConfig>,
     pub max_message_bytes: usize,
+    /// Bytes of big messages in flight the whole process may hold (see
+    /// `transport::budget`); at least `max_message_bytes`.
+    pub max_bytes_in_flight: usize,
     pub shutdown_grace: Duration,
     /// `[front]`: serving the chain over HTTP.
     pub front: FrontConfig,
@@ -43,6 +46,7 @@ impl Default for Config {
         Self {
             upstream: None,
             max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
+            max_bytes_in_flight: DEFAULT_MAX_BYTES_IN_FLIGHT,
             shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
             front: FrontConfig::default(),
             chain: Vec::new(),

@@ -10,6 +10,11 @@ use std::time::Duration;
 /// (tens of MB pass), small enough that a runaway line cannot eat memory.
 pub(crate) const DEFAULT_MAX_MESSAGE_BYTES: usize = 64 * 1024 * 1024;
 
+/// Default budget of big messages in flight in the whole process: four
+/// messages of the default cap at once (the HTTP front's sessions share
+/// it), a few hundred MiB at worst on a machine that runs servers anyway.
+pub(crate) const DEFAULT_MAX_BYTES_IN_FLIGHT: usize = 4 * DEFAULT_MAX_MESSAGE_BYTES;
+
 /// Smallest cap we accept: an initialize request must fit.
 const MIN_MAX_MESSAGE_BYTES: u64 = 4 * 1024;
 
@@ -46,6 +51,19 @@ pub(super) fn validate(file: ConfigFile) -> Result<Config, Vec<Problem>> {
         }
         Some(n) => usize::try_from(n).unwrap_or(usize::MAX),
     };
+    let max_bytes_in_flight = match file.proxy.max_bytes_in_flight {
+        None => DEFAULT_MAX_BYTES_IN_FLIGHT.max(max_message_bytes),
+        Some(n) if (n as usize) < max_message_bytes => {
+            problems.push((
+                None,
+                format!(
+                    "proxy.max_bytes_in_flight: {n} is less than proxy.max_message_bytes ({max_message_bytes}): one message could never be taken"
+                ),
+            ));
+            DEFAULT_MAX_BYTES_IN_FLIGHT
+        }
+        Some(n) => usize::try_from(n).unwrap_or(usize::MAX),
+    };
     let shutdown_grace = match file.proxy.shutdown_grace.as_deref().map(parse_duration) {
         None => DEFAULT_SHUTDOWN_GRACE,
         Some(Ok(d)) => d,
@@ -72,6 +90,7 @@ pub(super) fn validate(file: ConfigFile) -> Result<Config, Vec<Problem>> {
         Ok(Config {
             upstream,
             max_message_bytes,
+            max_bytes_in_flight,
             shutdown_grace,
             front,
             chain,

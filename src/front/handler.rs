@@ -9,7 +9,6 @@ use super::session::{self, Caller, Kind, Session};
 use super::stateless;
 use super::Front;
 use crate::relay::Read;
-use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming as HttpBody;
 use hyper::header::{HeaderValue, ACCEPT, ALLOW, WWW_AUTHENTICATE};
 use hyper::{Method, Request, Response, StatusCode};
@@ -165,34 +164,10 @@ async fn post(
     body: HttpBody,
     events: bool,
 ) -> Answer {
-    // The head has its own bound; a body trickled a byte a minute must not
-    // hold a connection, and a session's slot, for good.
-    let collected = tokio::time::timeout(
-        front.settings.body_timeout,
-        Limited::new(body, front.config.max_message_bytes).collect(),
-    );
-    let bytes = match collected.await {
-        Err(_) => {
-            return status(
-                StatusCode::REQUEST_TIMEOUT,
-                "the request body did not arrive in time",
-            )
-        }
-        Ok(Ok(collected)) => collected.to_bytes(),
-        Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => {
-            return status(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "the message is over proxy.max_message_bytes",
-            );
-        }
-        Ok(Err(_)) => {
-            return status(
-                StatusCode::BAD_REQUEST,
-                "the request body could not be read",
-            )
-        }
+    let read = match super::intake::take(front, body).await {
+        Ok(read) => read,
+        Err(refused) => return *refused,
     };
-    let read = Read::from_vec(bytes.to_vec());
     let messages: Vec<&Message> = match &read {
         Read::Parsed(Incoming::Single(Ok(message))) => vec![message],
         Read::Parsed(Incoming::Batch(items)) if items.iter().all(Result::is_ok) => {
@@ -221,6 +196,13 @@ async fn post(
         }
         Read::TooLong { .. } => {
             return status(StatusCode::PAYLOAD_TOO_LARGE, "the message is too long")
+        }
+        Read::OverBudget { why, .. } => {
+            return rpc_error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                ErrorCode::OVER_BUDGET,
+                &why.to_string(),
+            )
         }
     };
     let initialize_id = messages

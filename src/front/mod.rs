@@ -12,12 +12,14 @@
 mod body;
 mod guard;
 mod handler;
+mod intake;
 mod routes;
 mod session;
 mod stateless;
 
 use crate::chain::AnyLayer;
 use crate::config::{Config, FrontConfig, UpstreamConfig};
+use crate::transport::budget::Budget;
 use guard::Guard;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
@@ -45,6 +47,9 @@ pub(crate) struct Front {
     sessions: Sessions,
     /// Shared sessions for requests without one (2026-07-28).
     pool: stateless::Pool,
+    /// The process's budget of big messages in flight: request bodies and
+    /// every session's servers share it.
+    budget: Arc<Budget>,
 }
 
 impl Front {
@@ -85,6 +90,7 @@ pub(crate) async fn run(
         .map_err(|e| format!("cannot listen on {listen}: {e}"))?;
     let bound = listener.local_addr().map_err(|e| e.to_string())?;
     let settings = config.front.clone();
+    let budget = Budget::new(config.max_bytes_in_flight);
     let front = Arc::new(Front {
         guard: Guard::new(&settings, bound),
         config: Arc::new(config),
@@ -92,6 +98,7 @@ pub(crate) async fn run(
         upstream,
         sessions: Sessions::default(),
         pool: stateless::Pool::default(),
+        budget,
     });
     let path = &front.settings.path;
     let legacy = if front.settings.legacy_sse {

@@ -106,7 +106,7 @@ impl Session {
         let layers = front.layers_for_session(&info);
         let tasks = front.sessions.tasks.clone();
         tasks.spawn(async move {
-            let ending = relay::session(&front.config, &layers, &front.upstream, client, signals).await;
+            let ending = relay::session(&front.config, &front.budget, &layers, &front.upstream, client, signals).await;
             match ending {
                 Ok(Ending::Clean) => tracing::info!(session = %short(&id), "session ended"),
                 Ok(Ending::ServerGone(reason)) => {

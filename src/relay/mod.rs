@@ -27,6 +27,7 @@ pub(crate) use source::{Read, Source};
 use crate::chain::{self, AnyLayer, ChainService};
 use crate::config::{Config, UpstreamConfig};
 use crate::connector::Connector;
+use crate::transport::budget::Budget;
 use crate::transport::codec::FrameReader;
 use crate::transport::queue::Queue;
 use crate::transport::stdio::{Reader, Writer};
@@ -34,6 +35,7 @@ use crate::transport::writer;
 use crate::upstream::{End, Upstream};
 use mcp_chain_middleware::Direction;
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio_util::task::TaskTracker;
@@ -63,12 +65,13 @@ pub async fn run(
 ) -> Result<Ending, RunError> {
     let queue = Queue::default();
     let writer = tokio::spawn(writer::run(queue.clone(), client_out, "client", true));
+    let budget = Budget::new(config.max_bytes_in_flight);
     let client = Client {
-        source: FrameReader::new(client_in, config.max_message_bytes),
+        source: FrameReader::new(client_in, config.max_message_bytes).with_budget(budget.clone()),
         queue,
         writer,
     };
-    session(config, &config.chain, upstream, client, signals).await
+    session(config, &budget, &config.chain, upstream, client, signals).await
 }
 
 /// The client's end of a session: where its messages come from, the queue
@@ -84,6 +87,7 @@ pub(crate) struct Client<S> {
 /// `signals` asks for a graceful stop, the next one cuts it short.
 pub(crate) async fn session<S: Source>(
     config: &Config,
+    budget: &Arc<Budget>,
     layers: &[AnyLayer],
     upstream: &UpstreamConfig,
     client: Client<S>,
@@ -104,6 +108,7 @@ pub(crate) async fn session<S: Source>(
     let (hurry_tx, hurry) = watch::channel(false);
     let started = Upstream {
         max_message_bytes: config.max_message_bytes,
+        budget: budget.clone(),
         grace: config.shutdown_grace,
         conn: upstream_conn.clone(),
         downstream: downstream_conn.clone(),

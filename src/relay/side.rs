@@ -84,6 +84,12 @@ impl<S: Source> Side<S> {
                     self.unreadable(id, ErrorCode::PARSE_ERROR, message).await;
                     continue;
                 }
+                Ok(Some(Read::OverBudget { len, why, id })) => {
+                    let message =
+                        format!("mcp-chain: a message of {len} bytes or more was refused: {why}");
+                    self.unreadable(id, ErrorCode::OVER_BUDGET, message).await;
+                    continue;
+                }
                 Ok(Some(Read::TooLong { len, limit, id })) => {
                     let message = format!(
                         "mcp-chain: message of {len} bytes is over the limit of {limit} bytes (proxy.max_message_bytes); skipped"

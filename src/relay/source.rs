@@ -4,6 +4,7 @@
 //! or an SSE event itself (it must know which request a body answers) and
 //! hands over the parse through a channel.
 
+use crate::transport::budget::{Budget, Reserved, Spent};
 use crate::transport::codec::{Frame, FrameReader};
 use mcp_chain_middleware::message::{response_id, Incoming, BIG_PAYLOAD_BYTES};
 use mcp_chain_middleware::RequestId;
@@ -28,6 +29,13 @@ pub(crate) enum Read {
         limit: usize,
         id: Option<RequestId>,
     },
+    /// Skipped because the budget of bytes in flight had no room for it:
+    /// its length (so far), why, and the id of the answer it was.
+    OverBudget {
+        len: usize,
+        why: Spent,
+        id: Option<RequestId>,
+    },
 }
 
 impl Read {
@@ -47,11 +55,26 @@ impl Read {
     /// [`Self::parse`] for a message handed over whole (an HTTP body, an
     /// event's data): a big payload stays in it rather than being copied.
     pub(crate) fn from_vec(bytes: Vec<u8>) -> Self {
+        Self::from_arc(bytes, |_| ())
+    }
+
+    /// [`Self::from_vec`], a big message counted in `budget` (taking over
+    /// the room reserved to read it) for as long as it lives.
+    pub(crate) fn from_vec_held(
+        bytes: Vec<u8>,
+        budget: &Budget,
+        reserved: Option<Reserved>,
+    ) -> Self {
+        Self::from_arc(bytes, |buf| budget.hold(reserved, buf))
+    }
+
+    fn from_arc(bytes: Vec<u8>, hold: impl FnOnce(&Arc<Vec<u8>>)) -> Self {
         if bytes.len() < BIG_PAYLOAD_BYTES {
             return Self::parse(&bytes);
         }
         let len = bytes.len();
         let bytes = Arc::new(bytes);
+        hold(&bytes);
         match Incoming::parse_shared(bytes.clone(), 0..len) {
             Ok(incoming) => Self::Parsed(incoming),
             Err(error) => Self::Unparsable {
@@ -86,6 +109,11 @@ impl<R: AsyncRead + Unpin> Source for FrameReader<R> {
             Some(Frame::TooLong { len, head }) => Some(Read::TooLong {
                 len,
                 limit,
+                id: response_id(head),
+            }),
+            Some(Frame::OverBudget { len, head, why }) => Some(Read::OverBudget {
+                len,
+                why,
                 id: response_id(head),
             }),
         })

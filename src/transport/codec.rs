@@ -5,10 +5,17 @@
 //! reader discards bytes up to the next newline and reports the line's size,
 //! so a 100 MB line costs at most the cap in memory and gets one error.
 
+use super::budget::{Budget, Reserved, Spent};
 use mcp_chain_middleware::message::BIG_PAYLOAD_BYTES;
 use std::ops::Range;
 use std::sync::Arc;
+use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt};
+
+/// How long a reader waits for room in the budget of bytes in flight
+/// before it refuses the message it is reading (the peer is slowed
+/// meanwhile, as by a full pipe).
+const BUDGET_WAIT: Duration = Duration::from_secs(30);
 
 /// How much the reader asks the OS for at a time.
 const READ_CHUNK_BYTES: usize = 64 * 1024;
@@ -42,6 +49,12 @@ pub(crate) enum Frame<'a> {
     /// A line over the cap, skipped: its length in bytes, and its first
     /// bytes (up to [`HEAD_BYTES`]), enough to find a response's id.
     TooLong { len: usize, head: &'a [u8] },
+    /// A line the budget of bytes in flight had no room for, skipped.
+    OverBudget {
+        len: usize,
+        head: &'a [u8],
+        why: Spent,
+    },
 }
 
 /// Reads lines from a pipe. The buffer lives in the struct, so a `next`
@@ -62,6 +75,12 @@ pub(crate) struct FrameReader<R> {
     /// The first bytes of the over-long line being dropped.
     head: Vec<u8>,
     eof: bool,
+    /// The process's budget of bytes in flight, the room this reader holds
+    /// in it for the big line it is reading, and why the line being dropped
+    /// is (when the budget had no room for it).
+    budget: Option<Arc<Budget>>,
+    reserved: Option<Reserved>,
+    spent: Option<Spent>,
 }
 
 impl<R: AsyncRead + Unpin> FrameReader<R> {
@@ -76,6 +95,30 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
             small_reads: 0,
             head: Vec::new(),
             eof: false,
+            budget: None,
+            reserved: None,
+            spent: None,
+        }
+    }
+
+    /// Counts the big lines this reader reads against `budget`.
+    pub(crate) fn with_budget(mut self, budget: Arc<Budget>) -> Self {
+        self.budget = Some(budget);
+        self
+    }
+
+    /// The frame of a line dropped (over the cap, or over the budget).
+    fn dropped(&mut self, len: usize) -> Frame<'_> {
+        match self.spent.take() {
+            Some(why) => Frame::OverBudget {
+                len,
+                head: &self.head,
+                why,
+            },
+            None => Frame::TooLong {
+                len,
+                head: &self.head,
+            },
         }
     }
 
@@ -92,10 +135,7 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
                 let start = std::mem::replace(&mut self.pos, end + 1);
                 self.scanned = 0;
                 if let Some(dropped) = self.discarding.take() {
-                    return Ok(Some(Frame::TooLong {
-                        len: dropped + (end - start),
-                        head: &self.head,
-                    }));
+                    return Ok(Some(self.dropped(dropped + (end - start))));
                 }
                 let mut line = &self.buf[start..end];
                 if let [rest @ .., b'\r'] = line {
@@ -109,11 +149,15 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
                 if e - s >= SHARED_LINE_BYTES {
                     // What follows the line goes to a new buffer; the line
                     // keeps this one.
-                    let mut next = Vec::with_capacity(self.buf.capacity());
+                    let mut next =
+                        Vec::with_capacity(READ_CHUNK_BYTES.max(self.buf.len() - self.pos));
                     next.extend_from_slice(&self.buf[self.pos..]);
-                    let buf = std::mem::replace(&mut self.buf, next);
+                    let buf = Arc::new(std::mem::replace(&mut self.buf, next));
                     self.pos = 0;
-                    return Ok(Some(Frame::Shared(Arc::new(buf), s..e)));
+                    if let Some(budget) = &self.budget {
+                        budget.hold(self.reserved.take(), &buf);
+                    }
+                    return Ok(Some(Frame::Shared(buf, s..e)));
                 }
                 return Ok(Some(Frame::Line(&self.buf[s..e])));
             }
@@ -133,10 +177,7 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
             if self.eof {
                 let rest = self.buf.len() - self.pos;
                 if let Some(dropped) = self.discarding.take() {
-                    return Ok(Some(Frame::TooLong {
-                        len: dropped,
-                        head: &self.head,
-                    }));
+                    return Ok(Some(self.dropped(dropped)));
                 }
                 if rest == 0 {
                     return Ok(None);
@@ -154,6 +195,7 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
             self.buf.drain(..self.pos);
             self.pos = 0;
         }
+        self.make_room().await;
         if self.buf.len() > RETAINED_BUFFER_BYTES {
             self.small_reads = 0;
         } else if self.buf.capacity() > RETAINED_BUFFER_BYTES {
@@ -167,6 +209,35 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
             self.eof = true;
         }
         Ok(())
+    }
+}
+
+impl<R> FrameReader<R> {
+    /// Before a big line grows by another read: room for it in the budget,
+    /// waited for; without room, the line is dropped as it comes.
+    async fn make_room(&mut self) {
+        let Some(budget) = self.budget.clone() else {
+            return;
+        };
+        let pending = self.buf.len();
+        if self.discarding.is_some() || pending < SHARED_LINE_BYTES {
+            return;
+        }
+        let wanted = pending + READ_CHUNK_BYTES;
+        if let Err(why) = budget
+            .reserve(&mut self.reserved, wanted, BUDGET_WAIT)
+            .await
+        {
+            tracing::warn!("{why}; the message being read is refused");
+            self.reserved = None;
+            self.spent = Some(why);
+            self.head.clear();
+            self.head
+                .extend_from_slice(&self.buf[..pending.min(HEAD_BYTES)]);
+            self.buf.clear();
+            self.discarding = Some(pending);
+            self.scanned = 0;
+        }
     }
 }
 
@@ -195,6 +266,7 @@ mod tests {
                     assert!(head.len() <= HEAD_BYTES);
                     Err(len)
                 }
+                Frame::OverBudget { .. } => unreachable!("no budget here"),
             });
         }
         out
@@ -252,5 +324,43 @@ mod tests {
         input.push(b'\n');
         let got = frames(&input, 50).await;
         assert_eq!(got, vec![Ok("z".repeat(50))]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_big_line_waits_for_room_in_the_budget_and_is_refused_without() {
+        use crate::transport::budget::Budget;
+        let line = |c: u8| {
+            let mut l = vec![c; 2 * SHARED_LINE_BYTES];
+            l.push(b'\n');
+            l
+        };
+        let budget = Budget::new(3 * SHARED_LINE_BYTES + READ_CHUNK_BYTES);
+        let (mut tx, rx) = tokio::io::duplex(1 << 20);
+        let mut input = line(b'a');
+        input.extend(line(b'b'));
+        input.extend(b"{}\n");
+        tokio::spawn(async move {
+            use tokio::io::AsyncWriteExt;
+            tx.write_all(&input).await.expect("write");
+        });
+        let mut reader = FrameReader::new(rx, 64 << 20).with_budget(budget.clone());
+        // The first is held while it lives (a payload left in it).
+        let first = match reader.next().await.expect("read") {
+            Some(Frame::Shared(buf, _)) => buf,
+            other => panic!("{other:?}"),
+        };
+        assert!(budget.used() >= 2 * SHARED_LINE_BYTES);
+        // No room for the second while the first lives: refused, skipped,
+        // and what follows it is read as usual.
+        match reader.next().await.expect("read") {
+            Some(Frame::OverBudget { len, why, .. }) => {
+                assert_eq!(len, 2 * SHARED_LINE_BYTES);
+                assert!(why.used >= 2 * SHARED_LINE_BYTES, "{why}");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(reader.next().await.expect("read"), Some(Frame::Line(b"{}")));
+        drop(first);
+        assert_eq!(budget.used(), 0);
     }
 }

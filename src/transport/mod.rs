@@ -5,6 +5,7 @@
 //! end (a child process, a URL) is `upstream`'s business; serving the
 //! chain over HTTP is a front of its own, beside the relay.
 
+pub(crate) mod budget;
 pub(crate) mod codec;
 pub(crate) mod lines;
 pub(crate) mod queue;

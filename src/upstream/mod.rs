@@ -11,7 +11,9 @@
 pub(crate) mod child;
 mod remote;
 
+use crate::transport::budget::Budget;
 pub(crate) use remote::ToolParams;
+use std::sync::Arc;
 mod supervisor;
 
 use crate::chain::ChainService;
@@ -28,6 +30,8 @@ use tokio::task::JoinHandle;
 /// What the relay wires a server to.
 pub(crate) struct Upstream {
     pub(crate) max_message_bytes: usize,
+    /// The process's budget of big messages in flight.
+    pub(crate) budget: Arc<Budget>,
     pub(crate) grace: Duration,
     /// Sends requests to the server; records the handshake.
     pub(crate) conn: Connector,

@@ -52,7 +52,8 @@ pub(super) struct Supervisor(pub(super) Upstream, pub(super) CommandConfig);
 
 impl Supervisor {
     pub(super) async fn run(mut self, mut child: Child, mut stop: oneshot::Receiver<()>) -> End {
-        let mut reader = FrameReader::new(child.take_stdout(), self.0.max_message_bytes);
+        let mut reader = FrameReader::new(child.take_stdout(), self.0.max_message_bytes)
+            .with_budget(self.0.budget.clone());
         let mut restarts = 0;
         loop {
             let started = Instant::now();
@@ -168,7 +169,8 @@ impl Supervisor {
                     continue;
                 }
             };
-            let mut reader = FrameReader::new(child.take_stdout(), self.0.max_message_bytes);
+            let mut reader = FrameReader::new(child.take_stdout(), self.0.max_message_bytes)
+                .with_budget(self.0.budget.clone());
             match self.replay(&mut child, &mut reader).await {
                 Ok(result) => {
                     tracing::warn!(attempt = *restarts, "the server is back");
@@ -208,7 +210,7 @@ impl Supervisor {
                 let parsed = match reader.next().await {
                     Ok(Some(Frame::Line(bytes))) => Incoming::parse(bytes),
                     Ok(Some(Frame::Shared(buf, at))) => Incoming::parse(&buf[at]),
-                    Ok(Some(Frame::TooLong { .. })) => continue,
+                    Ok(Some(Frame::TooLong { .. } | Frame::OverBudget { .. })) => continue,
                     Ok(None) | Err(_) => return Err("it closed its output".to_owned()),
                 };
                 if let Ok(Incoming::Single(Ok(msg))) = parsed {

@@ -355,3 +355,44 @@ def test_a_chatty_server_with_no_reader_is_one_warning_per_burst():
         assert 1 <= len(warnings) <= 2, warnings
         dropped = sum(int(re.search(r"dropped=(\d+)", line).group(1)) for line in warnings)
         assert dropped == 5000 - 1024, warnings
+
+
+def test_bodies_share_one_budget_of_bytes_in_flight():
+    """Three clients each send most of a 900 KiB body and hold it; the
+    process's budget (2 MiB) has room for two: the third is refused at
+    once with a clear error, the two others finish normally, and once they
+    are done a new big body is taken again."""
+    config = "[proxy]\nmax_message_bytes = 1048576\nmax_bytes_in_flight = 2097152\n"
+    with served(config) as (port, _):
+        status, hdrs, _ = post(port, INIT)
+        session = hdrs["mcp-session-id"]
+        big = {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "echo", "arguments": {"pad": "x" * (900 * 1024)}}}
+        raw = json.dumps(big).encode()
+        head = (
+            f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n"
+            f"Accept: application/json\r\nMcp-Session-Id: {session}\r\nContent-Length: {len(raw)}\r\n\r\n"
+        ).encode()
+        held = []
+        for _ in range(2):
+            s = socket.create_connection(("127.0.0.1", port), timeout=20)
+            s.sendall(head + raw[:-10])
+            held.append(s)
+        time.sleep(0.5)
+        third = socket.create_connection(("127.0.0.1", port), timeout=20)
+        third.sendall(head + raw[:-10])
+        refused = third.recv(4096)
+        assert refused.startswith(b"HTTP/1.1 503"), refused
+        assert b"max_bytes_in_flight" in refused and b"507" in refused, refused
+        third.close()
+        for s in held:
+            s.sendall(raw[-10:])
+            answer = b""
+            while b"\r\n\r\n" not in answer or len(answer.split(b"\r\n\r\n", 1)[1]) < 100:
+                chunk = s.recv(1 << 20)
+                if not chunk:
+                    break
+                answer += chunk
+            assert answer.startswith(b"HTTP/1.1 200"), answer[:200]
+            s.close()
+        status, _, text = post(port, big, {"Mcp-Session-Id": session, "Accept": "application/json"})
+        assert status == 200 and answer(text)["id"] == 7, text[:200]

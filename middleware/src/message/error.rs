@@ -32,6 +32,9 @@ impl ErrorCode {
     pub const REFUSED: Self = Self(403);
     pub const RATE_LIMITED: Self = Self(429);
     pub const UPSTREAM_UNAVAILABLE: Self = Self(503);
+    /// A message that would take mcp-chain past its budget of bytes in
+    /// flight (`proxy.max_bytes_in_flight`): "Insufficient Storage".
+    pub const OVER_BUDGET: Self = Self(507);
 }
 
 impl fmt::Display for ErrorCode {

@@ -293,6 +293,18 @@ fn a_line_written_around_its_payload_is_the_line_once_it_is_put_back() {
     // A small one is written whole.
     let small = single(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#);
     assert!(small.write_line_around(&mut Vec::new()).is_none());
+    // A big one a layer changed is written apart too, from its value.
+    let mut edited = single(line.as_bytes());
+    if let Message::Response(r) = &mut edited {
+        r.result.value_mut().expect("readable")["t"] = serde_json::json!(text.to_uppercase());
+    }
+    let mut whole = Vec::new();
+    edited.write_line(&mut whole);
+    let mut out = Vec::new();
+    let (at, payload) = edited.write_line_around(&mut out).expect("big, edited");
+    assert!(out.len() < 100, "the payload is not in the shared buffer");
+    out.splice(at..at, payload.as_bytes().iter().copied());
+    assert_eq!(out, whole);
 }
 
 #[test]

@@ -21,17 +21,32 @@ impl Message {
     /// that a writer can send it from where it is, in one `writev` with
     /// the bytes around it.
     pub fn write_line_around(self, out: &mut Vec<u8>) -> Option<(usize, Text)> {
-        let big = self
-            .payload()
-            .and_then(|p| p.text())
+        let Some(payload) = self.payload() else {
+            self.write_line(out);
+            return None;
+        };
+        let big_text = payload
+            .text()
             .is_some_and(|text| text.len() >= BIG_PAYLOAD_BYTES);
-        if !big {
+        // A big payload a layer changed (a redacted result) is written once,
+        // into a buffer of about its size, and sent from there like a big
+        // text: written into `out`, a buffer shared by every message, it
+        // grew by doubling and left each smaller copy behind.
+        let big_value = !big_text && payload.len_if_known() >= BIG_PAYLOAD_BYTES;
+        if !(big_text || big_value) {
             self.write_line(out);
             return None;
         }
         let at = self.write_json(out, true);
         out.push(b'\n');
-        let text = self.into_payload().and_then(|p| p.into_text());
+        let text = match big_value {
+            true => {
+                let mut bytes = Vec::with_capacity(payload.len_if_known() * 9 / 8);
+                payload.write_to(&mut bytes);
+                Some(Text::written(bytes))
+            }
+            false => self.into_payload().and_then(|p| p.into_text()),
+        };
         Some((at?, text?))
     }
 

@@ -14,13 +14,40 @@ impl Payload {
     pub fn value_mut(&mut self) -> Result<&mut Value, Unreadable> {
         self.settle();
         if !matches!(self.repr, Repr::Value(_)) {
-            let value = value::parse(&self.to_bytes()).map_err(Unreadable::json)?;
+            let bytes = self.to_bytes();
+            let value = value::parse(&bytes).map_err(Unreadable::json)?;
+            let size = bytes.len();
+            self.size_hint = size;
             self.repr = Repr::Value(Box::new(value));
         }
         match &mut self.repr {
             Repr::Value(v) => Ok(v),
             Repr::Text(_) | Repr::Object(_) => unreachable!("just made a value"),
         }
+    }
+
+    /// Lets `edit` change the whole value; the change is kept only when
+    /// `edit` says it changed something (`Ok(true)`). Otherwise the
+    /// payload stays as it was, the sender's text included: a 10 MB result
+    /// a redaction found nothing in goes out as it came, not parsed, kept
+    /// and written anew.
+    pub fn edit_value(
+        &mut self,
+        edit: impl FnOnce(&mut Value) -> bool,
+    ) -> Result<bool, Unreadable> {
+        self.settle();
+        if let Repr::Value(value) = &mut self.repr {
+            return Ok(edit(value));
+        }
+        let bytes = self.to_bytes();
+        let mut value = value::parse(&bytes).map_err(Unreadable::json)?;
+        let size = bytes.len();
+        if !edit(&mut value) {
+            return Ok(false);
+        }
+        self.size_hint = size;
+        self.repr = Repr::Value(Box::new(value));
+        Ok(true)
     }
 
     /// Sets the member `name` of an object (added at the end when there is

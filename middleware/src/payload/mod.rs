@@ -40,6 +40,9 @@ pub struct Payload {
     /// asks for a tool's name): set through `&self`, by the first layer
     /// that reads. Taken into `repr` by the first change.
     look: OnceLock<Look>,
+    /// The bytes of the text a whole value was read from: about what the
+    /// value writes, for a writer sizing its buffer (0: not known).
+    size_hint: usize,
 }
 
 /// The text read one level deep by the first layer that asked.
@@ -132,6 +135,7 @@ impl Payload {
         Self {
             repr,
             look: OnceLock::new(),
+            size_hint: 0,
         }
     }
 
@@ -271,11 +275,12 @@ impl Payload {
     }
 
     /// How many bytes [`Self::write`] writes, when that is known without
-    /// writing anything (a value is not serialized to be measured): for a
-    /// writer sizing its buffer.
+    /// writing anything (a value is not serialized to be measured: what
+    /// its text had, when it was read from one, else 0): for a writer
+    /// sizing its buffer.
     pub(crate) fn len_if_known(&self) -> usize {
         match (&self.repr, self.look.get()) {
-            (_, Some(Look::Whole(_))) | (Repr::Value(_), _) => 0,
+            (_, Some(Look::Whole(_))) | (Repr::Value(_), _) => self.size_hint,
             (Repr::Text(text), _) => text.len(),
             (Repr::Object(o), _) if o.changed => o.written().len(),
             (Repr::Object(o), _) => o.text.len(),

@@ -181,6 +181,25 @@ fn an_item_member_changed_in_place_is_written_from_what_changed() {
 }
 
 #[test]
+fn a_whole_edit_that_changes_nothing_leaves_the_text() {
+    let mut p = result(r#"{"a": "x",  "b": 1}"#);
+    assert_eq!(p.edit_value(|_| false), Ok(false));
+    assert_eq!(written(&p), r#"{"a": "x",  "b": 1}"#, "the sender's text");
+    assert!(p.text().is_some());
+    assert_eq!(
+        p.edit_value(|v| {
+            v["b"] = json!(2);
+            true
+        }),
+        Ok(true)
+    );
+    assert_eq!(written(&p), r#"{"a":"x","b":2}"#);
+    let mut bad = result(r#"{"a":1e999}"#);
+    assert!(bad.edit_value(|_| true).is_err());
+    assert_eq!(written(&bad), r#"{"a":1e999}"#, "left as it was");
+}
+
+#[test]
 fn the_whole_value_changed_is_written_from_the_value() {
     let mut p = result(r#"{"a": 1}"#);
     p.value_mut().expect("readable")["a"] = json!(2);

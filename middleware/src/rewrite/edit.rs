@@ -197,7 +197,7 @@ impl Rules {
                 }
                 if post.content {
                     edited = edited.and_then(|listed| {
-                        let redacted = resp.result.value_mut().map(|v| self.redactor.content(v))?;
+                        let redacted = resp.result.edit_value(|v| self.redactor.content(v))?;
                         Ok(listed | redacted)
                     });
                 }

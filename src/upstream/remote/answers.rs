@@ -10,6 +10,7 @@
 
 use super::http::{content_type, is_event_stream, Failure};
 use crate::relay::Read;
+use crate::transport::budget::Budget;
 use bytes::Bytes;
 use futures_util::stream::{BoxStream, StreamExt};
 use reqwest::Response;
@@ -27,7 +28,13 @@ pub(super) struct Answers {
     pub(super) last_event_id: Option<String>,
     /// How long the server asked to wait before reconnecting.
     pub(super) retry: Option<Duration>,
+    /// The process's budget of bytes in flight: a big message is counted
+    /// in it, and the next one is read only once there is room.
+    budget: Option<Arc<Budget>>,
 }
+
+/// How long a body waits for room in the budget before it is given up.
+const BUDGET_WAIT: Duration = Duration::from_secs(30);
 
 enum Body {
     Json(Option<Response>),
@@ -70,7 +77,14 @@ impl Answers {
             cap,
             last_event_id: None,
             retry: None,
+            budget: None,
         })
+    }
+
+    /// Counts its big messages in `budget`, and waits for room before each.
+    pub(super) fn counted(mut self, budget: &Arc<Budget>) -> Self {
+        self.budget = Some(budget.clone());
+        self
     }
 
     /// Whether this is an event stream (it may be resumed).
@@ -98,11 +112,22 @@ impl Answers {
     /// HTTP+SSE's `endpoint`).
     pub(super) async fn event(&mut self) -> Result<Option<Event>, Failure> {
         let cap = self.cap;
+        if let Some(budget) = &self.budget {
+            budget
+                .wait_for_room(BUDGET_WAIT)
+                .await
+                .map_err(|why| Failure::new("over_budget", why.to_string()))?;
+        }
+        let budget = self.budget.clone();
+        let read = move |bytes: Vec<u8>| match &budget {
+            Some(budget) => Read::from_vec_held(bytes, budget, None),
+            None => Read::from_vec(bytes),
+        };
         match &mut self.body {
             Body::Done => Ok(None),
             Body::Json(response) => match response.take() {
                 None => Ok(None),
-                Some(response) => read_json(response, cap)
+                Some(response) => read_json(response, cap, read)
                     .await
                     .map(|r| Some(Event::Message(r))),
             },
@@ -132,10 +157,10 @@ impl Answers {
                 // An empty data field primes the client with an event id.
                 match (event.event, event.data) {
                     (None, Some(data)) if !data.is_empty() => {
-                        return Ok(Some(Event::Message(Read::from_vec(data.into_bytes()))))
+                        return Ok(Some(Event::Message(read(data.into_bytes()))))
                     }
                     (Some(name), Some(data)) if name == "message" && !data.is_empty() => {
-                        return Ok(Some(Event::Message(Read::from_vec(data.into_bytes()))))
+                        return Ok(Some(Event::Message(read(data.into_bytes()))))
                     }
                     (Some(name), Some(data)) if name != "message" => {
                         return Ok(Some(Event::Named(name, data)))
@@ -159,7 +184,11 @@ fn is_json(media_type: &str) -> bool {
 }
 
 /// Reads a JSON body whole, but not past the cap.
-async fn read_json(mut response: Response, cap: usize) -> Result<Read, Failure> {
+async fn read_json(
+    mut response: Response,
+    cap: usize,
+    read: impl FnOnce(Vec<u8>) -> Read,
+) -> Result<Read, Failure> {
     let mut body = Vec::new();
     loop {
         match response.chunk().await {
@@ -169,7 +198,7 @@ async fn read_json(mut response: Response, cap: usize) -> Result<Read, Failure> 
                 }
                 body.extend_from_slice(&chunk);
             }
-            Ok(None) => return Ok(Read::from_vec(body)),
+            Ok(None) => return Ok(read(body)),
             Err(e) => {
                 let e = e.without_url();
                 return Err(Failure::new(

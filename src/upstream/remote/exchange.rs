@@ -38,6 +38,8 @@ pub(super) struct Exchange {
     /// session replays.
     pub(super) conn: Connector,
     pub(super) cap: usize,
+    /// The process's budget of big messages in flight.
+    pub(super) budget: std::sync::Arc<crate::transport::budget::Budget>,
     /// The tools' marked parameters, learned from the listings relayed.
     pub(super) marked: super::params::ToolParams,
     /// For a WebSocket server: how to reach it.
@@ -97,6 +99,11 @@ pub(super) struct Ask {
 }
 
 impl Exchange {
+    /// The messages of a response body, counted in the budget.
+    pub(super) fn answers(&self, response: Response) -> Option<Answers> {
+        Answers::of(response, self.cap).map(|a| a.counted(&self.budget))
+    }
+
     /// POSTs `line`, a request (`id`) or not, and relays what comes back.
     pub(super) async fn run(
         &self,
@@ -164,7 +171,7 @@ impl Exchange {
                 }
                 return;
             };
-            match Answers::of(response, self.cap) {
+            match self.answers(response) {
                 Some(answers) => self.relay(answers, id, ask, failure).await,
                 None => {
                     let failure = failure.unwrap_or_else(|| {
@@ -253,7 +260,7 @@ impl Exchange {
                 }
                 Err(failure) => return self.fail(Some(id), &failure).await,
             };
-            let Some(mut resumed) = Answers::of(response, self.cap) else {
+            let Some(mut resumed) = self.answers(response) else {
                 let failure = Failure::new(
                     "content_type",
                     "the server resumed the stream with something else",

@@ -33,7 +33,8 @@ impl Link for Legacy {
         if !response.status().is_success() {
             return Err(Failure::status(&response, &exchange.http));
         }
-        let mut answers = Answers::of(response, exchange.cap)
+        let mut answers = exchange
+            .answers(response)
             .filter(Answers::is_stream)
             .ok_or_else(|| {
                 Failure::new(

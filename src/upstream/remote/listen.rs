@@ -10,7 +10,6 @@
 //! (requests still work without it) until the session is renewed, which
 //! opens it again.
 
-use super::answers::Answers;
 use super::exchange::Exchange;
 use super::http::Failure;
 use reqwest::{Response, StatusCode};
@@ -71,7 +70,7 @@ async fn run(exchange: Arc<Exchange>, mut first: Option<Result<Response, Failure
                 continue;
             }
             Ok(response) if response.status().is_success() => {
-                match Answers::of(response, exchange.cap) {
+                match exchange.answers(response) {
                     Some(mut answers) if answers.is_stream() => {
                         answers.last_event_id = last_event_id.take();
                         // A stream that ends with nothing said counts as a

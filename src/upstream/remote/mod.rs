@@ -101,6 +101,7 @@ async fn run(
         inbox,
         conn: up.conn.clone(),
         cap: up.max_message_bytes,
+        budget: up.budget.clone(),
         marked: Default::default(),
         websocket,
     });
