@@ -601,6 +601,8 @@ fn measure(opts: &Options, fixture: &Path, proxy: &Path, work: &Path) -> Result<
             each(&mut sessions, &mut |mode, s| {
                 let t = workload::big_results(s, 1 << 20, 2, plan.mib1_calls)?;
                 report.add(Figure::Result1MiB, mode, stats::median(&t));
+                let (_, hwm) = s.memory_kib()?;
+                report.add(Figure::PeakRss1MiB, mode, hwm as f64 / 1024.0);
                 Ok(())
             })?;
         }

@@ -128,6 +128,8 @@ pub(crate) enum Figure {
     Notifications,
     StartUp,
     IdleRss,
+    /// `VmHWM` right after the 1 MiB results.
+    PeakRss1MiB,
     PeakRss,
     /// Loaded by HTTP clients directly (`front-*` modes only).
     HttpRoundTripP50,
@@ -147,6 +149,7 @@ impl Figure {
             Self::Notifications => "notifications_10000_ms".into(),
             Self::StartUp => "start_up_ms".into(),
             Self::IdleRss => "idle_rss_mib".into(),
+            Self::PeakRss1MiB => "peak_rss_after_1mib_mib".into(),
             Self::PeakRss => "peak_rss_mib".into(),
             Self::HttpRoundTripP50 => "http_clients_round_trip_p50_us".into(),
             Self::HttpThroughput(n) => format!("http_clients_throughput_{n}_concurrent_per_s"),
@@ -165,6 +168,7 @@ impl Figure {
             Self::Notifications => "10,000 notifications relayed".into(),
             Self::StartUp => "start-up to initialize answer".into(),
             Self::IdleRss => "idle RSS (VmRSS)".into(),
+            Self::PeakRss1MiB => "peak RSS after the 1 MiB results".into(),
             Self::PeakRss => "peak RSS (VmHWM)".into(),
             Self::HttpRoundTripP50 => "HTTP clients: tools/call round trip p50".into(),
             Self::HttpThroughput(n) => format!("HTTP clients: throughput, {n} concurrent"),
@@ -180,7 +184,7 @@ impl Figure {
             | Self::HttpRoundTripP50 => Unit::Us,
             Self::Throughput(_) | Self::HttpThroughput(_) => Unit::PerSec,
             Self::Result1MiB | Self::Result10MiB | Self::Notifications | Self::StartUp => Unit::Ms,
-            Self::IdleRss | Self::PeakRss => Unit::MiB,
+            Self::IdleRss | Self::PeakRss1MiB | Self::PeakRss => Unit::MiB,
         }
     }
 }
@@ -437,6 +441,18 @@ impl Report {
                 &|v| v <= 5.0,
             ),
             line(
+                "empty chain: a 10 MiB result costs ≤ 3× its size (peak − idle RSS)",
+                self.copies(Mode::Empty),
+                &x,
+                &|v| v <= 3.0,
+            ),
+            line(
+                "full chain: a 10 MiB result costs ≤ 3× its size (peak − idle RSS)",
+                self.copies(Mode::Full),
+                &x,
+                &|v| v <= 3.0,
+            ),
+            line(
                 "empty chain: idle RSS ≤ 6 MiB",
                 self.value(Figure::IdleRss, Mode::Empty),
                 &mib,
@@ -449,6 +465,16 @@ impl Report {
                 &|v| v <= 6.0,
             ),
         ]
+    }
+}
+
+impl Report {
+    /// What the biggest result cost `mode` in memory, in copies of it: the
+    /// peak RSS above the idle RSS, over 10 MiB.
+    fn copies(&self, mode: Mode) -> Option<f64> {
+        let peak = self.value(Figure::PeakRss, mode)?;
+        let idle = self.value(Figure::IdleRss, mode)?;
+        Some((peak - idle) / 10.0)
     }
 }
 
