@@ -5,13 +5,10 @@ mod support;
 
 use serde_json::{json, Value};
 use std::time::Duration;
-use support::{Proxy, TempDir, FAKE, PROXY, WAIT};
+use support::{Proxy, TempDir, PROXY, WAIT};
 
 fn config(dir: &TempDir, layers: &str) -> String {
-    dir.write(
-        "c.toml",
-        &format!("[upstream]\ncommand = {FAKE:?}\n{layers}\n"),
-    )
+    dir.fake_config(layers)
 }
 
 fn tool_names(list: &Value) -> Vec<String> {

@@ -6,7 +6,7 @@
 mod support;
 
 use serde_json::{json, Value};
-use support::{Proxy, TempDir, FAKE, PROXY};
+use support::{Proxy, TempDir, PROXY};
 
 /// A name that, shown raw, would repaint the terminal (erase the line,
 /// print in green), forge a log line and reorder what follows it.
@@ -20,10 +20,7 @@ fn is_inert(text: &str) -> bool {
 }
 
 fn config(dir: &TempDir, layers: &str) -> String {
-    dir.write(
-        "c.toml",
-        &format!("[upstream]\ncommand = {FAKE:?}\n{layers}\n"),
-    )
+    dir.fake_config(layers)
 }
 
 fn listing(description: &str) -> Value {

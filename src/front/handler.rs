@@ -213,7 +213,7 @@ async fn post(
     if session.is_none()
         && !initialize
         && messages.len() == 1
-        && stateless::is_modern(headers, messages[0])
+        && super::headers::is_modern(headers, messages[0])
     {
         drop(messages);
         return stateless::post(front, caller, headers, read, events).await;

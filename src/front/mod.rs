@@ -9,10 +9,13 @@
 //! response (`routes`). Sessions end on DELETE, when idle, when their
 //! server is gone, and at shutdown, which ends them all within the grace.
 
+mod backlog;
 mod body;
 mod guard;
 mod handler;
+mod headers;
 mod intake;
+mod router;
 mod routes;
 mod session;
 mod stateless;

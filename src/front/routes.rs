@@ -18,14 +18,14 @@
 //!   never opened one), else it waits in the backlog;
 //! - legacy HTTP+SSE: everything to the one stream of the session.
 
+use super::backlog::Backlog;
 use super::body::event;
-use crate::transport::lines::{lines, Line};
-use crate::transport::queue::{Queue, Taken};
+use crate::transport::lines::Line;
 use crate::upstream::ToolParams;
 use bytes::Bytes;
 use mcp_chain_middleware::message::{method, Incoming};
-use mcp_chain_middleware::{ErrorCode, ErrorObject, Message, RequestId};
-use std::collections::{HashMap, VecDeque};
+use mcp_chain_middleware::{Message, RequestId};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
@@ -35,10 +35,6 @@ const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 
 /// Events a POST stream holds before the router waits for its client.
 const POST_EVENTS: usize = 64;
-/// What the backlog keeps for `Last-Event-ID`: this many events, and no
-/// more than this many bytes beyond the newest one.
-const BACKLOG_EVENTS: usize = 1024;
-const BACKLOG_BYTES: usize = 8 * 1024 * 1024;
 /// Room in a GET stream beyond what it replays.
 const GET_EVENTS: usize = 64;
 
@@ -96,23 +92,6 @@ pub(super) struct Restore {
 /// Who a renamed request belongs to: the token that let its caller in.
 pub(super) type Owner = Option<usize>;
 
-#[derive(Default)]
-struct Backlog {
-    events: VecDeque<(u64, Bytes)>,
-    bytes: usize,
-    /// The id the next event gets (from 1).
-    next: u64,
-    /// Events up to this id were handed to a GET stream.
-    sent: u64,
-    /// Events dropped unsent since the last warning, and when that was: a
-    /// chatty server with no reader is one line per burst, not per message.
-    dropped: u64,
-    warned: Option<Instant>,
-}
-
-/// At most one warning about dropped events this often.
-const DROP_WARNING_EVERY: std::time::Duration = std::time::Duration::from_secs(10);
-
 /// What a POST registers before its messages go to the session.
 pub(super) struct Waiting {
     pub(super) ids: Vec<RequestId>,
@@ -168,19 +147,11 @@ impl Routes {
     /// `Last-Event-ID`, or everything not yet handed to a stream), then
     /// what comes. A new stream replaces the old one.
     pub(super) fn get(&mut self, last: Option<u64>) -> mpsc::Receiver<Bytes> {
-        let after = last.unwrap_or(self.backlog.sent);
-        let missed: Vec<Bytes> = self
-            .backlog
-            .events
-            .iter()
-            .filter(|(id, _)| *id > after)
-            .map(|(_, e)| e.clone())
-            .collect();
+        let missed = self.backlog.replay(last);
         let (tx, rx) = mpsc::channel(missed.len() + GET_EVENTS);
         for e in missed {
             let _ = tx.try_send(e);
         }
-        self.backlog.sent = self.backlog.next.saturating_sub(1);
         self.get = Some(tx);
         rx
     }
@@ -202,7 +173,7 @@ impl Routes {
 
     /// Where `line` goes, and as what: one stream, or (a change
     /// notification of a shared session) every listener's.
-    fn targets(&mut self, line: &Line) -> Vec<(mpsc::Sender<Bytes>, Bytes)> {
+    pub(super) fn targets(&mut self, line: &Line) -> Vec<(mpsc::Sender<Bytes>, Bytes)> {
         match &line.message {
             Some(m) if self.stateless && !answers_or_progress(m) => {
                 self.subscription(m, &line.bytes)
@@ -407,6 +378,20 @@ impl Routes {
         }
     }
 
+    /// The session is over: its streams end, and each POST still waiting
+    /// is handed back with the ids it waits for, to be answered.
+    pub(super) fn end(&mut self) -> Vec<(mpsc::Sender<Bytes>, Vec<RequestId>)> {
+        self.backlog.warn_dropped(true);
+        self.get = None;
+        self.legacy = None;
+        let posts: Vec<u64> = self.posts.keys().copied().collect();
+        posts
+            .into_iter()
+            .filter_map(|n| self.close_post(n))
+            .map(|post| (post.tx, post.waiting))
+            .collect()
+    }
+
     /// Whether a request of this session still waits for its answer.
     pub(super) fn in_flight(&self) -> bool {
         !self.answers.is_empty()
@@ -422,46 +407,6 @@ impl Routes {
             self.progress.remove(token);
         }
         Some(post)
-    }
-}
-
-impl Backlog {
-    fn push(&mut self, line: &Bytes) -> u64 {
-        self.next = self.next.max(1);
-        let id = self.next;
-        self.next += 1;
-        let e = event(Some(id), line);
-        self.bytes += e.len();
-        self.events.push_back((id, e));
-        while self.events.len() > BACKLOG_EVENTS
-            || (self.bytes > BACKLOG_BYTES && self.events.len() > 1)
-        {
-            if let Some((old, e)) = self.events.pop_front() {
-                self.bytes -= e.len();
-                if old > self.sent {
-                    self.dropped += 1;
-                }
-            }
-        }
-        self.warn_dropped(false);
-        id
-    }
-
-    /// Says how many events were dropped unsent, at most once per
-    /// [`DROP_WARNING_EVERY`] (or now, when `last`).
-    fn warn_dropped(&mut self, last: bool) {
-        let due = self
-            .warned
-            .is_none_or(|at| at.elapsed() >= DROP_WARNING_EVERY);
-        if self.dropped == 0 || !(due || last) {
-            return;
-        }
-        tracing::warn!(
-            dropped = self.dropped,
-            "no client stream took these messages before the session's backlog was full; dropped (the client reconnects its GET stream to get what is still kept)"
-        );
-        self.dropped = 0;
-        self.warned = Some(Instant::now());
     }
 }
 
@@ -495,56 +440,5 @@ fn batch_ids(line: &[u8]) -> Vec<RequestId> {
             .filter_map(|m| m.as_ref().ok().and_then(Message::id).cloned())
             .collect(),
         _ => Vec::new(),
-    }
-}
-
-/// The session's router: takes what the chain queued for the client until
-/// the queue closes, then answers every request still waiting with an
-/// error, so no HTTP client waits for a session that is gone.
-pub(super) async fn run(queue: Queue, routes: Shared) {
-    let mut taken = Taken::default();
-    while queue.take(&mut taken).await {
-        for line in lines(&mut taken) {
-            let (targets, shared) = {
-                let mut routes = lock(&routes);
-                (routes.targets(&line), routes.stateless)
-            };
-            for (tx, bytes) in targets {
-                // A session of one client waits for its client (the
-                // server is slowed, nothing is lost); a shared one never
-                // waits for any: `targets` sent only what has room.
-                let sent = match shared {
-                    false => tx.send(bytes).await.is_ok(),
-                    true => tx.try_send(bytes).is_ok(),
-                };
-                if !sent {
-                    tracing::debug!("the HTTP client went away before this message; dropped");
-                }
-            }
-        }
-    }
-    let ended: Vec<Post> = {
-        let mut routes = lock(&routes);
-        routes.backlog.warn_dropped(true);
-        routes.get = None;
-        routes.legacy = None;
-        let posts: Vec<u64> = routes.posts.keys().copied().collect();
-        posts
-            .into_iter()
-            .filter_map(|n| routes.close_post(n))
-            .collect()
-    };
-    for post in ended {
-        for id in post.waiting {
-            let error = ErrorObject::new(
-                ErrorCode::CONNECTION_CLOSED,
-                "mcp-chain: the session ended before the server answered",
-            )
-            .with_data(serde_json::json!({"layer": "front", "reason": "session_ended"}));
-            let mut line = Vec::new();
-            Message::error(Some(id), error).write_line(&mut line);
-            line.pop();
-            let _ = post.tx.send(Bytes::from(line)).await;
-        }
     }
 }

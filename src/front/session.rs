@@ -82,7 +82,7 @@ impl Session {
             initialized: AtomicBool::new(false),
         });
         let client = relay::Client {
-            writer: tokio::spawn(routes::run(queue.clone(), routes)),
+            writer: tokio::spawn(super::router::run(queue.clone(), routes)),
             source,
             queue,
         };

@@ -287,6 +287,15 @@ impl TempDir {
         std::fs::write(&path, text).expect("write temp file");
         path.display().to_string()
     }
+
+    /// A config in front of the fake server with `layers` (TOML), written
+    /// here; its path.
+    pub fn fake_config(&self, layers: &str) -> String {
+        self.write(
+            "c.toml",
+            &format!("[upstream]\ncommand = {FAKE:?}\n{layers}\n"),
+        )
+    }
 }
 
 impl Drop for TempDir {
