@@ -386,13 +386,13 @@ def test_bodies_share_one_budget_of_bytes_in_flight():
         third.close()
         for s in held:
             s.sendall(raw[-10:])
-            answer = b""
-            while b"\r\n\r\n" not in answer or len(answer.split(b"\r\n\r\n", 1)[1]) < 100:
+            reply = b""
+            while b"\r\n\r\n" not in reply or len(reply.split(b"\r\n\r\n", 1)[1]) < 100:
                 chunk = s.recv(1 << 20)
                 if not chunk:
                     break
-                answer += chunk
-            assert answer.startswith(b"HTTP/1.1 200"), answer[:200]
+                reply += chunk
+            assert reply.startswith(b"HTTP/1.1 200"), reply[:200]
             s.close()
         status, _, text = post(port, big, {"Mcp-Session-Id": session, "Accept": "application/json"})
         assert status == 200 and answer(text)["id"] == 7, text[:200]
