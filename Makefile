@@ -3,7 +3,7 @@
 CARGO ?= cargo
 BIN   := target/debug/mcp-chain
 
-.PHONY: help build run test test-rust test-interop ci fmt fmt-check lint clean fuzz soak bench
+.PHONY: help build run test test-rust test-interop check-platforms ci fmt fmt-check lint clean fuzz soak bench
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -22,6 +22,9 @@ test-rust: ## Unit and integration tests (Rust only)
 
 test-interop: build ## Interop with official SDK clients and reference servers (installs them, pinned)
 	@if [ -x tests/interop/run.sh ]; then tests/interop/run.sh; else echo "no interop suite"; fi
+
+check-platforms: ## The Windows build: cross-compiled, clippy clean, unit tests and a session under Wine
+	tests/windows/smoke.sh
 
 ci: fmt-check lint test ## What CI runs: formatting, clippy with warnings denied, all tests
 

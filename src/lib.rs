@@ -16,6 +16,8 @@
 //! - `layers`: the one table of the layers a `[[middleware]]` entry names.
 //! - `chain`: `[[middleware]]` → the two tower stacks.
 //! - [`relay`]: the read loops, dispatch, and shutdown order.
+//! - `platform`: what differs between Linux, macOS and Windows (process
+//!   trees, a dead parent, stop signals), one module per concern.
 //!
 //! The message model and the layers live in the `mcp-chain-middleware` crate.
 
@@ -31,6 +33,7 @@ mod connector;
 mod front;
 mod layers;
 mod pins;
+mod platform;
 mod transport;
 mod upstream;
 
@@ -155,7 +158,8 @@ fn listen(config: Config, upstream: UpstreamConfig, allow_unauthenticated: bool)
         Ok(rt) => rt,
         Err(code) => return code,
     };
-    match runtime.block_on(async { front::run(config, upstream, addr, signals()).await }) {
+    let stop = || platform::signals::shutdown(false);
+    match runtime.block_on(async { front::run(config, upstream, addr, stop()).await }) {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
             eprintln!("mcp-chain: {message}");
@@ -165,8 +169,6 @@ fn listen(config: Config, upstream: UpstreamConfig, allow_unauthenticated: bool)
 }
 
 fn serve(config: &Config, upstream: &UpstreamConfig) -> ExitCode {
-    // If whoever started us dies without closing our stdin, stop anyway.
-    let _ = rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::TERM));
     let runtime = match runtime() {
         Ok(rt) => rt,
         Err(code) => return code,
@@ -174,7 +176,9 @@ fn serve(config: &Config, upstream: &UpstreamConfig) -> ExitCode {
     let result = runtime.block_on(async {
         let stdin = transport::stdio::stdin().map_err(|e| format!("stdin: {e}"))?;
         let stdout = transport::stdio::stdout().map_err(|e| format!("stdout: {e}"))?;
-        relay::run(config, upstream, stdin, stdout, signals())
+        // If whoever started us dies without closing our stdin, stop anyway.
+        let stop = platform::signals::shutdown(true);
+        relay::run(config, upstream, stdin, stdout, stop)
             .await
             .map_err(|e| e.to_string())
     });
@@ -189,33 +193,4 @@ fn serve(config: &Config, upstream: &UpstreamConfig) -> ExitCode {
             ExitCode::FAILURE
         }
     }
-}
-
-/// One message per SIGINT or SIGTERM: the first starts a graceful
-/// shutdown, a second cuts it short.
-fn signals() -> tokio::sync::mpsc::Receiver<()> {
-    use tokio::signal::unix::{signal, SignalKind};
-    let (tx, rx) = tokio::sync::mpsc::channel(4);
-    match (
-        signal(SignalKind::interrupt()),
-        signal(SignalKind::terminate()),
-    ) {
-        (Ok(mut int), Ok(mut term)) => {
-            tokio::spawn(async move {
-                loop {
-                    tokio::select! {
-                        _ = int.recv() => {}
-                        _ = term.recv() => {}
-                    }
-                    if tx.send(()).await.is_err() {
-                        break;
-                    }
-                }
-            });
-        }
-        _ => tracing::warn!(
-            "cannot listen for signals; SIGINT and SIGTERM will end mcp-chain at once"
-        ),
-    }
-    rx
 }

@@ -7,8 +7,8 @@
 //! nobody drains fills up and stalls the server.
 
 use crate::config::CommandConfig;
+use crate::platform::tree::{self, End, Tree};
 use crate::transport::stdio::widen;
-use rustix::process::{kill_process_group, Pid, Signal};
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
@@ -33,7 +33,8 @@ pub(crate) enum SpawnError {
 #[derive(Debug)]
 pub(crate) struct Child {
     child: Process,
-    pgid: Option<Pid>,
+    /// The child and what it started, ended as one.
+    tree: Tree,
     stdin: Option<ChildStdin>,
     stdout: Option<ChildStdout>,
 }
@@ -46,31 +47,17 @@ impl Child {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
-            .process_group(0)
-            // Backstop only: shutdown normally ends the whole group first.
+            // Backstop only: shutdown normally ends the whole tree first.
             .kill_on_drop(true);
         if let Some(cwd) = &cfg.cwd {
             cmd.current_dir(cwd);
         }
-        // If mcp-chain is killed outright (SIGKILL, a client that gives up
-        // waiting), the server gets SIGTERM instead of living on orphaned.
-        #[allow(unsafe_code)]
-        // SAFETY: the closure runs in the forked child before exec and only
-        // makes one prctl(2) system call, which is async-signal-safe; it
-        // touches no memory of the parent and allocates nothing.
-        unsafe {
-            cmd.pre_exec(|| {
-                rustix::process::set_parent_process_death_signal(Some(Signal::TERM))
-                    .map_err(std::io::Error::from)
-            });
-        }
+        tree::prepare(&mut cmd);
         let mut child = cmd.spawn().map_err(|source| SpawnError::Spawn {
             command: cfg.command.clone(),
             source,
         })?;
-        let pgid = child
-            .id()
-            .and_then(|id| Pid::from_raw(i32::try_from(id).ok()?));
+        let tree = Tree::of(&child);
         let stderr = child
             .stderr
             .take()
@@ -84,7 +71,7 @@ impl Child {
         }
         tracing::info!(command = %cfg.command, args = ?cfg.args, pid = ?child.id(), "started the server");
         Ok(Self {
-            pgid,
+            tree,
             stdin: Some(child.stdin.take().ok_or(SpawnError::MissingPipe("stdin"))?),
             stdout: Some(
                 child
@@ -120,10 +107,10 @@ impl Child {
         self.child.wait().await
     }
 
-    /// Ends the child and everything in its process group: wait up to
-    /// `grace` for it to exit by itself (its stdin should be closed by now),
-    /// or until `hurry` turns true (a second signal), then SIGTERM the
-    /// group, then SIGKILL it. Returns the child's status.
+    /// Ends the child and everything it started: wait up to `grace` for it
+    /// to exit by itself (its stdin should be closed by now), or until
+    /// `hurry` turns true (a second signal), then ask the tree to end
+    /// (SIGTERM), then force it (SIGKILL). Returns the child's status.
     pub(crate) async fn shutdown(
         &mut self,
         grace: Duration,
@@ -137,11 +124,11 @@ impl Child {
             Some(status) => status.ok(),
             None => {
                 tracing::warn!(grace = ?grace, "the server did not exit after its stdin closed; terminating it");
-                self.signal_group(Signal::TERM);
+                self.tree.end(End::Ask);
                 match tokio::time::timeout(TERM_GRACE, self.child.wait()).await {
                     Ok(status) => status.ok(),
                     Err(_) => {
-                        self.signal_group(Signal::KILL);
+                        self.tree.end(End::Force);
                         self.child.wait().await.ok()
                     }
                 }
@@ -151,30 +138,18 @@ impl Child {
         status
     }
 
-    /// The child is gone; anything left in its group is ended too.
+    /// The child is gone; anything left of its tree is ended too.
     async fn end_group(&mut self) {
-        if !self.group_alive() {
+        if !self.tree.alive() {
             return;
         }
-        self.signal_group(Signal::TERM);
+        self.tree.end(End::Ask);
         let deadline = tokio::time::Instant::now() + TERM_GRACE;
-        while self.group_alive() && tokio::time::Instant::now() < deadline {
+        while self.tree.alive() && tokio::time::Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
-        if self.group_alive() {
-            self.signal_group(Signal::KILL);
-        }
-    }
-
-    fn group_alive(&self) -> bool {
-        self.pgid
-            .is_some_and(|pgid| rustix::process::test_kill_process_group(pgid).is_ok())
-    }
-
-    fn signal_group(&self, signal: Signal) {
-        if let Some(pgid) = self.pgid {
-            // ESRCH: the group is already gone, which is what we want.
-            let _ = kill_process_group(pgid, signal);
+        if self.tree.alive() {
+            self.tree.end(End::Force);
         }
     }
 }

@@ -138,12 +138,15 @@ async fn the_first_listing_is_pinned_and_written_0600_in_sorted_order() {
         "a field left out is not pinned"
     );
     assert!(file["tools"]["a"].get("pending").is_none());
-    use std::os::unix::fs::PermissionsExt;
-    let mode = std::fs::metadata(&pins.0)
-        .expect("exists")
-        .permissions()
-        .mode();
-    assert_eq!(mode & 0o777, 0o600);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&pins.0)
+            .expect("exists")
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
     assert_eq!(call(&mut svc, "a").await["result"], json!({"content": []}));
 }
 

@@ -13,6 +13,9 @@ fn timestamps_are_rfc3339_utc_with_microseconds() {
     assert_eq!(at(4_107_542_399, 999_999), "2100-02-28T23:59:59.999999Z");
     assert_eq!(at(4_107_542_400, 0), "2100-03-01T00:00:00.000000Z");
     assert_eq!(at(253_402_300_799, 5), "9999-12-31T23:59:59.000005Z");
+    // Past year 9999 the year is clamped (a Windows SystemTime cannot
+    // even hold 2^40 seconds: it ends in year 30828).
+    #[cfg(unix)]
     assert_eq!(at(1 << 40, 0)[..4], *"9999");
     // As JSON: the same text, quoted.
     let t = UNIX_EPOCH + Duration::from_secs(1_700_000_000);

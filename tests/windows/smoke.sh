@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# The Windows build, checked on this Linux machine (make check-platforms):
+# mcp-chain and the demo server cross-compiled for x86_64-pc-windows-gnu,
+# clippy clean for that target, the unit tests of both crates and a
+# scripted session run under Wine: initialize, tools/list, a call, a
+# filter refusal, and EOF drained (every answer written, exit 0).
+#
+# Needs: rustup, Debian's gcc-mingw-w64-x86-64 and wine64 (.ci/run installs
+# them). Wine 8 (Debian 12's) lacks bcryptprimitives.dll, which Rust's std
+# calls for randomness; bcryptprimitives.c stands in for it in the test's
+# own Wine prefix only.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+target=x86_64-pc-windows-gnu
+say() { printf 'windows: %s\n' "$*" >&2; }
+
+rustup target list --installed | grep -qx "$target" || rustup target add "$target" >/dev/null
+wine=$(command -v wine64 || echo /usr/lib/wine/wine64)
+[ -x "$wine" ] || { say "wine64 is not installed"; exit 1; }
+command -v x86_64-w64-mingw32-gcc >/dev/null || { say "mingw-w64 is not installed"; exit 1; }
+
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}"
+say "clippy for $target"
+cargo clippy --quiet --target "$target" -p mcp-chain -p mcp-chain-middleware --lib --bins -- -D warnings
+say "build for $target"
+cargo build --quiet --target "$target" --bin mcp-chain --bin mcp-chain-demo-server
+bin="$CARGO_TARGET_DIR/$target/debug"
+
+prefix=$(mktemp -d /tmp/mcp-chain-wine.XXXXXX)
+trap 'rm -rf "$prefix"' EXIT
+export WINEPREFIX="$prefix" WINEDEBUG=-all
+timeout 120 "$wine" cmd /c exit >/dev/null 2>&1 || true
+x86_64-w64-mingw32-gcc -shared -O2 -o "$prefix/drive_c/windows/system32/bcryptprimitives.dll" \
+    tests/windows/bcryptprimitives.c tests/windows/bcryptprimitives.def -ladvapi32
+
+say "unit tests under Wine"
+CARGO_TARGET_X86_64_PC_WINDOWS_GNU_RUNNER="$wine" \
+    timeout 900 cargo test --quiet --target "$target" -p mcp-chain-middleware -p mcp-chain --lib
+
+say "a session under Wine"
+config="$prefix/drive_c/filter.toml"
+printf '[[middleware]]\ntype = "filter"\ntools = { deny = ["read_secret"] }\n' > "$config"
+out="$prefix/out.jsonl"
+printf '%s\n' \
+  '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"wine","version":"1"}}}' \
+  '{"jsonrpc":"2.0","method":"notifications/initialized"}' \
+  '{"jsonrpc":"2.0","id":2,"method":"tools/list"}' \
+  '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"add","arguments":{"a":2,"b":40}}}' \
+  '{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"read_secret","arguments":{}}}' \
+| timeout 180 "$wine" "$bin/mcp-chain.exe" --config 'C:\filter.toml' -- "$bin/mcp-chain-demo-server.exe" > "$out"
+python3 - "$out" <<'PY'
+import json, sys
+answers = {m["id"]: m for m in map(json.loads, open(sys.argv[1]))}
+assert answers[1]["result"]["serverInfo"]["name"] == "mcp-chain-demo-server", answers
+names = {t["name"] for t in answers[2]["result"]["tools"]}
+assert "add" in names and "read_secret" not in names, names
+assert answers[3]["result"]["structuredContent"] == {"sum": 42}, answers[3]
+assert answers[4]["error"]["code"] == -32602, answers[4]
+assert len(answers) == 4, answers
+PY
+say "ok: built, clippy clean, unit tests and a session under Wine"
