@@ -8,11 +8,14 @@
 //! - [`parent`]: mcp-chain ending when its client dies without closing
 //!   its stdin.
 //! - [`signals`]: what asks mcp-chain to stop.
+//! - [`command`]: the program a server's command names (`npx` is
+//!   `npx.cmd` on Windows).
 //!
 //! Our stdin and stdout as async pipes, and pipe widening (Linux only, an
 //! optimisation), are in `transport::stdio`; the allocator's tuning (glibc
 //! only) in `memory`; private files in the middleware crate's `private`.
 
+pub(crate) mod command;
 pub(crate) mod parent;
 pub(crate) mod signals;
 pub(crate) mod tree;

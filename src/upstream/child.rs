@@ -7,6 +7,7 @@
 //! nobody drains fills up and stalls the server.
 
 use crate::config::CommandConfig;
+use crate::platform::command::{self, NotFound};
 use crate::platform::tree::{self, End, Tree};
 use crate::transport::stdio::widen;
 use std::process::{ExitStatus, Stdio};
@@ -27,6 +28,8 @@ pub(crate) enum SpawnError {
     },
     #[error("the server process has no {0} pipe")]
     MissingPipe(&'static str),
+    #[error(transparent)]
+    NotFound(#[from] NotFound),
 }
 
 /// A running child, its pipes taken out by the relay.
@@ -41,7 +44,8 @@ pub(crate) struct Child {
 
 impl Child {
     pub(crate) fn spawn(cfg: &CommandConfig) -> Result<Self, SpawnError> {
-        let mut cmd = Command::new(&cfg.command);
+        let program = command::program(&cfg.command)?;
+        let mut cmd = Command::new(program);
         cmd.args(&cfg.args)
             .envs(&cfg.env)
             .stdin(Stdio::piped())

@@ -27,7 +27,8 @@ cargo build --quiet --target "$target" --bin mcp-chain --bin mcp-chain-demo-serv
 bin="$CARGO_TARGET_DIR/$target/debug"
 
 prefix=$(mktemp -d /tmp/mcp-chain-wine.XXXXXX)
-trap 'rm -rf "$prefix"' EXIT
+wineserver=$(command -v wineserver || echo "$(dirname "$wine")/wineserver")
+trap 'WINEPREFIX="$prefix" "$wineserver" -k 2>/dev/null; rm -rf "$prefix"' EXIT
 export WINEPREFIX="$prefix" WINEDEBUG=-all
 timeout 120 "$wine" cmd /c exit >/dev/null 2>&1 || true
 x86_64-w64-mingw32-gcc -shared -O2 -o "$prefix/drive_c/windows/system32/bcryptprimitives.dll" \
@@ -48,6 +49,20 @@ printf '%s\n' \
   '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"add","arguments":{"a":2,"b":40}}}' \
   '{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"read_secret","arguments":{}}}' \
 | timeout 180 "$wine" "$bin/mcp-chain.exe" --config 'C:\filter.toml' -- "$bin/mcp-chain-demo-server.exe" > "$out"
+# A server named without its extension, as Claude Desktop configs do
+# (`npx` is `npx.cmd`): found through PATH and PATHEXT.
+mkdir -p "$prefix/drive_c/servers"
+cp "$bin/mcp-chain-demo-server.exe" "$prefix/drive_c/servers/"
+printf '@"C:\\servers\\mcp-chain-demo-server.exe" %%*\r\n' > "$prefix/drive_c/servers/demo.cmd"
+found="$prefix/found.jsonl"
+printf '%s\n' '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"wine","version":"1"}}}' \
+| WINEPATH='C:\servers' timeout 180 "$wine" "$bin/mcp-chain.exe" -- demo > "$found"
+grep -q '"mcp-chain-demo-server"' "$found" || { say "demo (demo.cmd) was not started: $(cat "$found")"; exit 1; }
+missing=$(printf '{}\n' | timeout 180 "$wine" "$bin/mcp-chain.exe" -- not-a-server 2>&1 || true)
+case "$missing" in
+  *"cannot find the server \`not-a-server\`: tried not-a-server.com, not-a-server.exe, not-a-server.bat, not-a-server.cmd"*) ;;
+  *) say "a missing server is not named clearly: $missing"; exit 1 ;;
+esac
 python3 - "$out" <<'PY'
 import json, sys
 answers = {m["id"]: m for m in map(json.loads, open(sys.argv[1]))}
