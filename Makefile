@@ -23,8 +23,9 @@ test-rust: ## Unit and integration tests (Rust only)
 test-interop: build ## Interop with official SDK clients and reference servers (installs them, pinned)
 	@if [ -x tests/interop/run.sh ]; then tests/interop/run.sh; else echo "no interop suite"; fi
 
-check-platforms: ## The Windows build: cross-compiled, clippy clean, unit tests and a session under Wine
-	tests/windows/smoke.sh
+check-platforms: ## Windows (cross-compiled, clippy, unit tests and a session under Wine) and macOS (check, clippy)
+	tests/platforms/windows/smoke.sh
+	tests/platforms/macos.sh
 
 ci: fmt-check lint test ## What CI runs: formatting, clippy with warnings denied, all tests
 

@@ -40,7 +40,7 @@ fn temporary_beside(path: &Path) -> io::Result<PathBuf> {
         .file_name()
         .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no file name"))?;
     let mut random = [0u8; 8];
-    ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut random)
+    getrandom::fill(&mut random)
         .map_err(|_| io::Error::other("no randomness for a temporary name"))?;
     let random: String = random.iter().map(|b| format!("{b:02x}")).collect();
     let mut tmp = std::ffi::OsString::from(".");

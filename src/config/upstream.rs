@@ -7,12 +7,12 @@
 use super::file::UpstreamFile;
 use super::validate::Problem;
 use super::{parse_duration, DEFAULT_MAX_RESTARTS, DEFAULT_RESTART_BACKOFF};
-use reqwest::header::{HeaderName, HeaderValue};
-use reqwest::Url;
+use hyper::header::{HeaderName, HeaderValue};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
+use url::Url;
 
 /// The server: a command or a URL.
 #[derive(Debug, Clone)]

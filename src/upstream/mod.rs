@@ -9,10 +9,13 @@
 //! back one [`End`] when the server stops or is gone for good.
 
 pub(crate) mod child;
+mod params;
+#[cfg(feature = "remote")]
 mod remote;
+mod routing;
 
 use crate::transport::budget::Budget;
-pub(crate) use remote::ToolParams;
+pub(crate) use params::ToolParams;
 use std::sync::Arc;
 mod supervisor;
 
@@ -70,7 +73,16 @@ impl Upstream {
                     Supervisor(self, command.clone()).run(child, stop),
                 ))
             }
+            #[cfg(feature = "remote")]
             UpstreamConfig::Url(url) => remote::start(self, url, stop),
+            #[cfg(not(feature = "remote"))]
+            UpstreamConfig::Url(url) => {
+                drop(stop);
+                Err(format!(
+                    "{} is a URL, and this mcp-chain was built without remote upstreams (the `remote` feature)",
+                    url.url
+                ))
+            }
         }
     }
 }

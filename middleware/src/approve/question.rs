@@ -3,7 +3,7 @@
 //! retry carries that the question was this call's.
 
 use crate::pin::fingerprint::digest;
-use ring::hmac;
+use hmac::{KeyInit, Mac};
 use serde_json::{json, Map, Value};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -130,7 +130,7 @@ pub(super) struct State {
 /// Signs and checks the states: a key drawn when the layer is built, so a
 /// state cannot be made outside this process, nor moved to another call.
 pub(super) struct Seal {
-    key: hmac::Key,
+    key: [u8; KEY_BYTES],
     /// How long a question may stay open.
     ttl: Duration,
 }
@@ -147,10 +147,22 @@ fn now_secs() -> u64 {
         .map_or(0, |d| d.as_secs())
 }
 
+/// The HMAC-SHA256 key's size: the hash's block size.
+const KEY_BYTES: usize = 64;
+
+type HmacSha256 = hmac::Hmac<sha2::Sha256>;
+
 impl Seal {
+    /// HMAC-SHA256 of `bytes` under the key, ready to finish or verify.
+    fn mac(&self, bytes: &[u8]) -> HmacSha256 {
+        let mut mac = HmacSha256::new_from_slice(&self.key).expect("HMAC takes a key of any size");
+        mac.update(bytes);
+        mac
+    }
+
     pub(super) fn new(ttl: Duration) -> Self {
-        let rng = ring::rand::SystemRandom::new();
-        let key = hmac::Key::generate(hmac::HMAC_SHA256, &rng).expect("the OS has randomness");
+        let mut key = [0u8; KEY_BYTES];
+        getrandom::fill(&mut key).expect("the OS has randomness");
         Self { key, ttl }
     }
 
@@ -159,9 +171,9 @@ impl Seal {
         let expiry = now_secs() + self.ttl.as_secs().max(1);
         let server = state.server.as_deref().unwrap_or("");
         let signed = signed(tool, arguments, state.approved, expiry, server);
-        let mac = hmac::sign(&self.key, signed.as_bytes());
+        let mac = self.mac(signed.as_bytes()).finalize().into_bytes();
         let mut out = format!("{STATE_PREFIX}{}.{expiry}.", u8::from(state.approved));
-        for byte in mac.as_ref() {
+        for byte in mac.iter() {
             out += &format!("{byte:02x}");
         }
         if let Some(server) = &state.server {
@@ -191,7 +203,8 @@ impl Seal {
             return Some(Err("altered"));
         };
         let signed = signed(tool, arguments, approved, expiry, server.unwrap_or(""));
-        if hmac::verify(&self.key, signed.as_bytes(), &mac).is_err() {
+        // Compared in constant time.
+        if self.mac(signed.as_bytes()).verify_slice(&mac).is_err() {
             return Some(Err("altered"));
         }
         if expiry < now_secs() {

@@ -121,10 +121,10 @@ pub(crate) fn of_item(kind: Kind, item: &Item<'_>) -> Result<(String, Fields), U
 pub(crate) fn digest(value: &Value) -> String {
     let mut text = Vec::new();
     canonical(value, &mut text);
-    let sum = ring::digest::digest(&ring::digest::SHA256, &text);
+    let sum = <sha2::Sha256 as sha2::Digest>::digest(&text);
     let mut out = String::with_capacity(7 + 64);
     out.push_str("sha256:");
-    for byte in sum.as_ref() {
+    for byte in sum.iter() {
         out.push_str(&format!("{byte:02x}"));
     }
     out

@@ -24,10 +24,10 @@ mod http;
 mod legacy;
 mod link;
 mod listen;
-mod params;
-mod routing;
+// The routing headers and the parameters marked for them are shared with
+// the HTTP front: they live beside this module.
+use super::{params, routing};
 
-pub(crate) use params::ToolParams;
 mod session;
 mod streamable;
 mod websocket;

@@ -17,8 +17,8 @@
 //! `front/stateless.rs`).
 
 use super::routing::encoded;
+use hyper::header::{HeaderName, HeaderValue};
 use mcp_chain_middleware::message::Payload;
-use reqwest::header::{HeaderName, HeaderValue};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::sync::Mutex;

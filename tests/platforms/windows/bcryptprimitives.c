@@ -4,7 +4,7 @@
  * library asks it for randomness (ProcessPrng) since Rust 1.78; every
  * Windows 10 and later has it. This shim answers from RtlGenRandom, which
  * Wine has. It is built and installed into the test's Wine prefix by
- * tests/windows/smoke.sh only: never shipped, never needed on Windows.
+ * tests/platforms/windows/smoke.sh only: never shipped, never needed on Windows.
  */
 #include <windows.h>
 

@@ -15,9 +15,9 @@
 
 use super::params::ToolParams;
 use base64::Engine as _;
+use hyper::header::{HeaderName, HeaderValue};
 use mcp_chain_middleware::message::{meta, method};
 use mcp_chain_middleware::Message;
-use reqwest::header::{HeaderName, HeaderValue};
 
 const MCP_METHOD: HeaderName = HeaderName::from_static("mcp-method");
 const MCP_NAME: HeaderName = HeaderName::from_static("mcp-name");

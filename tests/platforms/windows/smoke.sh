@@ -10,7 +10,7 @@
 # calls for randomness; bcryptprimitives.c stands in for it in the test's
 # own Wine prefix only.
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../../.."
 target=x86_64-pc-windows-gnu
 say() { printf 'windows: %s\n' "$*" >&2; }
 
@@ -32,7 +32,7 @@ trap 'WINEPREFIX="$prefix" "$wineserver" -k 2>/dev/null; rm -rf "$prefix"' EXIT
 export WINEPREFIX="$prefix" WINEDEBUG=-all
 timeout 120 "$wine" cmd /c exit >/dev/null 2>&1 || true
 x86_64-w64-mingw32-gcc -shared -O2 -o "$prefix/drive_c/windows/system32/bcryptprimitives.dll" \
-    tests/windows/bcryptprimitives.c tests/windows/bcryptprimitives.def -ladvapi32
+    tests/platforms/windows/bcryptprimitives.c tests/platforms/windows/bcryptprimitives.def -ladvapi32
 
 say "unit tests under Wine"
 CARGO_TARGET_X86_64_PC_WINDOWS_GNU_RUNNER="$wine" \
