@@ -246,9 +246,14 @@ async fn post(
             );
         }
     };
-    if messages
-        .iter()
-        .any(|m| m.method() == Some(method::NOTIFICATION_INITIALIZED))
+    // The handshake is finished by `notifications/initialized`, or by any
+    // later POST to the session: a client that pipelines its first lines
+    // (mcp-remote does) may send the notification before it knows the
+    // session's id, and a session its client uses is not abandoned.
+    if !initialize
+        || messages
+            .iter()
+            .any(|m| m.method() == Some(method::NOTIFICATION_INITIALIZED))
     {
         session.initialized();
     }

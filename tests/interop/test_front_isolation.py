@@ -396,3 +396,18 @@ def test_bodies_share_one_budget_of_bytes_in_flight():
             s.close()
         status, _, text = post(port, big, {"Mcp-Session-Id": session, "Accept": "application/json"})
         assert status == 200 and answer(text)["id"] == 7, text[:200]
+
+
+def test_a_session_its_client_uses_is_not_ended_for_a_lost_initialized():
+    """A client that pipelines its first lines may send
+    notifications/initialized before it knows the session's id (and lose
+    it); the session's next request ends its handshake just as well."""
+    with served('[front]\ninit_timeout = "1s"\n') as (port, stderr):
+        status, hdrs, _ = post(port, INIT)
+        session = {"Mcp-Session-Id": hdrs["mcp-session-id"]}
+        listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+        assert post(port, listing, session)[0] == 200
+        time.sleep(2)  # past init_timeout
+        status, _, text = post(port, {"jsonrpc": "2.0", "id": 3, "method": "ping"}, session)
+        assert status == 200 and answer(text)["result"] == {}, (status, text)
+        assert "never finished the handshake" not in stderr.read_text()
