@@ -207,7 +207,7 @@ async fn post(
     };
     let initialize_id = messages
         .iter()
-        .find(|m| m.method() == Some(method::INITIALIZE))
+        .find(|m| m.method() == Some(method::INITIALIZE) && m.id().is_some())
         .and_then(|m| m.id().cloned());
     let initialize = initialize_id.is_some();
     if session.is_none()
