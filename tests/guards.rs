@@ -37,13 +37,7 @@ fn pin_command(config: &str, args: &[&str]) -> (bool, String) {
 #[tokio::test]
 async fn pin_hides_a_rug_pull_until_accepted_and_tells_the_client() {
     let dir = TempDir::new("pin");
-    let pins = dir.path("pins.json");
-    let audit = dir.path("audit.jsonl");
-    let layers = format!(
-        "[[middleware]]\ntype = \"audit\"\npath = {:?}\n\n[[middleware]]\ntype = \"pin\"\npath = {:?}\n",
-        audit.display().to_string(),
-        pins.display().to_string()
-    );
+    let (_, audit, layers) = dir.audit_and_pin();
     let config = config(&dir, &layers);
     let mut proxy = Proxy::spawn(&["--config", &config]);
     proxy.initialize("2025-11-25").await;

@@ -34,13 +34,7 @@ fn listing(description: &str) -> Value {
 #[tokio::test]
 async fn pin_list_logs_and_audit_show_hostile_names_escaped_and_cut() {
     let dir = TempDir::new("shown");
-    let pins = dir.path("pins.json");
-    let audit = dir.path("audit.jsonl");
-    let layers = format!(
-        "[[middleware]]\ntype = \"audit\"\npath = {:?}\n\n[[middleware]]\ntype = \"pin\"\npath = {:?}\n",
-        audit.display().to_string(),
-        pins.display().to_string()
-    );
+    let (_, audit, layers) = dir.audit_and_pin();
     let config = config(&dir, &layers);
     let mut proxy = Proxy::spawn(&["--config", &config, "--log-level", "info"]);
     proxy.initialize("2025-11-25").await;

@@ -218,7 +218,7 @@ async fn post(
         drop(messages);
         return stateless::post(front, caller, headers, read, events).await;
     }
-    let mut session_is_new = false;
+    let session_is_new = session.is_none();
     let session = match (session, initialize) {
         (Some(session), false) => session,
         // A legacy session exists from its stream on; it is initialized by
@@ -232,7 +232,6 @@ async fn post(
             );
         }
         (None, true) if messages.len() == 1 => {
-            session_is_new = true;
             match front.sessions.open(front, Kind::Streamable, caller) {
                 Some(session) => session,
                 None => return too_many_sessions(),

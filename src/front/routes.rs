@@ -119,7 +119,8 @@ impl Routes {
             return Err(taken.clone());
         }
         // Room for every answer beyond the events: in a shared session
-        // an answer is never waited for nor dropped (see `deliver`).
+        // an answer is never waited for nor dropped (see `has_room`, and
+        // the router, `router::run`).
         let (tx, rx) = mpsc::channel(POST_EVENTS + waiting.ids.len());
         self.next_post += 1;
         let n = self.next_post;

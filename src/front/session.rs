@@ -8,7 +8,7 @@
 //! serves one client; its own connection to a URL) and its own instance
 //! of the chain.
 
-use super::routes::{self, Routes};
+use super::routes::{self, Owner, Routes};
 use super::Front;
 use crate::relay::{self, Ending, Read};
 use crate::transport::queue::Queue;
@@ -54,7 +54,7 @@ pub(super) struct Session {
     pub(super) shared: bool,
     /// The token that opened it: only a request let in by the same one
     /// may use it (another is told there is no such session).
-    owner: Option<usize>,
+    owner: Owner,
     created: Instant,
     last_seen: Mutex<Instant>,
     /// The client sent `notifications/initialized`.

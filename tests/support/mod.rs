@@ -288,6 +288,19 @@ impl TempDir {
         path.display().to_string()
     }
 
+    /// An audit layer then a pin layer, their files here: the pin file's
+    /// path, the audit file's, and the layers as TOML.
+    pub fn audit_and_pin(&self) -> (std::path::PathBuf, std::path::PathBuf, String) {
+        let pins = self.path("pins.json");
+        let audit = self.path("audit.jsonl");
+        let layers = format!(
+            "[[middleware]]\ntype = \"audit\"\npath = {:?}\n\n[[middleware]]\ntype = \"pin\"\npath = {:?}\n",
+            audit.display().to_string(),
+            pins.display().to_string()
+        );
+        (pins, audit, layers)
+    }
+
     /// A config in front of the fake server with `layers` (TOML), written
     /// here; its path.
     pub fn fake_config(&self, layers: &str) -> String {

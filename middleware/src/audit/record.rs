@@ -266,9 +266,11 @@ fn json_field<T: Serialize + ?Sized>(out: &mut Vec<u8>, name: &str, value: Optio
 pub(super) fn string_field(out: &mut Vec<u8>, name: &str, value: Option<&str>) {
     if let Some(value) = value {
         key(out, name);
-        match value.chars().any(crate::shown::is_unsafe) {
-            false => write_str(value, out),
-            true => crate::shown::write_json(out, value).expect("a string always serializes"),
+        // Printable ASCII (most names and methods) has nothing to defang;
+        // anything else goes through the defanging writer.
+        match value.bytes().all(|b| (0x20..0x7f).contains(&b)) {
+            true => write_str(value, out),
+            false => crate::shown::write_json(out, value).expect("a string always serializes"),
         }
     }
 }

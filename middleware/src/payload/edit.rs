@@ -14,9 +14,7 @@ impl Payload {
     pub fn value_mut(&mut self) -> Result<&mut Value, Unreadable> {
         self.settle();
         if !matches!(self.repr, Repr::Value(_)) {
-            let bytes = self.to_bytes();
-            let value = value::parse(&bytes).map_err(Unreadable::json)?;
-            let size = bytes.len();
+            let (value, size) = self.read_whole()?;
             self.size_hint = size;
             self.repr = Repr::Value(Box::new(value));
         }
@@ -39,15 +37,20 @@ impl Payload {
         if let Repr::Value(value) = &mut self.repr {
             return Ok(edit(value));
         }
-        let bytes = self.to_bytes();
-        let mut value = value::parse(&bytes).map_err(Unreadable::json)?;
-        let size = bytes.len();
+        let (mut value, size) = self.read_whole()?;
         if !edit(&mut value) {
             return Ok(false);
         }
         self.size_hint = size;
         self.repr = Repr::Value(Box::new(value));
         Ok(true)
+    }
+
+    /// The whole value read from the payload's text, and that text's size.
+    fn read_whole(&self) -> Result<(Value, usize), Unreadable> {
+        let bytes = self.to_bytes();
+        let value = value::parse(&bytes).map_err(Unreadable::json)?;
+        Ok((value, bytes.len()))
     }
 
     /// Sets the member `name` of an object (added at the end when there is
