@@ -68,6 +68,14 @@ pub(crate) fn run(config: &Config, upstream: &Result<UpstreamConfig, String>) ->
         "proxy: max_message_bytes = {}, shutdown_grace = {:?}",
         config.max_message_bytes, config.shutdown_grace
     );
+    let state = match crate::platform::dirs::state_dir() {
+        Ok(dir) => dir.display().to_string(),
+        Err(why) => why,
+    };
+    let _ = writeln!(
+        report,
+        "state directory (${{MCP_CHAIN_STATE_DIR}}): {state}"
+    );
     let front = &config.front;
     if let Some(listen) = front.listen {
         let legacy = if front.legacy_sse {

@@ -180,3 +180,73 @@ async fn config_upstream_runs_and_the_log_layer_sees_both_directions() {
         "{stderr}"
     );
 }
+
+/// `${MCP_CHAIN_STATE_DIR}` is the user's state directory (here the XDG
+/// one, as on Linux); `check` shows it and creates nothing; the first run
+/// creates it, private, with the pin file in it. Set, the variable wins.
+#[cfg(all(unix, not(target_os = "macos")))]
+#[tokio::test]
+async fn the_state_directory_is_found_per_os_and_created_at_first_write() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = TempDir::new("state-dir");
+    let xdg = dir.path("xdg");
+    let config = dir.write(
+        "c.toml",
+        "[[middleware]]\ntype = \"pin\"\npath = \"${MCP_CHAIN_STATE_DIR}/pins.json\"\n",
+    );
+    let out = Command::new(PROXY)
+        .args(["check", "--config", &config, "--", support::DEMO])
+        .env("XDG_STATE_HOME", &xdg)
+        .env_remove(STATE_DIR_VAR)
+        .output()
+        .expect("check runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    let state = xdg.join("mcp-chain");
+    assert!(
+        stdout.contains(&format!(
+            "state directory (${{MCP_CHAIN_STATE_DIR}}): {}",
+            state.display()
+        )),
+        "{stdout}"
+    );
+    assert!(!xdg.exists(), "check created {}", xdg.display());
+
+    let mut proxy = Proxy::spawn_with(&["--config", &config, "--", support::DEMO], |command| {
+        command
+            .env("XDG_STATE_HOME", &xdg)
+            .env_remove(STATE_DIR_VAR);
+    });
+    proxy.initialize("2025-11-25").await;
+    proxy
+        .send(support::req(
+            serde_json::json!(2),
+            "tools/list",
+            serde_json::json!({}),
+        ))
+        .await;
+    proxy.recv_answer(&serde_json::json!(2)).await;
+    let (status, _) = proxy.finish().await;
+    assert!(status.success(), "{}", proxy.stderr());
+    let mode = |path: &std::path::Path| {
+        std::fs::metadata(path)
+            .expect("exists")
+            .permissions()
+            .mode()
+            & 0o777
+    };
+    assert_eq!(mode(&state), 0o700);
+    assert_eq!(mode(&state.join("pins.json")), 0o600);
+
+    let chosen = dir.path("chosen");
+    let out = Command::new(PROXY)
+        .args(["check", "--config", &config, "--", support::DEMO])
+        .env("XDG_STATE_HOME", &xdg)
+        .env(STATE_DIR_VAR, &chosen)
+        .output()
+        .expect("check runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains(&chosen.display().to_string()), "{stdout}");
+}
+
+const STATE_DIR_VAR: &str = "MCP_CHAIN_STATE_DIR";

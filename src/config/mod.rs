@@ -56,14 +56,19 @@ impl Default for Config {
 }
 
 impl Config {
-    /// Reads and checks a config file, expanding `${VAR}` from our environment.
+    /// Reads and checks a config file, expanding `${VAR}` from our environment
+    /// (and `${MCP_CHAIN_STATE_DIR}`, unset there, to the state directory).
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
         let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
             path: path.to_owned(),
             source,
         })?;
         let mut config = Self::from_toml_str(&text, &path.display().to_string(), |name| {
-            std::env::var(name).ok()
+            std::env::var(name).ok().or_else(|| {
+                use crate::platform::dirs;
+                let dir = (name == dirs::STATE_DIR_VAR).then(dirs::state_dir)?.ok()?;
+                dir.to_str().map(str::to_owned)
+            })
         })?;
         config.path = Some(path.to_owned());
         Ok(config)

@@ -8,6 +8,7 @@
 //! - [`parent`]: mcp-chain ending when its client dies without closing
 //!   its stdin.
 //! - [`signals`]: what asks mcp-chain to stop.
+//! - [`dirs`]: the user's state directory, per OS.
 //! - [`command`]: the program a server's command names (`npx` is
 //!   `npx.cmd` on Windows).
 //!
@@ -16,6 +17,7 @@
 //! only) in `memory`; private files in the middleware crate's `private`.
 
 pub(crate) mod command;
+pub(crate) mod dirs;
 pub(crate) mod parent;
 pub(crate) mod signals;
 pub(crate) mod tree;

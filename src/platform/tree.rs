@@ -170,6 +170,12 @@ mod job {
         }
 
         pub(super) fn alive(&self) -> bool {
+            self.active() > 0
+        }
+
+        /// How many processes are in the job: the server and every process
+        /// it started, and they started, that has not ended.
+        pub(super) fn active(&self) -> u32 {
             #[allow(unsafe_code)]
             // SAFETY: the handle is owned and open; the structure is zeroed
             // and its size given.
@@ -182,8 +188,63 @@ mod job {
                     u32::try_from(std::mem::size_of_val(&info)).unwrap_or(u32::MAX),
                     std::ptr::null_mut(),
                 );
-                ok != 0 && info.ActiveProcesses > 0
+                if ok == 0 {
+                    0
+                } else {
+                    info.ActiveProcesses
+                }
             }
         }
+    }
+}
+
+#[cfg(all(test, windows))]
+mod tests {
+    //! Under Wine in `make check-platforms`: a server that starts a helper
+    //! (cmd → ping here, npx → node in life) is ended whole.
+    use super::*;
+    use std::time::{Duration, Instant};
+
+    fn server_with_a_helper() -> Child {
+        let mut cmd = Command::new("cmd.exe");
+        cmd.args(["/c", "ping -n 120 127.0.0.1 > nul"])
+            .kill_on_drop(false);
+        prepare(&mut cmd);
+        cmd.spawn().expect("cmd starts")
+    }
+
+    fn processes(tree: &Tree) -> u32 {
+        tree.job.as_ref().map_or(0, job::Job::active)
+    }
+
+    async fn until(what: &str, mut done: impl FnMut() -> bool) {
+        let start = Instant::now();
+        while !done() {
+            assert!(start.elapsed() < Duration::from_secs(30), "never: {what}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    #[tokio::test]
+    async fn ending_the_tree_ends_the_helper_too() {
+        let mut child = server_with_a_helper();
+        let tree = Tree::of(&child);
+        // The helper joined the server's job: two processes in it.
+        until("the helper starts", || processes(&tree) >= 2).await;
+        tree.end(End::Ask);
+        until("the tree ends", || !tree.alive()).await;
+        assert_eq!(processes(&tree), 0);
+        child.wait().await.expect("the server is reaped");
+    }
+
+    #[tokio::test]
+    async fn closing_the_job_ends_the_tree() {
+        let mut child = server_with_a_helper();
+        let tree = Tree::of(&child);
+        until("the helper starts", || processes(&tree) >= 2).await;
+        // What happens when mcp-chain dies: its handles close.
+        drop(tree);
+        let status = tokio::time::timeout(Duration::from_secs(30), child.wait()).await;
+        assert!(status.is_ok(), "the server outlived the closed job");
     }
 }

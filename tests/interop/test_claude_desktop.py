@@ -10,6 +10,9 @@ what is specific to the reader's machine:
 - the `command`, the doc's absolute path to mcp-chain, becomes the binary
   under test.
 
+(The doc's second ```json block, the Windows entry, is run under Wine by
+tests/platforms/windows/smoke.sh.)
+
 Everything else (arguments, their order, the entry's env, the TOML) is run as
 written, in a minimal environment like a GUI app's: HOME and the entry's env,
 nothing from this shell. The server comes from `npx -y` pinned, which resolves
@@ -110,5 +113,7 @@ async def test_documented_entry_completes_a_session(tmp_path: Path):
     assert not (home / "Documents" / "x.txt").exists()
     audit = re.search(r'^path\s*=\s*"([^"]+)"', local(fenced(doc, "toml")), re.M)
     if audit:
-        log = Path(audit.group(1))
+        # The state directory on Linux, for this HOME (no XDG_STATE_HOME).
+        state = home / ".local/state/mcp-chain"
+        log = Path(audit.group(1).replace("${MCP_CHAIN_STATE_DIR}", str(state)))
         assert log.is_file() and log.read_text().strip(), f"no audit lines in {log}"

@@ -1,6 +1,6 @@
 //! Where audit lines go: a file opened for appending, or stderr.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
@@ -50,15 +50,14 @@ pub(super) enum Queued {
 }
 
 impl Sink {
-    /// Opens (creating with mode 0600: audit lines may hold arguments) the
+    /// Opens (creating it private to the user, see [`crate::private`]: audit lines
+    /// may hold arguments) the
     /// file at `path`, or stderr for `"-"`. An existing file keeps its mode.
     pub(super) fn open(path: &str) -> io::Result<Self> {
         let out = if path == STDERR {
             Out::Stderr
         } else {
-            let mut options = OpenOptions::new();
-            options.create(true).append(true);
-            Out::File(crate::private::open(&mut options, path.as_ref())?)
+            Out::File(crate::private::open_append(path.as_ref())?)
         };
         let path = PathBuf::from(if path == STDERR { "stderr" } else { path });
         let log = Log {

@@ -548,10 +548,14 @@ fn config_errors_name_the_key() {
         .validate()
         .expect_err("empty");
     assert!(err.starts_with("path: "), "{err}");
-    let err = parse(json!({"path": "/nonexistent-dir/x/audit.jsonl"}))
+    // Missing directories are created; a path through a file cannot be.
+    let file = std::env::temp_dir().join(format!("mcp-chain-audit-file-{}", std::process::id()));
+    std::fs::write(&file, b"").expect("a file");
+    let err = parse(json!({"path": file.join("x").join("audit.jsonl")}))
         .expect("parses")
         .validate()
         .expect_err("cannot open");
+    let _ = std::fs::remove_file(&file);
     assert!(err.starts_with("path: cannot open"), "{err}");
     assert!(parse(json!({"path": "-"}))
         .expect("parses")

@@ -99,9 +99,14 @@ impl PinFile {
 }
 
 pub(super) fn read(path: &Path) -> Result<Option<PinFile>, String> {
+    use std::io::ErrorKind;
     let text = match std::fs::read(path) {
         Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        // No file yet, or a parent that is not a directory (which the
+        // store reports as such).
+        Err(e) if matches!(e.kind(), ErrorKind::NotFound | ErrorKind::NotADirectory) => {
+            return Ok(None);
+        }
         Err(e) => return Err(format!("pin file {}: {e}", path.display())),
     };
     let file: PinFile = serde_json::from_slice(&text)

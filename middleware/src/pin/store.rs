@@ -71,8 +71,10 @@ struct State {
 
 impl Store {
     /// Opens the pin file at `path`. When there is none yet, it is written
-    /// at the first listing; its directory must exist now, so a wrong path
-    /// is found at start-up (and `mcp-chain check` creates nothing).
+    /// at the first listing, with the directories above it that are
+    /// missing (a first run's state directory); the nearest that exists
+    /// must be a directory now, so a path through a file is found at
+    /// start-up (and `mcp-chain check` creates nothing).
     pub(crate) fn open(path: &Path) -> Result<Self, String> {
         let file = match read(path)? {
             Some(file) => file,
@@ -81,7 +83,11 @@ impl Store {
                     Some(dir) if !dir.as_os_str().is_empty() => dir,
                     _ => Path::new("."),
                 };
-                if !dir.is_dir() {
+                let nearest = dir
+                    .ancestors()
+                    .find(|d| d.exists())
+                    .unwrap_or(Path::new("."));
+                if !nearest.is_dir() {
                     return Err(format!(
                         "pin file {}: no directory {}",
                         path.display(),

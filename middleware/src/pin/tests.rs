@@ -358,7 +358,12 @@ fn settings_are_checked() {
     };
     assert!(bad(json!({"path": ""})).contains("path"));
     assert!(bad(json!({"path": "/tmp/x.json", "on_change": "ignore"})).contains("on_change"));
-    assert!(bad(json!({"path": "/nonexistent-dir/x/pins.json"})).contains("no directory"));
+    let file = std::env::temp_dir().join(format!("mcp-chain-pin-file-{}", std::process::id()));
+    std::fs::write(&file, b"").expect("a file");
+    let through_a_file = file.join("x").join("pins.json");
+    let refused = bad(json!({"path": through_a_file}));
+    let _ = std::fs::remove_file(&file);
+    assert!(refused.contains("no directory"), "{refused}");
     assert!(bad(json!({"on_change": "hide"})).contains("path"));
 }
 

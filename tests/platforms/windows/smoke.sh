@@ -28,7 +28,7 @@ bin="$CARGO_TARGET_DIR/$target/debug"
 
 prefix=$(mktemp -d /tmp/mcp-chain-wine.XXXXXX)
 wineserver=$(command -v wineserver || echo "$(dirname "$wine")/wineserver")
-trap 'WINEPREFIX="$prefix" "$wineserver" -k 2>/dev/null; rm -rf "$prefix"' EXIT
+trap 'WINEPREFIX="$prefix" "$wineserver" -k 2>/dev/null || true; rm -rf "$prefix" || true' EXIT
 export WINEPREFIX="$prefix" WINEDEBUG=-all
 timeout 120 "$wine" cmd /c exit >/dev/null 2>&1 || true
 x86_64-w64-mingw32-gcc -shared -O2 -o "$prefix/drive_c/windows/system32/bcryptprimitives.dll" \
@@ -63,6 +63,12 @@ case "$missing" in
   *"cannot find the server \`not-a-server\`: tried not-a-server.com, not-a-server.exe, not-a-server.bat, not-a-server.cmd"*) ;;
   *) say "a missing server is not named clearly: $missing"; exit 1 ;;
 esac
+# The state directory is %LOCALAPPDATA%\mcp-chain.
+state=$(timeout 180 "$wine" "$bin/mcp-chain.exe" check --config 'C:\filter.toml' -- demo 2>&1 || true)
+case "$state" in
+  *'state directory (${MCP_CHAIN_STATE_DIR}): C:\'*'\AppData\Local\mcp-chain'*) ;;
+  *) say "the state directory is not under %LOCALAPPDATA%: $state"; exit 1 ;;
+esac
 python3 - "$out" <<'PY'
 import json, sys
 answers = {m["id"]: m for m in map(json.loads, open(sys.argv[1]))}
@@ -73,4 +79,8 @@ assert answers[3]["result"]["structuredContent"] == {"sum": 42}, answers[3]
 assert answers[4]["error"]["code"] == -32602, answers[4]
 assert len(answers) == 4, answers
 PY
-say "ok: built, clippy clean, unit tests and a session under Wine"
+
+say "the documented Windows entry (docs/claude-desktop.md) under Wine"
+python3 tests/platforms/windows/documented_entry.py "$wine" "$prefix" "$bin/mcp-chain.exe" "$bin/mcp-chain-demo-server.exe"
+
+say "ok: built, clippy clean, unit tests and sessions under Wine"

@@ -1,31 +1,79 @@
 //! Files mcp-chain writes next to a user's data (the pin file; the audit
-//! log), and how: private to the user, and never through a path someone
-//! else prepared. A planted symlink or file at a predictable temporary
-//! name would otherwise redirect the write or keep the planter's mode, so
-//! a whole-file write goes to a new file of a random name in the same
-//! directory, created exclusively (an existing name, symlink or not, is
-//! an error, never followed), then renamed over the target.
+//! log; the token store), and how: private to the user, and never through
+//! a path someone else prepared. A planted symlink or file at a
+//! predictable temporary name would otherwise redirect the write or keep
+//! the planter's mode, so a whole-file write goes to a new file of a
+//! random name in the same directory, created exclusively (an existing
+//! name, symlink or not, is an error, never followed), then renamed over
+//! the target.
+//!
+//! Private means, per platform: mode 0600 on Unix (0700 for a directory
+//! mcp-chain creates); on Windows a protected DACL with one entry, the
+//! current user's full control, set as the file is created (see
+//! [`windows`]), so nothing is inherited from a shared parent. A missing
+//! parent directory is created.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-/// Opens `options` for `path` as a private file: readable and writable by
-/// the user alone (0600) when it is created.
-pub fn open(options: &mut OpenOptions, path: &Path) -> io::Result<File> {
-    #[cfg(unix)]
+#[cfg(windows)]
+mod windows;
+
+/// Opens `path` for appending, created private to the user when it does
+/// not exist; an existing file keeps its permissions.
+pub fn open_append(path: &Path) -> io::Result<File> {
+    create_parent(path)?;
+    #[cfg(windows)]
     {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
+        windows::open(path, windows::Open::Append)
     }
-    options.open(path)
+    #[cfg(not(windows))]
+    {
+        unix_private(std::fs::OpenOptions::new().create(true).append(true)).open(path)
+    }
+}
+
+/// Creates `path`, which must not exist (a symlink there is an error, not
+/// followed), private to the user, for writing.
+fn create_new(path: &Path) -> io::Result<File> {
+    #[cfg(windows)]
+    {
+        windows::open(path, windows::Open::CreateNew)
+    }
+    #[cfg(not(windows))]
+    {
+        unix_private(std::fs::OpenOptions::new().write(true).create_new(true)).open(path)
+    }
+}
+
+#[cfg(not(windows))]
+fn unix_private(options: &mut std::fs::OpenOptions) -> &mut std::fs::OpenOptions {
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(options, 0o600);
+    options
+}
+
+/// Creates the directories above `path` that are missing, private to the
+/// user on Unix (0700); on Windows they inherit their parent's ACL (a
+/// user's profile is theirs alone) and the file itself is restricted.
+fn create_parent(path: &Path) -> io::Result<()> {
+    let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) else {
+        return Ok(());
+    };
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder.create(parent)
 }
 
 /// Replaces `path` with `bytes` whole: a reader sees the old file or the
 /// new one, never half of either.
 pub fn write_whole(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    create_parent(path)?;
     let tmp = temporary_beside(path)?;
-    let written = open(OpenOptions::new().write(true).create_new(true), &tmp)
+    let written = create_new(&tmp)
         .and_then(|mut file| file.write_all(bytes).and_then(|()| file.sync_all()))
         .and_then(|()| std::fs::rename(&tmp, path));
     if written.is_err() {
@@ -75,6 +123,29 @@ mod tests {
             use std::os::unix::fs::PermissionsExt;
             let mode = std::fs::metadata(&path).expect("meta").permissions().mode();
             assert_eq!(mode & 0o777, 0o600);
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn missing_directories_above_are_created_private() {
+        let dir = dir("parents");
+        let pins = dir.join("state").join("mcp-chain").join("pins.json");
+        write_whole(&pins, b"pins\n").expect("written");
+        let log = dir.join("logs").join("audit.jsonl");
+        open_append(&log).expect("opened");
+        assert!(log.is_file());
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            for made in [
+                dir.join("state"),
+                dir.join("state/mcp-chain"),
+                dir.join("logs"),
+            ] {
+                let mode = std::fs::metadata(&made).expect("meta").permissions().mode();
+                assert_eq!(mode & 0o777, 0o700, "{}", made.display());
+            }
         }
         let _ = std::fs::remove_dir_all(&dir);
     }
