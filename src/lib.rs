@@ -16,6 +16,8 @@
 //! - `layers`: the one table of the layers a `[[middleware]]` entry names.
 //! - `chain`: `[[middleware]]` → the two tower stacks.
 //! - [`relay`]: the read loops, dispatch, and shutdown order.
+//! - `mcp_http`: MCP over HTTP as the front and URL upstreams both speak
+//!   it (header names, revisions, the routing headers both ways).
 //! - `platform`: what differs between Linux, macOS and Windows (process
 //!   trees, a dead parent, stop signals), one module per concern.
 //!
@@ -36,6 +38,7 @@ mod check;
 mod connector;
 mod front;
 mod layers;
+mod mcp_http;
 mod pins;
 mod platform;
 mod transport;

@@ -130,7 +130,10 @@ pub(super) fn event(id: Option<u64>, line: &[u8]) -> Bytes {
 pub(super) fn event_stream(reply: Reply) -> Response<Reply> {
     let mut answer = Response::new(reply);
     let headers = answer.headers_mut();
-    headers.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+    headers.insert(
+        CONTENT_TYPE,
+        HeaderValue::from_static(crate::mcp_http::EVENT_STREAM),
+    );
     headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     // nginx and its kin pass each event on at once rather than buffering.
     headers.insert("x-accel-buffering", HeaderValue::from_static("no"));

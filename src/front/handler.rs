@@ -8,6 +8,7 @@ use super::routes::{self, Waiting};
 use super::session::{self, Caller, Kind, Session};
 use super::stateless;
 use super::Front;
+use crate::mcp_http::{self, LAST_EVENT_ID, PROTOCOL_VERSION, SESSION_ID};
 use crate::relay::Read;
 use hyper::body::Incoming as HttpBody;
 use hyper::header::{HeaderValue, ACCEPT, ALLOW, WWW_AUTHENTICATE};
@@ -17,19 +18,6 @@ use mcp_chain_middleware::{ErrorCode, ErrorObject, Message};
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
-
-pub(super) const SESSION_HEADER: &str = "mcp-session-id";
-const VERSION_HEADER: &str = "mcp-protocol-version";
-const LAST_EVENT_ID: &str = "last-event-id";
-
-/// The revisions a client may name in `MCP-Protocol-Version`.
-const VERSIONS: [&str; 5] = [
-    "2024-11-05",
-    "2025-03-26",
-    "2025-06-18",
-    "2025-11-25",
-    "2026-07-28",
-];
 
 type Answer = Response<Reply>;
 
@@ -56,8 +44,8 @@ pub(super) async fn handle(
         Err(Refusal::Forbidden(why)) => return Ok(status(StatusCode::FORBIDDEN, why)),
         Err(Refusal::BadRequest(why)) => return Ok(status(StatusCode::BAD_REQUEST, why)),
     };
-    if let Some(version) = head.headers.get(VERSION_HEADER) {
-        if !VERSIONS.iter().any(|v| version.as_bytes() == v.as_bytes()) {
+    if let Some(version) = head.headers.get(PROTOCOL_VERSION) {
+        if !mcp_http::is_known(version.as_bytes()) {
             return Ok(rpc_error(
                 StatusCode::BAD_REQUEST,
                 ErrorCode::INVALID_REQUEST,
@@ -67,7 +55,7 @@ pub(super) async fn handle(
     }
     let session_id = head
         .headers
-        .get(SESSION_HEADER)
+        .get(SESSION_ID)
         .map(|v| v.to_str().unwrap_or_default().to_owned());
     Ok(match (&head.method, path) {
         (&Method::GET, "/sse") => legacy_stream(&front, &caller),
@@ -213,7 +201,7 @@ async fn post(
     if session.is_none()
         && !initialize
         && messages.len() == 1
-        && super::headers::is_modern(headers, messages[0])
+        && crate::mcp_http::Routing::is_sessionless(headers, messages[0])
     {
         drop(messages);
         return stateless::post(front, caller, headers, read, events).await;
@@ -291,7 +279,7 @@ async fn post(
     }
     if initialize {
         if let Ok(id) = HeaderValue::from_str(&session.id) {
-            answer.headers_mut().insert(SESSION_HEADER, id);
+            answer.headers_mut().insert(SESSION_ID, id);
         }
     }
     answer
@@ -395,7 +383,7 @@ fn accepts(headers: &hyper::HeaderMap) -> Option<bool> {
         .filter_map(|v| v.to_str().ok())
         .collect();
     let accept = accept.join(",");
-    if accept.is_empty() || accept.contains("*/*") || accept.contains("text/event-stream") {
+    if accept.is_empty() || accept.contains("*/*") || accept.contains(mcp_http::EVENT_STREAM) {
         return Some(true);
     }
     accept.contains("application/json").then_some(false)

@@ -13,7 +13,6 @@ mod backlog;
 mod body;
 mod guard;
 mod handler;
-mod headers;
 mod intake;
 mod router;
 mod routes;

@@ -20,8 +20,8 @@
 
 use super::backlog::Backlog;
 use super::body::event;
+use crate::mcp_http::ToolParams;
 use crate::transport::lines::Line;
-use crate::upstream::ToolParams;
 use bytes::Bytes;
 use mcp_chain_middleware::message::{method, Incoming};
 use mcp_chain_middleware::{Message, RequestId};

@@ -17,12 +17,11 @@
 
 use super::body::{json, rpc_error, too_many_sessions, Reply};
 use super::handler::relay;
-use super::headers::mismatch;
 use super::routes::{Owner, Restore, Waiting};
 use super::session::{Caller, Kind, Session};
 use super::Front;
+use crate::mcp_http::{Routing, ToolParams};
 use crate::relay::Read;
-use crate::upstream::ToolParams;
 use bytes::Bytes;
 use hyper::{Response, StatusCode};
 use mcp_chain_middleware::message::method;
@@ -35,9 +34,6 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 /// Shared server sessions for requests without a session.
 pub(super) const POOL: usize = 2;
-
-/// The revisions without sessions.
-pub(super) const MODERN: [&str; 1] = ["2026-07-28"];
 
 /// -32020: the routing headers do not say what the body says.
 pub(super) const HEADER_MISMATCH: i64 = -32020;
@@ -150,7 +146,7 @@ pub(super) async fn post(
             "a client sends no answers without a session",
         );
     }
-    if let Some(why) = mismatch(headers, &message, &front.pool.marked) {
+    if let Err(why) = Routing::check(headers, &message, &front.pool.marked) {
         let error = ErrorObject::new(
             ErrorCode(HEADER_MISMATCH),
             format!("Header mismatch: {why}"),

@@ -9,13 +9,10 @@
 //! back one [`End`] when the server stops or is gone for good.
 
 pub(crate) mod child;
-mod params;
 #[cfg(feature = "remote")]
 mod remote;
-mod routing;
 
 use crate::transport::budget::Budget;
-pub(crate) use params::ToolParams;
 use std::sync::Arc;
 mod supervisor;
 

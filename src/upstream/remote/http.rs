@@ -5,12 +5,12 @@
 //! server's origin, so credentials never reach another host. A failure is a
 //! [`Failure`]: what the request it belonged to is answered with.
 
-use super::routing::Routing;
 use super::session::State;
 use crate::config::UrlConfig;
+use crate::mcp_http::{Routing, EVENT_STREAM, LAST_EVENT_ID, PROTOCOL_VERSION, SESSION_ID};
 use bytes::Bytes;
 use mcp_chain_middleware::{ErrorCode, ErrorObject, Message, RequestId};
-use reqwest::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT, CONNECTION, CONTENT_TYPE};
+use reqwest::header::{HeaderMap, HeaderValue, ACCEPT, CONNECTION, CONTENT_TYPE};
 use reqwest::{redirect, Certificate, Method, RequestBuilder, Response, StatusCode, Url};
 use std::error::Error as _;
 use std::time::Duration;
@@ -26,11 +26,6 @@ const LARGE_BODY_BYTES: usize = 1024 * 1024;
 
 /// How long a TCP (and TLS) connect may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
-
-pub(super) const SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
-const PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
-const LAST_EVENT_ID: HeaderName = HeaderName::from_static("last-event-id");
-const EVENT_STREAM: &str = "text/event-stream";
 
 /// Reaches the server's MCP endpoint.
 #[derive(Debug)]

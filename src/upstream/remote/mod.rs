@@ -25,8 +25,8 @@ mod legacy;
 mod link;
 mod listen;
 // The routing headers and the parameters marked for them are shared with
-// the HTTP front: they live beside this module.
-use super::{params, routing};
+// the HTTP front: they live in the room both use.
+use crate::mcp_http::{params, routing};
 
 mod session;
 mod streamable;

@@ -14,10 +14,11 @@
 //! was sent in, and only the first to come finds it current.
 
 use super::answers::Answers;
-use super::http::{Failure, Http, SESSION_ID};
+use super::http::{Failure, Http};
 use super::params::ToolParams;
 use super::routing::Routing;
 use crate::connector::Handshake;
+use crate::mcp_http::SESSION_ID;
 use crate::relay::Read;
 use bytes::Bytes;
 use mcp_chain_middleware::message::{method, Incoming};

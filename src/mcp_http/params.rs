@@ -14,9 +14,9 @@
 //!
 //! The HTTP front uses the same marks the other way: a 2026-07-28 client's
 //! call must carry the headers its arguments call for (see
-//! `front/stateless.rs`).
+//! [`Routing::check`](super::Routing::check)).
 
-use super::routing::encoded;
+use super::encoding::encoded;
 use hyper::header::{HeaderName, HeaderValue};
 use mcp_chain_middleware::message::Payload;
 use serde_json::{Map, Value};
