@@ -194,7 +194,7 @@ async fn answers_still_owed_after_the_grace_get_an_error() {
 
 #[tokio::test]
 async fn a_signal_shuts_down_like_end_of_input() {
-    for signal in ["TERM", "INT"] {
+    for signal in ["TERM", "INT", "HUP"] {
         let mut proxy = Proxy::fake(&[], &[]);
         let answer = proxy.call_tool(json!(1), "grandchild", json!({})).await;
         let pid = answer["result"]["structuredContent"]["pid"]

@@ -2,8 +2,9 @@
 //! starts a graceful shutdown (answers owed are finished within the grace,
 //! then the server's tree is ended), a second cuts it short.
 //!
-//! - Unix: SIGINT (Ctrl-C in a terminal) and SIGTERM (what a client or a
-//!   service manager sends). SIGHUP is left for reloading the config.
+//! - Unix: SIGINT (Ctrl-C in a terminal), SIGTERM (what a client or a
+//!   service manager sends) and SIGHUP (the terminal went away); without
+//!   a handler SIGHUP would end mcp-chain at once, owed answers unsent.
 //! - Windows: Ctrl-C and Ctrl-Break in a console, and the console being
 //!   closed, the user logging off or the system shutting down (the last
 //!   three give a process a few seconds, so they hurry at once).
@@ -31,13 +32,15 @@ fn listen(tx: mpsc::Sender<()>) {
     match (
         signal(SignalKind::interrupt()),
         signal(SignalKind::terminate()),
+        signal(SignalKind::hangup()),
     ) {
-        (Ok(mut int), Ok(mut term)) => {
+        (Ok(mut int), Ok(mut term), Ok(mut hup)) => {
             tokio::spawn(async move {
                 loop {
                     tokio::select! {
                         _ = int.recv() => {}
                         _ = term.recv() => {}
+                        _ = hup.recv() => {}
                     }
                     if tx.send(()).await.is_err() {
                         break;
@@ -46,7 +49,7 @@ fn listen(tx: mpsc::Sender<()>) {
             });
         }
         _ => tracing::warn!(
-            "cannot listen for signals; SIGINT and SIGTERM will end mcp-chain at once"
+            "cannot listen for signals; SIGINT, SIGTERM and SIGHUP will end mcp-chain at once"
         ),
     }
 }
