@@ -4,7 +4,7 @@
 //! opened a stream gets what waited for it. What falls out unsent is
 //! counted and said once per burst.
 
-use super::body::event;
+use super::reply::Outgoing;
 use bytes::Bytes;
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -20,6 +20,7 @@ const DROP_WARNING_EVERY: Duration = Duration::from_secs(10);
 
 #[derive(Default)]
 pub(super) struct Backlog {
+    /// Each event's id and line (without its newline).
     events: VecDeque<(u64, Bytes)>,
     bytes: usize,
     /// The id the next event gets (from 1).
@@ -38,9 +39,8 @@ impl Backlog {
         self.next = self.next.max(1);
         let id = self.next;
         self.next += 1;
-        let e = event(Some(id), line);
-        self.bytes += e.len();
-        self.events.push_back((id, e));
+        self.bytes += line.len();
+        self.events.push_back((id, line.clone()));
         while self.events.len() > BACKLOG_EVENTS
             || (self.bytes > BACKLOG_BYTES && self.events.len() > 1)
         {
@@ -58,13 +58,13 @@ impl Backlog {
     /// What a new stream replays: the events after `last` (its
     /// `Last-Event-ID`), or those not yet handed to a stream; all of them
     /// count as handed over from now.
-    pub(super) fn replay(&mut self, last: Option<u64>) -> Vec<Bytes> {
+    pub(super) fn replay(&mut self, last: Option<u64>) -> Vec<Outgoing> {
         let after = last.unwrap_or(self.sent);
         let missed = self
             .events
             .iter()
             .filter(|(id, _)| *id > after)
-            .map(|(_, e)| e.clone())
+            .map(|(id, line)| Outgoing::event(Some(*id), line.clone()))
             .collect();
         self.sent = self.next.saturating_sub(1);
         missed

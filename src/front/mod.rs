@@ -2,18 +2,23 @@
 //! Streamable HTTP (and legacy HTTP+SSE), instead of to one client on
 //! stdio.
 //!
-//! Every request is checked first (`guard`: Host, Origin, bearer token),
-//! then handled (`handler`): `initialize` opens a session (`session`): its
-//! own server and its own instance of the chain, the stdio relay with an
-//! HTTP client end; its answers find their way back to the right HTTP
-//! response (`routes`). Sessions end on DELETE, when idle, when their
-//! server is gone, and at shutdown, which ends them all within the grace.
+//! The routes and their layers are an axum router (`app`): every request
+//! is checked first (`guard`: Host, Origin, bearer token), then handled
+//! (`handler`): `initialize` opens a session (`session`): its own server
+//! and its own instance of the chain, the stdio relay with an HTTP client
+//! end; its answers find their way back to the right HTTP response
+//! (`routes`, `router`, as a `reply::Outgoing`). What is refused is a
+//! `FrontError` (`error`). Sessions end on DELETE, when idle, when their
+//! server is gone, and at shutdown, which ends them all within the grace
+//! and then lets every open connection finish what it is sending.
 
+mod app;
 mod backlog;
-mod body;
+mod error;
 mod guard;
 mod handler;
 mod intake;
+mod reply;
 mod router;
 mod routes;
 mod session;
@@ -22,10 +27,12 @@ mod stateless;
 use crate::chain::AnyLayer;
 use crate::config::{Config, FrontConfig, UpstreamConfig};
 use crate::transport::budget::Budget;
+use axum::extract::ConnectInfo;
 use guard::Guard;
 use hyper::server::conn::http1;
-use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::server::graceful::GracefulShutdown;
+use hyper_util::service::TowerToHyperService;
 use mcp_chain_middleware::session::SessionInfo;
 use session::Sessions;
 use std::net::SocketAddr;
@@ -110,10 +117,12 @@ pub(crate) async fn run(
     };
     tracing::warn!("mcp-chain serving Streamable HTTP at http://{bound}{path}{legacy}");
     let reaper = tokio::spawn(Sessions::reap(front.clone()));
+    let app = app::router(&front);
+    let connections = GracefulShutdown::new();
     loop {
         tokio::select! {
             accepted = listener.accept() => match accepted {
-                Ok((stream, peer)) => serve_connection(&front, stream, peer),
+                Ok((stream, peer)) => serve_connection(&app, &connections, stream, peer),
                 Err(e) => {
                     // Out of descriptors, most likely: wait rather than spin.
                     tracing::warn!(error = %e, "cannot accept a connection");
@@ -128,29 +137,52 @@ pub(crate) async fn run(
     tracing::info!("asked to stop; ending every session");
     front.sessions.stop_all(false);
     front.sessions.tasks.close();
-    tokio::select! {
-        () = front.sessions.tasks.wait() => {}
+    let hurried = tokio::select! {
+        () = front.sessions.tasks.wait() => false,
         Some(()) = signals.recv() => {
             tracing::warn!("asked to stop again; ending the servers now");
             front.sessions.stop_all(true);
             front.sessions.tasks.wait().await;
+            true
+        }
+    };
+    // Every session's streams have ended; each connection finishes the
+    // response it is writing (an answer owed, a stream's last events),
+    // idle ones close. A client that stops reading is not waited for
+    // beyond the grace, nor after a second signal.
+    if !hurried {
+        let grace = front.config.shutdown_grace;
+        tokio::select! {
+            () = connections.shutdown() => {}
+            () = tokio::time::sleep(grace) => {
+                tracing::warn!("HTTP connections still open after the grace; closed");
+            }
+            Some(()) = signals.recv() => {}
         }
     }
     Ok(())
 }
 
-fn serve_connection(front: &Arc<Front>, stream: tokio::net::TcpStream, peer: SocketAddr) {
+/// Serves one connection's requests with `app`, telling it who the peer
+/// is; `connections` can end it gracefully.
+fn serve_connection(
+    app: &axum::Router,
+    connections: &GracefulShutdown,
+    stream: tokio::net::TcpStream,
+    peer: SocketAddr,
+) {
     let _ = stream.set_nodelay(true);
-    let front = front.clone();
+    let app = app.clone().layer(axum::Extension(ConnectInfo(peer)));
+    let service = TowerToHyperService::new(app);
+    let connection = http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(HEAD_TIMEOUT)
+        .max_headers(MAX_HEADERS)
+        .max_buf_size(MAX_HEAD_BYTES)
+        .serve_connection(TokioIo::new(stream), service);
+    let connection = connections.watch(connection);
     tokio::spawn(async move {
-        let service = service_fn(move |req| handler::handle(front.clone(), req, peer));
-        let served = http1::Builder::new()
-            .timer(TokioTimer::new())
-            .header_read_timeout(HEAD_TIMEOUT)
-            .max_headers(MAX_HEADERS)
-            .max_buf_size(MAX_HEAD_BYTES)
-            .serve_connection(TokioIo::new(stream), service)
-            .await;
+        let served = connection.await;
         if let Err(e) = served {
             tracing::debug!(%peer, error = %e, "HTTP connection ended with an error");
         }

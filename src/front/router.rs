@@ -4,6 +4,7 @@
 //! closes; then it answers every request still waiting with an error, so
 //! no HTTP client waits for a session that is gone.
 
+use super::reply::Outgoing;
 use super::routes::{lock, Shared};
 use crate::transport::lines::lines;
 use crate::transport::queue::{Queue, Taken};
@@ -18,13 +19,13 @@ pub(super) async fn run(queue: Queue, routes: Shared) {
                 let mut routes = lock(&routes);
                 (routes.targets(&line), routes.stateless)
             };
-            for (tx, bytes) in targets {
+            for (tx, outgoing) in targets {
                 // A session of one client waits for its client (the
                 // server is slowed, nothing is lost); a shared one never
                 // waits for any: `targets` sent only what has room.
                 let sent = match shared {
-                    false => tx.send(bytes).await.is_ok(),
-                    true => tx.try_send(bytes).is_ok(),
+                    false => tx.send(outgoing).await.is_ok(),
+                    true => tx.try_send(outgoing).is_ok(),
                 };
                 if !sent {
                     tracing::debug!("the HTTP client went away before this message; dropped");
@@ -43,7 +44,7 @@ pub(super) async fn run(queue: Queue, routes: Shared) {
             let mut line = Vec::new();
             Message::error(Some(id), error).write_line(&mut line);
             line.pop();
-            let _ = tx.send(Bytes::from(line)).await;
+            let _ = tx.send(Outgoing::Answer(Bytes::from(line))).await;
         }
     }
 }

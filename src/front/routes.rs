@@ -19,7 +19,7 @@
 //! - legacy HTTP+SSE: everything to the one stream of the session.
 
 use super::backlog::Backlog;
-use super::body::event;
+use super::reply::Outgoing;
 use crate::mcp_http::ToolParams;
 use crate::transport::lines::Line;
 use bytes::Bytes;
@@ -47,10 +47,10 @@ pub(super) struct Routes {
     /// A request's progress token (as JSON) → its POST.
     progress: HashMap<String, u64>,
     posts: HashMap<u64, Post>,
-    get: Option<mpsc::Sender<Bytes>>,
+    get: Option<mpsc::Sender<Outgoing>>,
     backlog: Backlog,
     /// Legacy HTTP+SSE: the session's one stream.
-    legacy: Option<mpsc::Sender<Bytes>>,
+    legacy: Option<mpsc::Sender<Outgoing>>,
     /// A pool session for requests without a session (2026-07-28): other
     /// messages go to a `subscriptions/listen` stream only.
     pub(super) stateless: bool,
@@ -63,7 +63,7 @@ pub(super) struct Routes {
 }
 
 struct Post {
-    tx: mpsc::Sender<Bytes>,
+    tx: mpsc::Sender<Outgoing>,
     /// Ids whose answers are still to come.
     waiting: Vec<RequestId>,
     tokens: Vec<String>,
@@ -114,7 +114,7 @@ impl Routes {
     /// `Err` with the id when one of the requests reuses the id of a
     /// request of this session still waiting for its answer: the answers
     /// could not be told apart.
-    pub(super) fn post(&mut self, waiting: Waiting) -> Result<mpsc::Receiver<Bytes>, RequestId> {
+    pub(super) fn post(&mut self, waiting: Waiting) -> Result<mpsc::Receiver<Outgoing>, RequestId> {
         if let Some(taken) = waiting.ids.iter().find(|id| self.answers.contains_key(*id)) {
             return Err(taken.clone());
         }
@@ -147,7 +147,7 @@ impl Routes {
     /// The GET stream: what the client missed (after `last`, its
     /// `Last-Event-ID`, or everything not yet handed to a stream), then
     /// what comes. A new stream replaces the old one.
-    pub(super) fn get(&mut self, last: Option<u64>) -> mpsc::Receiver<Bytes> {
+    pub(super) fn get(&mut self, last: Option<u64>) -> mpsc::Receiver<Outgoing> {
         let missed = self.backlog.replay(last);
         let (tx, rx) = mpsc::channel(missed.len() + GET_EVENTS);
         for e in missed {
@@ -159,22 +159,23 @@ impl Routes {
 
     /// The legacy stream: `first` (the endpoint event), then every
     /// message of the session.
-    pub(super) fn legacy_with(&mut self, first: String) -> mpsc::Receiver<Bytes> {
+    pub(super) fn legacy_with(&mut self, first: Outgoing) -> mpsc::Receiver<Outgoing> {
         let (tx, rx) = mpsc::channel(POST_EVENTS);
-        let _ = tx.try_send(Bytes::from(first));
+        let _ = tx.try_send(first);
         self.legacy = Some(tx);
         rx
     }
 
     /// Whether a client is connected to a stream of this session.
     pub(super) fn streaming(&self) -> bool {
-        let open = |tx: &Option<mpsc::Sender<Bytes>>| tx.as_ref().is_some_and(|t| !t.is_closed());
+        let open =
+            |tx: &Option<mpsc::Sender<Outgoing>>| tx.as_ref().is_some_and(|t| !t.is_closed());
         open(&self.get) || open(&self.legacy) || self.posts.values().any(|p| !p.tx.is_closed())
     }
 
     /// Where `line` goes, and as what: one stream, or (a change
     /// notification of a shared session) every listener's.
-    pub(super) fn targets(&mut self, line: &Line) -> Vec<(mpsc::Sender<Bytes>, Bytes)> {
+    pub(super) fn targets(&mut self, line: &Line) -> Vec<(mpsc::Sender<Outgoing>, Outgoing)> {
         match &line.message {
             Some(m) if self.stateless && !answers_or_progress(m) => {
                 self.subscription(m, &line.bytes)
@@ -192,7 +193,7 @@ impl Routes {
         &mut self,
         message: &Message,
         line: &Bytes,
-    ) -> Vec<(mpsc::Sender<Bytes>, Bytes)> {
+    ) -> Vec<(mpsc::Sender<Outgoing>, Outgoing)> {
         let params = message.params();
         if message.method() == Some(method::NOTIFICATION_CANCELLED) {
             let id = params.and_then(|p| p.member("requestId").ok().flatten());
@@ -239,7 +240,7 @@ impl Routes {
             self.close_post(n);
             return Vec::new();
         }
-        vec![(post.tx.clone(), event(None, &bytes))]
+        vec![(post.tx.clone(), Outgoing::event(None, bytes))]
     }
 
     /// The POST and the front's id of the request `owner` sent as `id`
@@ -267,9 +268,9 @@ impl Routes {
         self.posts.get(&n).filter(|p| p.listen).map(|_| n)
     }
 
-    fn target(&mut self, line: &Line) -> Option<(mpsc::Sender<Bytes>, Bytes)> {
+    fn target(&mut self, line: &Line) -> Option<(mpsc::Sender<Outgoing>, Outgoing)> {
         if let Some(legacy) = &self.legacy {
-            return Some((legacy.clone(), event(None, &line.bytes)));
+            return Some((legacy.clone(), Outgoing::event(None, line.bytes.clone())));
         }
         let answered = match &line.message {
             Some(m @ (Message::Response(_) | Message::Error(_))) => {
@@ -302,12 +303,12 @@ impl Routes {
                 }),
                 _ => line.bytes.clone(),
             };
-            return Some((post.tx.clone(), event(None, &bytes)));
+            return Some((post.tx.clone(), Outgoing::event(None, bytes)));
         }
         let id = self.backlog.push(&line.bytes);
         if let Some(get) = self.get.as_ref().filter(|g| !g.is_closed()) {
             self.backlog.sent = id;
-            return Some((get.clone(), event(Some(id), &line.bytes)));
+            return Some((get.clone(), Outgoing::event(Some(id), line.bytes.clone())));
         }
         let newest = self
             .posts
@@ -317,7 +318,10 @@ impl Routes {
         let (_, post) = newest?;
         // Handed to a stream: a GET stream opened later does not get it again.
         self.backlog.sent = id;
-        Some((post.tx.clone(), event(Some(id), &line.bytes)))
+        Some((
+            post.tx.clone(),
+            Outgoing::event(Some(id), line.bytes.clone()),
+        ))
     }
 
     /// An answer (or a batch's answers) for the POST waiting for `first`.
@@ -327,7 +331,7 @@ impl Routes {
         ids: &[RequestId],
         line: &Bytes,
         message: Option<&Message>,
-    ) -> Option<(mpsc::Sender<Bytes>, Bytes)> {
+    ) -> Option<(mpsc::Sender<Outgoing>, Outgoing)> {
         let Some(n) = self.answers.get(first).copied() else {
             tracing::debug!(id = %first, "an answer no HTTP request is waiting for; dropped");
             return None;
@@ -348,14 +352,13 @@ impl Routes {
             }),
             _ => line.clone(),
         };
-        // The answer goes as its bare line, SSE stream or not: a POST
-        // whose first message is its answer is answered with a JSON body
-        // (see `handler::relay`), a stream frames it as an event.
+        // An answer, SSE stream or not: a POST whose first message is its
+        // answer is answered with a JSON body (see `handler::relay`), a
+        // stream carries it as an event.
         if post.waiting.is_empty() {
             self.close_post(n);
         }
-        let bytes = line;
-        Some((tx, bytes))
+        Some((tx, Outgoing::Answer(line)))
     }
 
     fn progress_post(&self, message: &Message) -> Option<(u64, &Post)> {
@@ -381,7 +384,7 @@ impl Routes {
 
     /// The session is over: its streams end, and each POST still waiting
     /// is handed back with the ids it waits for, to be answered.
-    pub(super) fn end(&mut self) -> Vec<(mpsc::Sender<Bytes>, Vec<RequestId>)> {
+    pub(super) fn end(&mut self) -> Vec<(mpsc::Sender<Outgoing>, Vec<RequestId>)> {
         self.backlog.warn_dropped(true);
         self.get = None;
         self.legacy = None;

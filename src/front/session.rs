@@ -37,6 +37,7 @@ pub(super) enum Kind {
 
 /// Who sent a request: its address, and the token that let it in (an index
 /// into `[front] tokens`).
+#[derive(Debug, Clone, Copy)]
 pub(super) struct Caller {
     pub(super) peer: SocketAddr,
     pub(super) token: Option<usize>,

@@ -15,18 +15,18 @@
 //! call, a prompt or a read; a missing or different one is refused with 400
 //! and -32020 before anything reaches the server.
 
-use super::body::{json, rpc_error, too_many_sessions, Reply};
+use super::error::FrontError;
 use super::handler::relay;
+use super::reply;
 use super::routes::{Owner, Restore, Waiting};
 use super::session::{Caller, Kind, Session};
 use super::Front;
 use crate::mcp_http::{Routing, ToolParams};
 use crate::relay::Read;
-use bytes::Bytes;
-use hyper::{Response, StatusCode};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
 use mcp_chain_middleware::message::method;
 use mcp_chain_middleware::message::Incoming;
-use mcp_chain_middleware::{ErrorCode, ErrorObject};
 use mcp_chain_middleware::{Message, RequestId};
 use serde_json::Value;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -34,9 +34,6 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 /// Shared server sessions for requests without a session.
 pub(super) const POOL: usize = 2;
-
-/// -32020: the routing headers do not say what the body says.
-pub(super) const HEADER_MISMATCH: i64 = -32020;
 
 /// The pool, and the ids the front gives requests.
 #[derive(Default)]
@@ -128,32 +125,19 @@ pub(super) fn remap(message: &mut Message, id: RequestId) -> (RequestId, Option<
 pub(super) async fn post(
     front: &Arc<Front>,
     caller: &Caller,
-    headers: &hyper::HeaderMap,
+    headers: &HeaderMap,
     read: Read,
     events: bool,
-) -> Response<Reply> {
+) -> Result<Response, FrontError> {
     let Read::Parsed(Incoming::Single(Ok(mut message))) = read else {
-        return rpc_error(
-            StatusCode::BAD_REQUEST,
-            ErrorCode::INVALID_REQUEST,
-            "one request or notification a POST",
-        );
+        return Err(FrontError::NotOneMessage);
     };
     if matches!(message, Message::Response(_) | Message::Error(_)) {
-        return rpc_error(
-            StatusCode::BAD_REQUEST,
-            ErrorCode::INVALID_REQUEST,
-            "a client sends no answers without a session",
-        );
+        return Err(FrontError::AnswerWithoutSession);
     }
     if let Err(why) = Routing::check(headers, &message, &front.pool.marked) {
-        let error = ErrorObject::new(
-            ErrorCode(HEADER_MISMATCH),
-            format!("Header mismatch: {why}"),
-        );
-        let mut line = Vec::new();
-        Message::error(message.id().cloned(), error).write_line(&mut line);
-        return json(StatusCode::BAD_REQUEST, Bytes::from(line));
+        let id = message.id().cloned();
+        return Err(FrontError::Routing { id, why });
     }
     if message.method() == Some(method::NOTIFICATION_CANCELLED) {
         // Only the caller's own request, renamed; else nothing is sent,
@@ -163,11 +147,12 @@ pub(super) async fn post(
                 .send(Read::Parsed(Incoming::Single(Ok(message))))
                 .await;
         }
-        return super::body::status(StatusCode::ACCEPTED, "");
+        return Ok(reply::empty(StatusCode::ACCEPTED));
     }
-    let Some(session) = front.pool.session(front, caller) else {
-        return too_many_sessions();
-    };
+    let session = front
+        .pool
+        .session(front, caller)
+        .ok_or(FrontError::TooManySessions)?;
     let mut waiting = Waiting {
         ids: Vec::new(),
         tokens: Vec::new(),

@@ -67,9 +67,9 @@ class Front:
 
 
 @contextlib.contextmanager
-def front(*extra: str, config: str | None = None, env: dict | None = None):
+def front(*extra: str, config: str | None = None, env: dict | None = None, grace: str = "1s"):
     port = harness.free_port()
-    args = [str(harness.MCP_CHAIN), "--listen", f"127.0.0.1:{port}", "--shutdown-grace", "1s", "--log-level", "info"]
+    args = [str(harness.MCP_CHAIN), "--listen", f"127.0.0.1:{port}", "--shutdown-grace", grace, "--log-level", "info"]
     if config is not None:
         path = Path(tempfile.mkdtemp()) / "front.toml"
         path.write_text(config)
@@ -268,6 +268,73 @@ def test_sigterm_finishes_answers_owed_and_ends_every_server():
         for status, _, body in answers:
             assert status == 200 and "result" in sse_messages(body)[-1], body
         assert not children()
+
+
+def test_shutdown_ends_open_streams_cleanly_and_waits_for_no_idle_connection():
+    """At SIGTERM an open GET stream ends as a stream should (its last
+    chunk written, not a reset), and an idle keep-alive connection is
+    closed, not waited for: the front is gone well before its (long)
+    grace would end."""
+    import socket
+
+    with front(grace="60s") as f:
+        session = f.initialize()
+        head = (
+            f"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:{f.port}\r\nAccept: text/event-stream\r\n"
+            f"Mcp-Session-Id: {session}\r\n\r\n"
+        )
+        ping = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"})
+        idle_request = (
+            f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{f.port}\r\nAccept: application/json\r\n"
+            f"Content-Type: application/json\r\nMcp-Session-Id: {session}\r\n"
+            f"Content-Length: {len(ping)}\r\n\r\n{ping}"
+        )
+        with socket.create_connection(("127.0.0.1", f.port), timeout=10) as stream, \
+                socket.create_connection(("127.0.0.1", f.port), timeout=10) as idle:
+            stream.sendall(head.encode())
+            assert b"200 OK" in stream.recv(65536)
+            idle.sendall(idle_request.encode())
+            assert b"200 OK" in idle.recv(65536)
+            # Both connections open, one streaming, one idle: stop.
+            f.proc.send_signal(signal.SIGTERM)
+            rest = b""
+            while chunk := stream.recv(65536):
+                rest += chunk
+            assert rest.endswith(b"0\r\n\r\n"), rest[-200:]
+            assert idle.recv(65536) == b"", "the idle connection was not closed"
+        assert f.proc.wait(15) == 0
+
+
+def test_shutdown_lets_a_slow_reader_take_its_whole_answer():
+    """An answer bigger than the socket buffers, to a client that reads it
+    only after SIGTERM: the front finishes writing it (within the grace)
+    before it exits, rather than exiting under it."""
+    import socket
+
+    with front(grace="60s") as f:
+        session = f.initialize()
+        text = "x" * (24 * 1024 * 1024)
+        call = json.dumps({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+                           "params": {"name": "echo", "arguments": {"text": text}}}).encode()
+        head = (
+            f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{f.port}\r\nAccept: application/json\r\n"
+            f"Content-Type: application/json\r\nMcp-Session-Id: {session}\r\n"
+            f"Content-Length: {len(call)}\r\nConnection: close\r\n\r\n"
+        ).encode()
+        with socket.create_connection(("127.0.0.1", f.port), timeout=30) as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)
+            s.sendall(head + call)
+            # The answer is on its way and stuck in full buffers; stop.
+            time.sleep(1.5)
+            f.proc.send_signal(signal.SIGTERM)
+            time.sleep(0.5)
+            answer = b""
+            while chunk := s.recv(1 << 20):
+                answer += chunk
+        body = answer.split(b"\r\n\r\n", 1)[1]
+        message = json.loads(body)
+        assert message["id"] == 9 and message["result"]["content"][0]["text"] == text
+        assert f.proc.wait(15) == 0
 
 
 @pytest.fixture(autouse=True)
