@@ -6,9 +6,9 @@ use std::path::PathBuf;
 /// mcp-chain: an MCP middleware proxy.
 ///
 /// Speaks MCP on stdin/stdout, starts the real server as a child process (or
-/// reaches it at a URL) and
-/// passes every message, both ways, through the layers of a TOML config
-/// (filter, rewrite, audit, rate limit, timeout, log).
+/// reaches it at a URL) and passes every message, both ways, through the
+/// layers of a TOML config (audit, filter, rewrite, rate_limit, timeout,
+/// limit, validate, pin, approve, log).
 ///
 /// Examples:
 ///   mcp-chain -- npx -y @modelcontextprotocol/server-everything

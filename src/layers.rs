@@ -6,6 +6,7 @@
 //! how each wraps the rest of a chain: adding a layer is adding a line here.
 
 use crate::chain::ChainService;
+use mcp_chain_middleware::config_error::ConfigError;
 use mcp_chain_middleware::session::SessionInfo;
 use mcp_chain_middleware::{
     approve, audit, filter, limit, log, pin, rate_limit, rewrite, timeout, validate,
@@ -126,7 +127,7 @@ macro_rules! layers {
 
             /// Checks the entry and compiles what it names (patterns,
             /// durations, rates) once.
-            pub(crate) fn validate(&self) -> Result<AnyLayer, String> {
+            pub(crate) fn validate(&self) -> Result<AnyLayer, ConfigError> {
                 Ok(match self {
                     $(Self::$variant(config) => AnyLayer::$variant(config.validate()?),)*
                 })

@@ -102,6 +102,53 @@ fn check_rejects_a_bad_config_with_its_place() {
     assert!(stderr.contains("levle"), "{stderr}");
 }
 
+/// `--help` names every layer a config can use, each once.
+#[test]
+fn help_names_every_layer() {
+    let out = Command::new(PROXY).arg("--help").output().expect("runs");
+    let help = String::from_utf8_lossy(&out.stdout).replace('\n', " ");
+    let listed = help
+        .split_once("layers of a TOML config (")
+        .and_then(|(_, rest)| rest.split_once(')'))
+        .map(|(list, _)| list)
+        .unwrap_or_else(|| panic!("no list of layers in --help: {help}"));
+    let mut listed: Vec<&str> = listed.split(',').map(str::trim).collect();
+    listed.sort_unstable();
+    let mut layers = [
+        "audit",
+        "filter",
+        "rewrite",
+        "rate_limit",
+        "timeout",
+        "limit",
+        "validate",
+        "pin",
+        "approve",
+        "log",
+    ];
+    layers.sort_unstable();
+    assert_eq!(listed, layers);
+}
+
+/// A problem a layer finds inside its table points at its own key: the
+/// bad glob's line and column, not the `[[middleware]]` header's.
+#[test]
+fn a_bad_pattern_is_placed_at_its_own_line_and_column() {
+    let dir = TempDir::new("check-glob");
+    let path = dir.write(
+        "c.toml",
+        "[upstream]\ncommand = \"x\"\n\n[[middleware]]\ntype = \"filter\"\n# deny what reads secrets\ntools = { deny = [\"read_*\", \"[unclosed\"] }\n",
+    );
+    let (ok, _, stderr) = check(&["--config", &path]);
+    assert!(!ok);
+    assert!(
+        stderr.contains(&format!(
+            "{path}:7:29: middleware[0] (filter): tools.deny[1]: bad glob"
+        )),
+        "{stderr}"
+    );
+}
+
 #[test]
 fn a_missing_config_file_is_a_clear_error() {
     let (ok, _, stderr) = check(&["--config", "/nonexistent/c.toml"]);

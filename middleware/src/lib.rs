@@ -48,6 +48,7 @@
 //! - [`shown`]: untrusted text escaped and cut where a person reads it.
 //! - [`private`]: files written next to user data, private and never
 //!   through a planted path.
+//! - [`config_error`]: a layer config problem and the key it is about.
 //! - [`units`]: durations (`"2s"`) and rates (`"5/s"`) as written in configs.
 
 // No `unsafe` anywhere but the Windows half of `private` (a file created
@@ -56,6 +57,7 @@
 
 pub mod approve;
 pub mod audit;
+pub mod config_error;
 pub mod embedded;
 pub mod envelope;
 pub mod filter;

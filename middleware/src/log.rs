@@ -11,6 +11,7 @@
 //! payloads = false   # also log params/results (may contain secrets)
 //! ```
 
+use crate::config_error::ConfigError;
 use crate::{BoxError, Envelope, Message, ResponseFuture};
 use serde::Deserialize;
 use std::task::{Context, Poll};
@@ -28,7 +29,7 @@ pub struct LogConfig {
 }
 
 impl LogConfig {
-    pub fn validate(&self) -> Result<LogLayer, String> {
+    pub fn validate(&self) -> Result<LogLayer, ConfigError> {
         let level = match self.level.as_deref().unwrap_or("info") {
             "trace" => Level::TRACE,
             "debug" => Level::DEBUG,
@@ -36,8 +37,9 @@ impl LogConfig {
             "warn" => Level::WARN,
             "error" => Level::ERROR,
             other => {
-                return Err(format!(
-                    "level: unknown level {other:?}; expected trace, debug, info, warn or error"
+                return Err(ConfigError::key(
+                    "level",
+                    format!("unknown level {other:?}; expected trace, debug, info, warn or error"),
                 ))
             }
         };
@@ -181,6 +183,6 @@ mod tests {
             level: Some("loud".into()),
             payloads: false,
         };
-        assert!(cfg.validate().unwrap_err().contains("loud"));
+        assert!(cfg.validate().unwrap_err().message.contains("loud"));
     }
 }

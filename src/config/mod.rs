@@ -6,6 +6,7 @@ mod error;
 mod expand;
 mod file;
 mod front;
+mod place;
 mod upstream;
 mod validate;
 
@@ -97,7 +98,7 @@ impl Config {
             toml::from_str(&expanded).map_err(|e| ConfigError::Invalid {
                 problems: vec![at(e.span().map(|s| s.start), &expanded, e.message())],
             })?;
-        validate::validate(file).map_err(|problems| ConfigError::Invalid {
+        validate::validate(file, &expanded).map_err(|problems| ConfigError::Invalid {
             problems: problems
                 .iter()
                 .map(|(offset, message)| at(*offset, &expanded, message))

@@ -79,7 +79,8 @@ fn bad_layer_value_names_the_entry_and_its_place() {
         "[[middleware]]\ntype = \"log\"\n\n[[middleware]]\ntype = \"log\"\nlevel = \"loud\"\n",
     );
     assert_eq!(problems.len(), 1);
-    assert!(problems[0].starts_with("c.toml:4:"), "{problems:?}");
+    // At the bad value itself, not at its table.
+    assert!(problems[0].starts_with("c.toml:6:9:"), "{problems:?}");
     assert!(
         problems[0].contains("middleware[1] (log): level"),
         "{problems:?}"

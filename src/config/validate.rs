@@ -32,7 +32,8 @@ pub(crate) const DEFAULT_RESTART_BACKOFF: Duration = Duration::from_millis(500);
 /// file, when known) and what.
 pub(crate) type Problem = (Option<usize>, String);
 
-pub(super) fn validate(file: ConfigFile) -> Result<Config, Vec<Problem>> {
+/// Checks `file`, read from `text` (where each problem is placed).
+pub(super) fn validate(file: ConfigFile, text: &str) -> Result<Config, Vec<Problem>> {
     let mut problems = Vec::new();
     let upstream = file
         .upstream
@@ -82,7 +83,10 @@ pub(super) fn validate(file: ConfigFile) -> Result<Config, Vec<Problem>> {
         let name = entry.type_name();
         match entry.validate() {
             Ok(layer) => chain.push(layer),
-            Err(e) => problems.push((Some(offset), format!("middleware[{index}] ({name}): {e}"))),
+            Err(e) => {
+                let offset = super::place::of(text, index, &e.at).unwrap_or(offset);
+                problems.push((Some(offset), format!("middleware[{index}] ({name}): {e}")));
+            }
         }
     }
 

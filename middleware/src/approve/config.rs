@@ -1,6 +1,7 @@
 //! `[[middleware]] type = "approve"` as written in the TOML.
 
 use super::service::{ApproveLayer, Settings};
+use crate::config_error::{ConfigError, Key};
 use crate::pattern::Pattern;
 use crate::units::parse_duration;
 use serde::Deserialize;
@@ -26,22 +27,28 @@ pub struct ApproveConfig {
 }
 
 impl ApproveConfig {
-    pub fn validate(&self) -> Result<ApproveLayer, String> {
+    pub fn validate(&self) -> Result<ApproveLayer, ConfigError> {
         if self.tools.is_empty() {
-            return Err("tools: name at least one tool pattern whose calls need approval".into());
+            return Err(ConfigError::key(
+                "tools",
+                "name at least one tool pattern whose calls need approval",
+            ));
         }
         let tools = self
             .tools
             .iter()
             .enumerate()
-            .map(|(n, p)| Pattern::new(p).map_err(|e| format!("tools[{n}]: {e}")))
+            .map(|(n, p)| {
+                Pattern::new(p).map_err(|e| ConfigError::at([Key::from("tools"), Key::from(n)], e))
+            })
             .collect::<Result<Vec<_>, _>>()?;
         let remember_session = match self.remember.as_deref() {
             None | Some("once") => false,
             Some("session") => true,
             Some(other) => {
-                return Err(format!(
-                    "remember: {other:?} is not \"once\" or \"session\""
+                return Err(ConfigError::key(
+                    "remember",
+                    format!("{other:?} is not \"once\" or \"session\""),
                 ))
             }
         };
@@ -49,17 +56,18 @@ impl ApproveConfig {
             None | Some("refuse") => false,
             Some("allow") => true,
             Some(other) => {
-                return Err(format!(
-                    "fallback: {other:?} is not \"refuse\" or \"allow\""
+                return Err(ConfigError::key(
+                    "fallback",
+                    format!("{other:?} is not \"refuse\" or \"allow\""),
                 ))
             }
         };
         let timeout = match &self.timeout {
-            Some(text) => parse_duration(text).map_err(|e| format!("timeout: {e}"))?,
+            Some(text) => parse_duration(text).map_err(|e| ConfigError::key("timeout", e))?,
             None => std::time::Duration::from_secs(120),
         };
         if timeout.is_zero() {
-            return Err("timeout: must be more than 0".into());
+            return Err(ConfigError::key("timeout", "must be more than 0"));
         }
         Ok(ApproveLayer::new(Settings {
             tools,

@@ -382,7 +382,7 @@ fn settings_are_checked() {
     let bad = |config: Value| {
         serde_json::from_value::<ApproveConfig>(config)
             .map_err(|e| e.to_string())
-            .and_then(|c| c.validate().map(|_| ()))
+            .and_then(|c| c.validate().map(|_| ()).map_err(|e| e.to_string()))
             .expect_err("refused")
     };
     assert!(bad(json!({"tools": []})).contains("tools"));

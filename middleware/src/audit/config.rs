@@ -2,6 +2,7 @@
 
 use super::layer::{AuditLayer, Shared};
 use super::sink::Sink;
+use crate::config_error::ConfigError;
 use serde::Deserialize;
 
 /// The audit layer's settings, as written.
@@ -32,12 +33,17 @@ pub enum OnWriteError {
 impl AuditConfig {
     /// Opens the log now, so a path that cannot be written is a load-time
     /// error (`path: cannot open ...`), not a refusal of the first request.
-    pub fn validate(&self) -> Result<AuditLayer, String> {
+    pub fn validate(&self) -> Result<AuditLayer, ConfigError> {
         if self.path.trim().is_empty() {
-            return Err("path: must name a file, or \"-\" for stderr".into());
+            return Err(ConfigError::key(
+                "path",
+                "must name a file, or \"-\" for stderr",
+            ));
         }
-        let sink = Sink::open(&self.path)
-            .map_err(|e| format!("path: cannot open {:?} for appending: {e}", self.path))?;
+        let sink = Sink::open(&self.path).map_err(|e| {
+            let why = format!("cannot open {:?} for appending: {e}", self.path);
+            ConfigError::key("path", why)
+        })?;
         Ok(AuditLayer::new(Shared {
             sink,
             payloads: self.payloads,

@@ -1,4 +1,5 @@
 use super::*;
+use crate::config_error::keys;
 use crate::message::method;
 use crate::rate_limit::RateLimitConfig;
 use crate::{BoxError, Direction, Envelope, ErrorCode, ErrorObject, Message};
@@ -547,7 +548,7 @@ fn config_errors_name_the_key() {
         .expect("parses")
         .validate()
         .expect_err("empty");
-    assert!(err.starts_with("path: "), "{err}");
+    assert_eq!(err.at, keys!["path"], "{err}");
     // Missing directories are created; a path through a file cannot be.
     let file = std::env::temp_dir().join(format!("mcp-chain-audit-file-{}", std::process::id()));
     std::fs::write(&file, b"").expect("a file");
@@ -556,7 +557,8 @@ fn config_errors_name_the_key() {
         .validate()
         .expect_err("cannot open");
     let _ = std::fs::remove_file(&file);
-    assert!(err.starts_with("path: cannot open"), "{err}");
+    assert_eq!(err.at, keys!["path"], "{err}");
+    assert!(err.message.starts_with("cannot open"), "{err}");
     assert!(parse(json!({"path": "-"}))
         .expect("parses")
         .validate()

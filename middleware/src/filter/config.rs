@@ -2,6 +2,7 @@
 
 use super::layer::FilterLayer;
 use super::policy::Policy;
+use crate::config_error::ConfigError;
 use crate::pattern::{AllowDenyConfig, Syntax};
 use serde::Deserialize;
 
@@ -32,7 +33,7 @@ pub struct FilterConfig {
 impl FilterConfig {
     /// Compiles every pattern once. An error names its key, as in
     /// `tools.allow[1]: bad glob "[a": unclosed [`.
-    pub fn validate(&self) -> Result<FilterLayer, String> {
+    pub fn validate(&self) -> Result<FilterLayer, ConfigError> {
         let policy = Policy {
             tools: self.tools.validate(Syntax::Name, "tools")?,
             resources: self.resources.validate(Syntax::Uri, "resources")?,

@@ -1,6 +1,7 @@
 //! `[[middleware]] type = "limit"` as written in the TOML, and its checks.
 
 use super::service::{Action, LimitLayer, Rules};
+use crate::config_error::ConfigError;
 use crate::pattern::Table;
 use serde::Deserialize;
 
@@ -41,9 +42,11 @@ pub enum Size {
 
 impl LimitConfig {
     /// Checks every value and compiles every pattern.
-    pub fn validate(&self) -> Result<LimitLayer, String> {
+    pub fn validate(&self) -> Result<LimitLayer, ConfigError> {
         let default = match &self.max_result_bytes {
-            Some(size) => size.bytes().map_err(|e| format!("max_result_bytes: {e}"))?,
+            Some(size) => size
+                .bytes()
+                .map_err(|e| ConfigError::key("max_result_bytes", e))?,
             None => None,
         };
         let tools = self.tools.compile("tools", Size::bytes)?;
@@ -52,17 +55,21 @@ impl LimitConfig {
             None | Some("refuse") => Action::Refuse,
             Some("truncate") => Action::Truncate,
             Some(other) => {
-                return Err(format!(
-                    "action: {other:?} is not \"refuse\" or \"truncate\""
+                return Err(ConfigError::key(
+                    "action",
+                    format!("{other:?} is not \"refuse\" or \"truncate\""),
                 ))
             }
         };
         if self.max_list_items == Some(0) {
-            return Err("max_list_items: 0 would empty every listing".into());
+            return Err(ConfigError::key(
+                "max_list_items",
+                "0 would empty every listing",
+            ));
         }
         let sizes = || tools.iter().chain(&methods).map(|(_, s)| s);
         if default.is_none() && sizes().all(Option::is_none) && self.max_list_items.is_none() {
-            return Err("nothing to limit: set max_result_bytes, a size under tools or methods, or max_list_items".into());
+            return Err(ConfigError::whole("nothing to limit: set max_result_bytes, a size under tools or methods, or max_list_items"));
         }
         Ok(LimitLayer::new(Rules {
             default,

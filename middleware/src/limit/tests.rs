@@ -284,7 +284,7 @@ fn sizes_and_settings_are_checked() {
         (json!({"tools": {"re:(": 10}}), "tools.\"re:(\""),
     ] {
         let parsed: LimitConfig = serde_json::from_value(config.clone()).expect("config parses");
-        let error = parsed.validate().expect_err("refused");
+        let error = parsed.validate().expect_err("refused").to_string();
         assert!(error.contains(says), "{config}: {error}");
     }
     for (text, bytes) in [

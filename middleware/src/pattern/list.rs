@@ -1,6 +1,7 @@
 //! Allow/deny pairs of patterns: deny wins, an allow list means default-deny.
 
 use super::{uri, Pattern, Syntax};
+use crate::config_error::{ConfigError, Key};
 use serde::Deserialize;
 
 /// `{ allow = [...], deny = [...] }` as written in the TOML.
@@ -16,13 +17,14 @@ pub struct AllowDenyConfig {
 
 impl AllowDenyConfig {
     /// Compiles both lists. `path` is where the table sits in the config
-    /// (`tools`), so an error reads `tools.deny[1]: bad glob ...`.
-    pub fn validate(&self, syntax: Syntax, path: &str) -> Result<PatternList, String> {
-        let compile = |list: &[String], key: &str| -> Result<Vec<Pattern>, String> {
+    /// (`tools`), so an error is about `tools.deny[1]`.
+    pub fn validate(&self, syntax: Syntax, path: &str) -> Result<PatternList, ConfigError> {
+        let compile = |list: &[String], key: &str| -> Result<Vec<Pattern>, ConfigError> {
             list.iter()
                 .enumerate()
                 .map(|(i, s)| {
-                    Pattern::with_syntax(s, syntax).map_err(|e| format!("{path}.{key}[{i}]: {e}"))
+                    Pattern::with_syntax(s, syntax)
+                        .map_err(|e| ConfigError::at([Key::from(path), key.into(), i.into()], e))
                 })
                 .collect()
         };

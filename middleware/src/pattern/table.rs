@@ -4,6 +4,7 @@
 //! in the file, and compiled once into patterns and checked values.
 
 use super::Pattern;
+use crate::config_error::ConfigError;
 use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
 use std::fmt;
 use std::marker::PhantomData;
@@ -25,11 +26,11 @@ impl<V> Table<V> {
         &self,
         key: &str,
         read: impl Fn(&V) -> Result<T, String>,
-    ) -> Result<Vec<(Pattern, T)>, String> {
+    ) -> Result<Vec<(Pattern, T)>, ConfigError> {
         self.0
             .iter()
             .map(|(pattern, value)| {
-                let at = |e: String| format!("{key}.{pattern:?}: {e}");
+                let at = |e: String| ConfigError::at([key, pattern.as_str()], e);
                 Ok((Pattern::new(pattern).map_err(at)?, read(value).map_err(at)?))
             })
             .collect()

@@ -1,4 +1,5 @@
 use super::*;
+use crate::config_error::keys;
 use regex::Regex;
 
 fn name(p: &str) -> Pattern {
@@ -107,7 +108,7 @@ fn list_errors_name_the_key_path() {
     }
     .validate(Syntax::Name, "tools")
     .expect_err("must fail");
-    assert!(err.starts_with("tools.allow[1]: "), "{err}");
+    assert_eq!(err.at, keys!["tools", "allow", 1], "{err}");
 }
 
 /// The regex a glob means, written from its pieces: the oracle the glob

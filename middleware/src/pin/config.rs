@@ -2,6 +2,7 @@
 
 use super::service::{OnChange, PinLayer};
 use super::store::Store;
+use crate::config_error::ConfigError;
 use serde::Deserialize;
 use std::path::Path;
 
@@ -19,21 +20,22 @@ pub struct PinConfig {
 impl PinConfig {
     /// Checks the settings and opens the pin file (creating it when there
     /// is none), so a file that cannot be read or written is found now.
-    pub fn validate(&self) -> Result<PinLayer, String> {
+    pub fn validate(&self) -> Result<PinLayer, ConfigError> {
         if self.path.trim().is_empty() {
-            return Err("path: must name the pin file".into());
+            return Err(ConfigError::key("path", "must name the pin file"));
         }
         let on_change = match self.on_change.as_deref() {
             None | Some("hide") => OnChange::Hide,
             Some("refuse") => OnChange::Refuse,
             Some("warn") => OnChange::Warn,
             Some(other) => {
-                return Err(format!(
-                    "on_change: {other:?} is not \"hide\", \"refuse\" or \"warn\""
+                return Err(ConfigError::key(
+                    "on_change",
+                    format!("{other:?} is not \"hide\", \"refuse\" or \"warn\""),
                 ))
             }
         };
-        let store = Store::open(Path::new(&self.path)).map_err(|e| format!("path: {e}"))?;
+        let store = Store::open(Path::new(&self.path)).map_err(|e| ConfigError::key("path", e))?;
         Ok(PinLayer::new(store, on_change))
     }
 }

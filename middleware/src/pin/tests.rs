@@ -302,6 +302,7 @@ impl TempPins {
         serde_json::from_value::<PinConfig>(config)
             .expect("parses")
             .validate()
+            .map_err(|e| e.to_string())
     }
 }
 
@@ -353,7 +354,7 @@ fn settings_are_checked() {
     let bad = |config: Value| {
         serde_json::from_value::<PinConfig>(config)
             .map_err(|e| e.to_string())
-            .and_then(|c| c.validate().map(|_| ()))
+            .and_then(|c| c.validate().map(|_| ()).map_err(|e| e.to_string()))
             .expect_err("refused")
     };
     assert!(bad(json!({"path": ""})).contains("path"));

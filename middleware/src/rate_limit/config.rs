@@ -2,6 +2,7 @@
 
 use super::bucket::Bucket;
 use super::layer::{Matcher, RateLimitLayer, Rule, Settings};
+use crate::config_error::ConfigError;
 use crate::pattern::Pattern;
 use crate::units::{parse_duration, Rate};
 use serde::Deserialize;
@@ -86,19 +87,19 @@ pub enum RuleDirection {
 impl RateLimitConfig {
     /// Compiles the patterns and parses the rates. Errors name the key:
     /// `rules[1].rate: bad rate ...`.
-    pub fn validate(&self) -> Result<RateLimitLayer, String> {
+    pub fn validate(&self) -> Result<RateLimitLayer, ConfigError> {
         if self.rules.is_empty() {
-            return Err("rules: at least one rule is needed".into());
+            return Err(ConfigError::key("rules", "at least one rule is needed"));
         }
         let max_wait = match &self.max_wait {
-            Some(text) => parse_duration(text).map_err(|e| format!("max_wait: {e}"))?,
+            Some(text) => parse_duration(text).map_err(|e| ConfigError::key("max_wait", e))?,
             None => DEFAULT_MAX_WAIT,
         };
         let rules = self
             .rules
             .iter()
             .enumerate()
-            .map(|(i, rule)| rule.validate().map_err(|e| format!("rules[{i}].{e}")))
+            .map(|(i, rule)| rule.validate().map_err(|e| e.within(i).within("rules")))
             .collect::<Result<_, _>>()?;
         Ok(RateLimitLayer::new(Settings {
             on_limit: self.on_limit,
@@ -110,23 +111,27 @@ impl RateLimitConfig {
 }
 
 impl RuleConfig {
-    /// Errors start with the key inside the rule (`rate: ...`).
-    fn validate(&self) -> Result<Rule, String> {
+    /// Errors name the key inside the rule (`rate`).
+    fn validate(&self) -> Result<Rule, ConfigError> {
         let matcher = match (&self.tool, &self.method) {
             (Some(_), Some(_)) => {
-                return Err("tool: a rule matches a tool or a method, not both \
-                     (a tool rule already means method tools/call)"
-                    .into())
+                return Err(ConfigError::key(
+                    "tool",
+                    "a rule matches a tool or a method, not both \
+                     (a tool rule already means method tools/call)",
+                ))
             }
-            (Some(p), None) => Matcher::Tool(Pattern::new(p).map_err(|e| format!("tool: {e}"))?),
+            (Some(p), None) => {
+                Matcher::Tool(Pattern::new(p).map_err(|e| ConfigError::key("tool", e))?)
+            }
             (None, Some(p)) => {
-                Matcher::Method(Pattern::new(p).map_err(|e| format!("method: {e}"))?)
+                Matcher::Method(Pattern::new(p).map_err(|e| ConfigError::key("method", e))?)
             }
             (None, None) => Matcher::Any,
         };
-        let rate = Rate::parse(&self.rate).map_err(|e| format!("rate: {e}"))?;
+        let rate = Rate::parse(&self.rate).map_err(|e| ConfigError::key("rate", e))?;
         let burst = match self.burst {
-            Some(0) => return Err("burst: must be at least 1".into()),
+            Some(0) => return Err(ConfigError::key("burst", "must be at least 1")),
             Some(b) => b,
             None => rate.count(),
         };

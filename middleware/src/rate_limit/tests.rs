@@ -1,4 +1,5 @@
 use super::*;
+use crate::config_error::keys;
 use crate::message::method;
 use crate::{BoxError, Direction, Envelope, ErrorCode, Message};
 use serde_json::{json, Value};
@@ -250,15 +251,29 @@ fn config_errors_name_the_key() {
             .expect_err("invalid")
     };
     let ok_rule = json!({"method": "*", "rate": "1/s"});
-    assert!(err(json!({"rules": [ok_rule, {"rate": "fast"}]})).starts_with("rules[1].rate: "));
-    assert!(
-        err(json!({"rules": [{"tool": "a", "method": "b", "rate": "1/s"}]}))
-            .starts_with("rules[0].tool: ")
+    let at = |v: Value| err(v).at;
+    assert_eq!(
+        at(json!({"rules": [ok_rule, {"rate": "fast"}]})),
+        keys!["rules", 1, "rate"]
     );
-    assert!(err(json!({"rules": [{"tool": "re:(", "rate": "1/s"}]})).starts_with("rules[0].tool: "));
-    assert!(err(json!({"rules": [{"rate": "1/s", "burst": 0}]})).starts_with("rules[0].burst: "));
-    assert!(err(json!({"max_wait": "later", "rules": [ok_rule]})).starts_with("max_wait: "));
-    assert!(err(json!({"rules": []})).starts_with("rules: "));
+    let both = json!({"rules": [{"tool": "a", "method": "b", "rate": "1/s"}]});
+    assert_eq!(at(both), keys!["rules", 0, "tool"]);
+    let bad_tool = json!({"rules": [{"tool": "re:(", "rate": "1/s"}]});
+    assert_eq!(at(bad_tool), keys!["rules", 0, "tool"]);
+    let no_burst = json!({"rules": [{"rate": "1/s", "burst": 0}]});
+    assert_eq!(at(no_burst), keys!["rules", 0, "burst"]);
+    assert_eq!(
+        at(json!({"max_wait": "later", "rules": [ok_rule]})),
+        keys!["max_wait"]
+    );
+    assert_eq!(at(json!({"rules": []})), keys!["rules"]);
+    assert_eq!(
+        err(json!({"rules": [ok_rule, {"rate": "fast"}]})).to_string(),
+        format!(
+            "rules[1].rate: {}",
+            err(json!({"rules": [{"rate": "fast"}]})).message
+        )
+    );
     let parse = |v: Value| serde_json::from_value::<RateLimitConfig>(v);
     assert!(parse(json!({"on_limit": "queue", "rules": []})).is_err());
     assert!(parse(json!({"rules": [{"rate": "1/s", "per": "tool"}]})).is_err());

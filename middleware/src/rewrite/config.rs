@@ -1,8 +1,9 @@
 //! `[[middleware]] type = "rewrite"` as written in the TOML, and its check.
 
 use super::layer::RewriteLayer;
-use super::names::{key, Item, Names};
+use super::names::{Item, Names};
 use super::redact::Redactor;
+use crate::config_error::{ConfigError, Key};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
@@ -65,16 +66,14 @@ pub struct RedactConfig {
 impl RewriteConfig {
     /// Checks every name the config produces and compiles every pattern.
     /// An error names its key: `tools.read_file.name: ...`, `redact[1].pattern: ...`.
-    pub fn validate(&self) -> Result<RewriteLayer, String> {
+    pub fn validate(&self) -> Result<RewriteLayer, ConfigError> {
         let tools = Names::new("tools", "tool_prefix", &self.tool_prefix, &self.tools)?;
         for (name, item) in &self.prompts {
             for (table, args) in [("arguments", &item.arguments), ("defaults", &item.defaults)] {
                 if let Some((arg, _)) = args.iter().find(|(_, v)| !v.is_string()) {
-                    return Err(format!(
-                        "prompts.{}.{table}.{}: prompt arguments are strings",
-                        key(name),
-                        key(arg)
-                    ));
+                    let at = [name.as_str(), table, arg.as_str()];
+                    let e = ConfigError::at(at, "prompt arguments are strings");
+                    return Err(e.within("prompts"));
                 }
             }
         }
@@ -88,12 +87,15 @@ impl RewriteConfig {
         for (i, rule) in self.redact.iter().enumerate() {
             redactor
                 .push(&rule.pattern, rule.replacement.as_deref())
-                .map_err(|e| format!("redact[{i}].pattern: {e}"))?;
+                .map_err(|e| {
+                    ConfigError::at([Key::from("redact"), Key::from(i), Key::from("pattern")], e)
+                })?;
         }
         if self.redact_arguments && redactor.is_empty() {
-            return Err(
-                "redact_arguments: true, but there are no [[middleware.redact]] rules".into(),
-            );
+            return Err(ConfigError::key(
+                "redact_arguments",
+                "true, but there are no [[middleware.redact]] rules",
+            ));
         }
         Ok(RewriteLayer::new(
             tools,
@@ -105,16 +107,15 @@ impl RewriteConfig {
 }
 
 impl ItemConfig {
-    pub(super) fn validate(&self, path: &str) -> Result<Item, String> {
+    /// Errors name the key inside the item (`defaults.x`).
+    pub(super) fn validate(&self) -> Result<Item, ConfigError> {
         if let Some(arg) = self
             .arguments
             .keys()
             .find(|k| self.defaults.contains_key(*k))
         {
-            return Err(format!(
-                "{path}.defaults.{}: also in {path}.arguments, which always wins",
-                key(arg)
-            ));
+            let why = "also in its arguments, which always win";
+            return Err(ConfigError::at(["defaults", arg.as_str()], why));
         }
         Ok(Item {
             name: self.name.clone(),

@@ -3,6 +3,7 @@
 //! produce from the config is one clients accept.
 
 use super::config::ItemConfig;
+use crate::config_error::ConfigError;
 use serde_json::{Map, Value};
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
@@ -101,18 +102,22 @@ impl Names {
         prefix_key: &str,
         prefix: &str,
         config: &BTreeMap<String, ItemConfig>,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, ConfigError> {
         if let Some(c) = prefix
             .chars()
             .find(|&c| !u8::try_from(c).is_ok_and(name_byte))
         {
-            return Err(format!(
-                "{prefix_key}: {prefix:?} contains {c:?}; names may use only A-Z a-z 0-9 _ - ."
+            return Err(ConfigError::key(
+                prefix_key,
+                format!("{prefix:?} contains {c:?}; names may use only A-Z a-z 0-9 _ - ."),
             ));
         }
         if prefix.chars().count() >= MAX_NAME_CHARS {
-            return Err(format!(
-                "{prefix_key}: a prefix of {MAX_NAME_CHARS} characters or more leaves no room for a name"
+            return Err(ConfigError::key(
+                prefix_key,
+                format!(
+                    "a prefix of {MAX_NAME_CHARS} characters or more leaves no room for a name"
+                ),
             ));
         }
         let mut names = Self {
@@ -122,27 +127,30 @@ impl Names {
         // Produced name → the key that produced it, to report collisions.
         let mut produced: BTreeMap<String, &str> = BTreeMap::new();
         for (upstream, item) in config {
-            let path = format!("{kind}.{}", key(upstream));
+            let at = |message: String| ConfigError::key(upstream.as_str(), message).within(kind);
             let client = match &item.name {
                 Some(name) => {
-                    check_name(name).map_err(|e| format!("{path}.name: {e}"))?;
+                    check_name(name).map_err(|e| ConfigError::at([kind, upstream, "name"], e))?;
                     names.back.insert(name.clone(), upstream.clone());
                     name.clone()
                 }
                 None => {
                     let name = format!("{prefix}{upstream}");
-                    check_name(&name).map_err(|e| format!("{path}: with {prefix_key}, {e}"))?;
+                    check_name(&name).map_err(|e| at(format!("with {prefix_key}, {e}")))?;
                     name
                 }
             };
             if let Some(other) = produced.insert(client.clone(), upstream) {
-                return Err(format!(
-                    "{path}: the client would see {client:?} for both {kind}.{} and {kind}.{}",
+                return Err(at(format!(
+                    "the client would see {client:?} for both {kind}.{} and {kind}.{}",
                     key(other),
                     key(upstream)
-                ));
+                )));
             }
-            names.items.insert(upstream.clone(), item.validate(&path)?);
+            let item = item
+                .validate()
+                .map_err(|e| e.within(upstream.as_str()).within(kind))?;
+            names.items.insert(upstream.clone(), item);
         }
         Ok(names)
     }

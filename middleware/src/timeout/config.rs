@@ -1,6 +1,7 @@
 //! `[[middleware]] type = "timeout"` as written in the TOML, and its checks.
 
 use super::layer::{Deadline, Rules, TimeoutLayer};
+use crate::config_error::ConfigError;
 use crate::pattern::Table;
 use crate::units::parse_duration;
 use serde::Deserialize;
@@ -36,23 +37,26 @@ pub struct TimeoutConfig {
 impl TimeoutConfig {
     /// Checks every value and compiles every pattern. Errors name the key:
     /// `tools."slow_*": bad duration ...`.
-    pub fn validate(&self) -> Result<TimeoutLayer, String> {
+    pub fn validate(&self) -> Result<TimeoutLayer, ConfigError> {
         let default = match &self.default {
-            Some(text) => deadline(text).map_err(|e| format!("default: {e}"))?,
+            Some(text) => deadline(text).map_err(|e| ConfigError::key("default", e))?,
             None => None,
         };
         let tools = self.tools.compile("tools", |text| deadline(text))?;
         let methods = self.methods.compile("methods", |text| deadline(text))?;
         if default.is_none() && tools.iter().chain(&methods).all(|(_, d)| d.is_none()) {
-            return Err(
-                "nothing to time out: set default, or a deadline under tools or methods".into(),
-            );
+            return Err(ConfigError::whole(
+                "nothing to time out: set default, or a deadline under tools or methods",
+            ));
         }
         let max_total = match &self.max_total {
             Some(_) if !self.reset_on_progress => {
-                return Err("max_total: only used with reset_on_progress = true".into())
+                return Err(ConfigError::key(
+                    "max_total",
+                    "only used with reset_on_progress = true",
+                ))
             }
-            Some(text) => Some(positive(text).map_err(|e| format!("max_total: {e}"))?),
+            Some(text) => Some(positive(text).map_err(|e| ConfigError::key("max_total", e))?),
             None => None,
         };
         Ok(TimeoutLayer::new(Rules {

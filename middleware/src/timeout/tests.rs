@@ -1,4 +1,5 @@
 use super::*;
+use crate::config_error::keys;
 use crate::message::method;
 use crate::{BoxError, Direction, Envelope, ErrorCode, Message};
 use serde_json::{json, Value};
@@ -294,11 +295,23 @@ fn config_errors_name_the_key() {
             .validate()
             .expect_err("invalid")
     };
-    assert!(err(json!({"default": "soon"})).starts_with("default: "));
-    assert!(err(json!({"default": "0s"})).contains("positive"));
-    assert!(err(json!({"tools": {"slow_*": "5 parsecs"}})).starts_with("tools.\"slow_*\": "));
-    assert!(err(json!({"methods": {"re:(": "5s"}})).starts_with("methods.\"re:(\": "));
-    assert!(err(json!({})).contains("nothing to time out"));
-    assert!(err(json!({"default": "1s", "max_total": "5s"})).starts_with("max_total: "));
+    assert_eq!(err(json!({"default": "soon"})).at, keys!["default"]);
+    assert!(err(json!({"default": "0s"})).message.contains("positive"));
+    let tools = err(json!({"tools": {"slow_*": "5 parsecs"}}));
+    assert_eq!(tools.at, keys!["tools", "slow_*"]);
+    assert!(
+        tools.to_string().starts_with("tools.\"slow_*\": "),
+        "{tools}"
+    );
+    assert_eq!(
+        err(json!({"methods": {"re:(": "5s"}})).at,
+        keys!["methods", "re:("]
+    );
+    let nothing = err(json!({}));
+    assert!(nothing.at.is_empty() && nothing.message.contains("nothing to time out"));
+    assert_eq!(
+        err(json!({"default": "1s", "max_total": "5s"})).at,
+        keys!["max_total"]
+    );
     assert!(serde_json::from_value::<TimeoutConfig>(json!({"deadline": "1s"})).is_err());
 }

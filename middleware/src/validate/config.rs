@@ -1,6 +1,7 @@
 //! `[[middleware]] type = "validate"` as written in the TOML.
 
 use super::service::ValidateLayer;
+use crate::config_error::ConfigError;
 use serde::Deserialize;
 
 /// The validate layer's settings, as written.
@@ -34,9 +35,9 @@ impl Default for ValidateConfig {
 }
 
 impl ValidateConfig {
-    pub fn validate(&self) -> Result<ValidateLayer, String> {
+    pub fn validate(&self) -> Result<ValidateLayer, ConfigError> {
         if self.max_check_steps == 0 {
-            return Err("max_check_steps must be at least 1".into());
+            return Err(ConfigError::key("max_check_steps", "must be at least 1"));
         }
         Ok(ValidateLayer::new(self.output, self.max_check_steps))
     }

@@ -312,7 +312,9 @@ async fn an_empty_config_changes_nothing() {
 }
 
 fn load_error(cfg: RewriteConfig) -> String {
-    cfg.validate().expect_err("config must be refused")
+    cfg.validate()
+        .expect_err("config must be refused")
+        .to_string()
 }
 
 #[test]
