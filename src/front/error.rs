@@ -4,10 +4,10 @@
 //! from the body where the protocol has one; the rest get a short text.
 
 use super::guard::Refusal;
-use axum::http::header::{ALLOW, RETRY_AFTER, WWW_AUTHENTICATE};
-use axum::http::{HeaderValue, StatusCode};
-use axum::response::{IntoResponse, Response};
+use super::reply::{self, Answer};
 use bytes::Bytes;
+use hyper::header::{HeaderName, HeaderValue, ALLOW, RETRY_AFTER, WWW_AUTHENTICATE};
+use hyper::StatusCode;
 use mcp_chain_middleware::{ErrorCode, ErrorObject, Message, RequestId};
 
 /// A request the front does not serve, and why.
@@ -137,7 +137,7 @@ impl FrontError {
     }
 
     /// Headers the answer needs beyond its body's.
-    fn header(&self) -> Option<(axum::http::HeaderName, HeaderValue)> {
+    fn header(&self) -> Option<(HeaderName, HeaderValue)> {
         let value = HeaderValue::from_static;
         match self {
             Self::Unauthorized => Some((WWW_AUTHENTICATE, value("Bearer"))),
@@ -159,18 +159,19 @@ impl From<Refusal> for FrontError {
     }
 }
 
-impl IntoResponse for FrontError {
-    fn into_response(self) -> Response {
+impl FrontError {
+    /// The HTTP answer that tells the client.
+    pub(super) fn into_answer(self) -> Answer {
         let status = self.status();
         if let Self::Routing { id, .. } = &self {
             let error = ErrorObject::new(ErrorCode(HEADER_MISMATCH), self.to_string());
             let mut line = Vec::new();
             Message::error(id.clone(), error).write_line(&mut line);
-            return super::reply::json(status, Bytes::from(line));
+            return reply::json(status, Bytes::from(line));
         }
         let mut answer = match self.rpc_code() {
-            Some(code) => super::reply::rpc_error(status, code, &self.to_string()),
-            None => (status, self.to_string()).into_response(),
+            Some(code) => reply::rpc_error(status, code, &self.to_string()),
+            None => reply::text(status, self.to_string()),
         };
         if let Some((name, value)) = self.header() {
             answer.headers_mut().insert(name, value);
@@ -185,15 +186,15 @@ mod tests {
 
     #[test]
     fn each_refusal_carries_its_status_headers_and_body() {
-        let answer = FrontError::Unauthorized.into_response();
+        let answer = FrontError::Unauthorized.into_answer();
         assert_eq!(answer.status(), StatusCode::UNAUTHORIZED);
         assert_eq!(answer.headers()[WWW_AUTHENTICATE], "Bearer");
-        let answer = FrontError::NeedsSession.into_response();
+        let answer = FrontError::NeedsSession.into_answer();
         assert_eq!(answer.headers()[ALLOW], "POST");
-        let answer = FrontError::SessionNotFound.into_response();
+        let answer = FrontError::SessionNotFound.into_answer();
         assert_eq!(answer.status(), StatusCode::NOT_FOUND);
         assert_eq!(answer.headers()["content-type"], "application/json");
-        let answer = FrontError::TooManySessions.into_response();
+        let answer = FrontError::TooManySessions.into_answer();
         assert_eq!(answer.status(), StatusCode::SERVICE_UNAVAILABLE);
         assert_eq!(answer.headers()[RETRY_AFTER], "5");
         assert_eq!(

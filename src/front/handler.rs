@@ -3,57 +3,51 @@
 //! and its `/messages` POSTs. Each says what it answers, or which
 //! [`FrontError`] turns the request down.
 
+use super::app::Admitted;
 use super::error::FrontError;
-use super::reply::{self, Outgoing};
+use super::reply::{self, Answer, Outgoing};
 use super::routes::{self, Waiting};
 use super::session::{self, Caller, Kind, Session};
 use super::stateless;
 use super::Front;
 use crate::mcp_http::{self, LAST_EVENT_ID, SESSION_ID};
 use crate::relay::Read;
-use axum::body::Body;
-use axum::extract::{Extension, RawQuery, State};
-use axum::http::header::ACCEPT;
-use axum::http::{HeaderMap, HeaderValue, StatusCode};
-use axum::response::Response;
-use mcp_chain_middleware::message::{method, Incoming};
+use hyper::body::Incoming;
+use hyper::header::{HeaderValue, ACCEPT};
+use hyper::{HeaderMap, StatusCode};
+use mcp_chain_middleware::message::{method, Incoming as Messages};
 use mcp_chain_middleware::{ErrorCode, ErrorObject, Message};
 use std::sync::Arc;
 
-type Answer = Result<Response, FrontError>;
+type Handled = Result<Answer, FrontError>;
 
 /// `POST` to the endpoint: messages for a session, a new one for
 /// `initialize`, or (2026-07-28) a request that needs none.
-pub(super) async fn post(
-    State(front): State<Arc<Front>>,
-    Extension(caller): Extension<Caller>,
-    headers: HeaderMap,
-    body: Body,
-) -> Answer {
-    let events = accepts(&headers).ok_or(FrontError::NotAcceptable(
+pub(super) async fn post(front: &Arc<Front>, admitted: Admitted) -> Handled {
+    let Admitted { caller, request } = admitted;
+    let (head, body) = request.into_parts();
+    let headers = &head.headers;
+    let events = accepts(headers).ok_or(FrontError::NotAcceptable(
         "accept application/json or text/event-stream",
     ))?;
-    let session = match session_id(&headers) {
+    let session = match session_id(headers) {
         None => None,
-        Some(id) => Some(find(&front, &caller, Some(id))?),
+        Some(id) => Some(find(front, &caller, Some(id))?),
     };
-    post_messages(&front, &caller, &headers, session, body, events).await
+    post_messages(front, &caller, headers, session, body, events).await
 }
 
 /// `GET` on the endpoint: the session's stream of messages that answer no
 /// POST, from `Last-Event-ID` on.
-pub(super) async fn get(
-    State(front): State<Arc<Front>>,
-    Extension(caller): Extension<Caller>,
-    headers: HeaderMap,
-) -> Answer {
-    let id = session_id(&headers).ok_or(FrontError::NeedsSession)?;
-    if accepts(&headers) != Some(true) {
+pub(super) fn get(front: &Arc<Front>, admitted: Admitted) -> Handled {
+    let headers = admitted.request.headers();
+    let id = session_id(headers).ok_or(FrontError::NeedsSession)?;
+    if accepts(headers) != Some(true) {
         return Err(FrontError::NotAcceptable(
             "the GET stream is text/event-stream",
         ));
     }
-    let session = find(&front, &caller, Some(id))?;
+    let session = find(front, &admitted.caller, Some(id))?;
     let last = headers
         .get(LAST_EVENT_ID)
         .and_then(|v| v.to_str().ok()?.parse().ok());
@@ -63,13 +57,9 @@ pub(super) async fn get(
 }
 
 /// `DELETE` on the endpoint: the client ends its session.
-pub(super) async fn delete(
-    State(front): State<Arc<Front>>,
-    Extension(caller): Extension<Caller>,
-    headers: HeaderMap,
-) -> Answer {
-    let id = session_id(&headers).ok_or(FrontError::NeedsSession)?;
-    let session = find(&front, &caller, Some(id))?;
+pub(super) fn delete(front: &Arc<Front>, admitted: Admitted) -> Handled {
+    let id = session_id(admitted.request.headers()).ok_or(FrontError::NeedsSession)?;
+    let session = find(front, &admitted.caller, Some(id))?;
     front.sessions.remove(&session.id);
     session.stop();
     tracing::info!(session = %session::short(&session.id), "session ended by its client");
@@ -78,13 +68,10 @@ pub(super) async fn delete(
 
 /// `GET /sse`: a legacy session, its stream opening with the endpoint to
 /// POST to.
-pub(super) async fn legacy_stream(
-    State(front): State<Arc<Front>>,
-    Extension(caller): Extension<Caller>,
-) -> Answer {
+pub(super) fn legacy_stream(front: &Arc<Front>, admitted: Admitted) -> Handled {
     let session = front
         .sessions
-        .open(&front, Kind::Legacy, &caller)
+        .open(front, Kind::Legacy, &admitted.caller)
         .ok_or(FrontError::TooManySessions)?;
     session.initialized();
     let endpoint = Outgoing::Endpoint(format!("/messages?sessionId={}", session.id));
@@ -94,22 +81,18 @@ pub(super) async fn legacy_stream(
 
 /// `POST /messages?sessionId=…`: a legacy session's messages; answers go
 /// on its stream.
-pub(super) async fn legacy_post(
-    State(front): State<Arc<Front>>,
-    Extension(caller): Extension<Caller>,
-    RawQuery(query): RawQuery,
-    headers: HeaderMap,
-    body: Body,
-) -> Answer {
-    let query = query.unwrap_or_default();
+pub(super) async fn legacy_post(front: &Arc<Front>, admitted: Admitted) -> Handled {
+    let Admitted { caller, request } = admitted;
+    let (head, body) = request.into_parts();
+    let query = head.uri.query().unwrap_or_default();
     let id = query
         .split('&')
         .find_map(|kv| kv.strip_prefix("sessionId="));
-    let session = find(&front, &caller, id)?;
+    let session = find(front, &caller, id)?;
     if !session.legacy {
         return Err(FrontError::NoLegacySession);
     }
-    post_messages(&front, &caller, &headers, Some(session), body, false).await
+    post_messages(front, &caller, &head.headers, Some(session), body, false).await
 }
 
 fn session_id(headers: &HeaderMap) -> Option<&str> {
@@ -123,19 +106,19 @@ async fn post_messages(
     caller: &Caller,
     headers: &HeaderMap,
     session: Option<Arc<Session>>,
-    body: Body,
+    body: Incoming,
     events: bool,
-) -> Answer {
+) -> Handled {
     let read = super::intake::take(front, headers, body).await?;
     let messages: Vec<&Message> = match &read {
-        Read::Parsed(Incoming::Single(Ok(message))) => vec![message],
-        Read::Parsed(Incoming::Batch(items)) if items.iter().all(Result::is_ok) => {
+        Read::Parsed(Messages::Single(Ok(message))) => vec![message],
+        Read::Parsed(Messages::Batch(items)) if items.iter().all(Result::is_ok) => {
             items.iter().flatten().collect()
         }
-        Read::Parsed(Incoming::Single(Err(invalid))) => {
+        Read::Parsed(Messages::Single(Err(invalid))) => {
             return Err(FrontError::InvalidMessage(invalid.reason.to_string()));
         }
-        Read::Parsed(Incoming::Batch(_)) => return Err(FrontError::InvalidBatch),
+        Read::Parsed(Messages::Batch(_)) => return Err(FrontError::InvalidBatch),
         Read::Unparsable { error, .. } => return Err(FrontError::Parse(error.to_string())),
         Read::TooLong { .. } => return Err(FrontError::MessageTooLong),
         Read::OverBudget { why, .. } => return Err(FrontError::OverBudget(why.to_string())),
@@ -222,7 +205,7 @@ async fn post_messages(
 /// answers: 202 when nothing is asked, else the answers' event stream or
 /// the JSON answer. `early`: the event stream at once, before anything is
 /// on it.
-pub(super) async fn relay(session: &Session, read: Read, waiting: Waiting, early: bool) -> Answer {
+pub(super) async fn relay(session: &Session, read: Read, waiting: Waiting, early: bool) -> Handled {
     let events = waiting.events;
     let asks = !waiting.ids.is_empty() && !session.legacy;
     let answers = match asks.then(|| routes::lock(&session.routes).post(waiting)) {

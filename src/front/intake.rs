@@ -9,10 +9,10 @@ use super::Front;
 use crate::relay::Read;
 use crate::transport::budget::Reserved;
 use crate::transport::codec::SHARED_LINE_BYTES;
-use axum::body::Body;
-use axum::http::header::CONTENT_LENGTH;
-use axum::http::HeaderMap;
 use http_body_util::BodyExt;
+use hyper::body::Incoming as Body;
+use hyper::header::CONTENT_LENGTH;
+use hyper::HeaderMap;
 use std::time::Duration;
 
 /// How long a body waits for room in the budget before it is refused: a

@@ -2,8 +2,9 @@
 //! Streamable HTTP (and legacy HTTP+SSE), instead of to one client on
 //! stdio.
 //!
-//! The routes and their layers are an axum router (`app`): every request
-//! is checked first (`guard`: Host, Origin, bearer token), then handled
+//! Each connection is served by hyper-util through a stack of tower
+//! services (`app`): unknown paths 404, then every request is checked
+//! (`guard`: Host, Origin, bearer token), then routed and handled
 //! (`handler`): `initialize` opens a session (`session`): its own server
 //! and its own instance of the chain, the stdio relay with an HTTP client
 //! end; its answers find their way back to the right HTTP response
@@ -27,7 +28,6 @@ mod stateless;
 use crate::chain::AnyLayer;
 use crate::config::{Config, FrontConfig, UpstreamConfig};
 use crate::transport::budget::Budget;
-use axum::extract::ConnectInfo;
 use guard::Guard;
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
@@ -117,12 +117,11 @@ pub(crate) async fn run(
     };
     tracing::warn!("mcp-chain serving Streamable HTTP at http://{bound}{path}{legacy}");
     let reaper = tokio::spawn(Sessions::reap(front.clone()));
-    let app = app::router(&front);
     let connections = GracefulShutdown::new();
     loop {
         tokio::select! {
             accepted = listener.accept() => match accepted {
-                Ok((stream, peer)) => serve_connection(&app, &connections, stream, peer),
+                Ok((stream, peer)) => serve_connection(&front, &connections, stream, peer),
                 Err(e) => {
                     // Out of descriptors, most likely: wait rather than spin.
                     tracing::warn!(error = %e, "cannot accept a connection");
@@ -163,17 +162,16 @@ pub(crate) async fn run(
     Ok(())
 }
 
-/// Serves one connection's requests with `app`, telling it who the peer
-/// is; `connections` can end it gracefully.
+/// Serves one connection's requests through the front's stack (`app`);
+/// `connections` can end it gracefully.
 fn serve_connection(
-    app: &axum::Router,
+    front: &Arc<Front>,
     connections: &GracefulShutdown,
     stream: tokio::net::TcpStream,
     peer: SocketAddr,
 ) {
     let _ = stream.set_nodelay(true);
-    let app = app.clone().layer(axum::Extension(ConnectInfo(peer)));
-    let service = TowerToHyperService::new(app);
+    let service = TowerToHyperService::new(app::stack(front, peer));
     let connection = http1::Builder::new()
         .timer(TokioTimer::new())
         .header_read_timeout(HEAD_TIMEOUT)

@@ -1,22 +1,28 @@
 //! What the front answers with. A session's router hands each HTTP
 //! response an [`Outgoing`]: a POST's answer, which may yet become the
-//! whole JSON body, or a message for an event stream; the event stream is
-//! axum's server-sent events, with a comment every so often so that a
-//! client that went away is noticed when the write fails.
+//! whole JSON body, or a message for an event stream. A response body is
+//! a [`Reply`]: a whole body, or a stream of server-sent events (framed by
+//! `mcp_http::sse`) with a comment every so often so that a client that
+//! went away is noticed when the write fails.
 
-use axum::http::header::CONTENT_TYPE;
-use axum::http::{HeaderValue, StatusCode};
-use axum::response::sse::{Event, KeepAlive, Sse};
-use axum::response::{IntoResponse, Response};
+use crate::mcp_http::{sse, EVENT_STREAM};
 use bytes::Bytes;
-use futures_util::stream::{self, Stream, StreamExt};
+use http_body::{Body, Frame, SizeHint};
+use hyper::header::{HeaderValue, CACHE_CONTROL, CONTENT_TYPE};
+use hyper::{Response, StatusCode};
 use mcp_chain_middleware::{ErrorCode, ErrorObject, Message};
 use std::convert::Infallible;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 use std::time::Duration;
 use tokio::sync::mpsc;
+use tokio::time::{interval_at, Instant, Interval};
 
 /// How often an idle event stream carries a comment.
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
+
+/// What the front answers an HTTP request with.
+pub(super) type Answer = Response<Reply>;
 
 /// One thing for an HTTP client, as the router sends it.
 #[derive(Debug, Clone)]
@@ -39,59 +45,119 @@ impl Outgoing {
     }
 
     /// The server-sent event that carries it.
-    fn into_sse(self) -> Event {
-        let (id, line) = match self {
-            Self::Endpoint(path) => return Event::default().event("endpoint").data(path),
-            Self::Answer(line) => (None, line),
-            Self::Event { id, line } => (id, line),
+    fn framed(&self) -> Bytes {
+        match self {
+            Self::Answer(line) => sse::event("message", None, line),
+            Self::Event { id, line } => sse::event("message", *id, line),
+            Self::Endpoint(path) => sse::event("endpoint", None, path.as_bytes()),
+        }
+    }
+}
+
+/// A response body.
+pub(super) enum Reply {
+    Full(Option<Bytes>),
+    Events {
+        /// Taken from the channel already, to be sent first.
+        first: Option<Outgoing>,
+        events: mpsc::Receiver<Outgoing>,
+        keep_alive: Interval,
+    },
+}
+
+impl Body for Reply {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        let (first, events, keep_alive) = match self.get_mut() {
+            Self::Full(bytes) => return Poll::Ready(bytes.take().map(|b| Ok(Frame::data(b)))),
+            Self::Events {
+                first,
+                events,
+                keep_alive,
+            } => (first, events, keep_alive),
         };
-        // The id first, as mcp-chain has always framed it.
-        let event = match id {
-            Some(id) => Event::default().id(id.to_string()),
-            None => Event::default(),
+        let next = match first.take() {
+            Some(first) => Poll::Ready(Some(first)),
+            None => events.poll_recv(cx),
         };
-        let event = event.event("message");
-        // A line mcp-chain relays is JSON, and JSON is UTF-8.
-        event.data(String::from_utf8_lossy(&line))
+        match next {
+            Poll::Ready(next) => Poll::Ready(next.map(|o| Ok(Frame::data(o.framed())))),
+            Poll::Pending => match keep_alive.poll_tick(cx) {
+                Poll::Ready(_) => {
+                    Poll::Ready(Some(Ok(Frame::data(Bytes::from_static(sse::KEEP_ALIVE)))))
+                }
+                Poll::Pending => Poll::Pending,
+            },
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        matches!(self, Self::Full(None))
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match self {
+            Self::Full(bytes) => SizeHint::with_exact(bytes.as_ref().map_or(0, |b| b.len() as u64)),
+            Self::Events { .. } => SizeHint::default(),
+        }
     }
 }
 
 /// An event stream answer: `first` (already taken from the channel),
 /// then every [`Outgoing`] sent on `rest` until it closes.
-pub(super) fn events(first: Option<Outgoing>, rest: mpsc::Receiver<Outgoing>) -> Response {
-    let rest = stream::unfold(rest, |mut rx| async move { Some((rx.recv().await?, rx)) });
-    let all = stream::iter(first).chain(rest);
-    event_stream(all.map(|o| Ok::<_, Infallible>(o.into_sse())))
-}
-
-fn event_stream(
-    events: impl Stream<Item = Result<Event, Infallible>> + Send + 'static,
-) -> Response {
-    let keep_alive = KeepAlive::new().interval(KEEP_ALIVE).text("keep-alive");
-    let mut answer = Sse::new(events).keep_alive(keep_alive).into_response();
+pub(super) fn events(first: Option<Outgoing>, rest: mpsc::Receiver<Outgoing>) -> Answer {
+    let keep_alive = interval_at(Instant::now() + KEEP_ALIVE, KEEP_ALIVE);
+    let mut answer = Response::new(Reply::Events {
+        first,
+        events: rest,
+        keep_alive,
+    });
+    let headers = answer.headers_mut();
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static(EVENT_STREAM));
+    headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     // nginx and its kin pass each event on at once rather than buffering.
-    answer
-        .headers_mut()
-        .insert("x-accel-buffering", HeaderValue::from_static("no"));
+    headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
     answer
 }
 
 /// A JSON answer.
-pub(super) fn json(code: StatusCode, body: Bytes) -> Response {
-    let content_type = [(CONTENT_TYPE, HeaderValue::from_static("application/json"))];
-    (code, content_type, body).into_response()
+pub(super) fn json(code: StatusCode, body: Bytes) -> Answer {
+    let mut answer = Response::new(Reply::Full(Some(body)));
+    *answer.status_mut() = code;
+    answer
+        .headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    answer
 }
 
 /// An HTTP error whose body is a JSON-RPC error (id `null`), as MCP
 /// clients read it.
-pub(super) fn rpc_error(code: StatusCode, rpc: ErrorCode, message: &str) -> Response {
+pub(super) fn rpc_error(code: StatusCode, rpc: ErrorCode, message: &str) -> Answer {
     let error = ErrorObject::new(rpc, format!("mcp-chain: {message}"));
     let mut line = Vec::new();
     Message::error(None, error).write_line(&mut line);
     json(code, Bytes::from(line))
 }
 
+/// A status with a short text.
+pub(super) fn text(code: StatusCode, text: String) -> Answer {
+    let mut answer = Response::new(Reply::Full(Some(Bytes::from(text))));
+    *answer.status_mut() = code;
+    answer.headers_mut().insert(
+        CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    answer
+}
+
 /// A status with no body: 202 for what asks nothing, 200 for DELETE.
-pub(super) fn empty(code: StatusCode) -> Response {
-    code.into_response()
+pub(super) fn empty(code: StatusCode) -> Answer {
+    let mut answer = Response::new(Reply::Full(None));
+    *answer.status_mut() = code;
+    answer
 }

@@ -18,13 +18,13 @@
 use super::error::FrontError;
 use super::handler::relay;
 use super::reply;
+use super::reply::Answer;
 use super::routes::{Owner, Restore, Waiting};
 use super::session::{Caller, Kind, Session};
 use super::Front;
 use crate::mcp_http::{Routing, ToolParams};
 use crate::relay::Read;
-use axum::http::{HeaderMap, StatusCode};
-use axum::response::Response;
+use hyper::{HeaderMap, StatusCode};
 use mcp_chain_middleware::message::method;
 use mcp_chain_middleware::message::Incoming;
 use mcp_chain_middleware::{Message, RequestId};
@@ -128,7 +128,7 @@ pub(super) async fn post(
     headers: &HeaderMap,
     read: Read,
     events: bool,
-) -> Result<Response, FrontError> {
+) -> Result<Answer, FrontError> {
     let Read::Parsed(Incoming::Single(Ok(mut message))) = read else {
         return Err(FrontError::NotOneMessage);
     };

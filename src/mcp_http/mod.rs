@@ -9,11 +9,13 @@
 //!   parameters, learnt from its listings;
 //! - [`routing`]: the routing headers of a 2026-07-28 request, computed for
 //!   a message that leaves (upstream) and checked against one that arrives
-//!   (front): two methods of one type.
+//!   (front): two methods of one type;
+//! - [`sse`]: how a message is framed as a server-sent event.
 
 pub(crate) mod encoding;
 pub(crate) mod params;
 pub(crate) mod routing;
+pub(crate) mod sse;
 
 pub(crate) use params::ToolParams;
 pub(crate) use routing::Routing;
