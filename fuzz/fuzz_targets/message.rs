@@ -7,7 +7,8 @@
 
 use libfuzzer_sys::fuzz_target;
 use mcp_chain_fuzz::{round_trips, values_match};
-use mcp_chain_middleware::message::{Incoming, Item, Payload};
+use mcp_chain_middleware::message::Incoming;
+use mcp_chain_middleware::payload::{Item, Payload};
 use mcp_chain_middleware::Message;
 use serde_json::Value;
 

@@ -16,7 +16,8 @@
 //! A task's inlined `result` is the result of the call that made it; the
 //! rewrite layer redacts it like the call's own (see `rewrite`).
 
-use crate::message::{method, Payload, Unreadable};
+use crate::message::method;
+use crate::payload::{Payload, Unreadable};
 use serde_json::{Map, Value};
 
 /// The member holding embedded server→client requests.

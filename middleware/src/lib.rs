@@ -61,6 +61,7 @@ pub mod config_error;
 pub mod embedded;
 pub mod envelope;
 pub mod filter;
+mod json;
 pub mod limit;
 pub(crate) mod listing;
 pub mod log;

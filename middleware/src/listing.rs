@@ -3,7 +3,7 @@
 //! needs the tool's schema, `pin` its fingerprint. Asked through the layers
 //! inside the asking one, so what they hide stays hidden.
 
-use crate::message::Payload;
+use crate::payload::Payload;
 use crate::{BoxError, Direction, Envelope, Message, RequestId};
 use serde_json::{json, Value};
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -8,7 +8,8 @@
 //! [`Unreadable`] error, not "no target": a layer that judges items refuses
 //! it rather than letting it pass unjudged.
 
-use crate::message::{method, Message, Payload, Unreadable};
+use crate::message::{method, Message};
+use crate::payload::{Payload, Unreadable};
 use serde_json::Value;
 use std::borrow::Cow;
 use std::fmt;

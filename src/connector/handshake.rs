@@ -2,7 +2,8 @@
 //! server can be brought to the same state (`initialize`, then
 //! `notifications/initialized`) without the client noticing.
 
-use mcp_chain_middleware::message::{method, Payload, Request};
+use mcp_chain_middleware::message::{method, Request};
+use mcp_chain_middleware::payload::Payload;
 use mcp_chain_middleware::{Message, RequestId};
 use serde_json::Value;
 

@@ -18,7 +18,7 @@
 
 use super::encoding::encoded;
 use hyper::header::{HeaderName, HeaderValue};
-use mcp_chain_middleware::message::Payload;
+use mcp_chain_middleware::payload::Payload;
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::sync::Mutex;

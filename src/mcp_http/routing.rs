@@ -19,7 +19,8 @@ use super::encoding::{decoded, encoded};
 use super::params::ToolParams;
 use super::{MCP_METHOD, MCP_NAME, MCP_PARAM_PREFIX, PROTOCOL_VERSION, SESSIONLESS};
 use hyper::header::{HeaderMap, HeaderName, HeaderValue};
-use mcp_chain_middleware::message::{meta, method, Payload};
+use mcp_chain_middleware::message::{meta, method};
+use mcp_chain_middleware::payload::Payload;
 use mcp_chain_middleware::Message;
 
 /// What goes with a message's POST.

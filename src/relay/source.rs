@@ -6,7 +6,8 @@
 
 use crate::transport::budget::{Budget, Reserved, Spent};
 use crate::transport::codec::{Frame, FrameReader};
-use mcp_chain_middleware::message::{response_id, Incoming, BIG_PAYLOAD_BYTES};
+use mcp_chain_middleware::message::{response_id, Incoming};
+use mcp_chain_middleware::payload::BIG_PAYLOAD_BYTES;
 use mcp_chain_middleware::RequestId;
 use std::sync::Arc;
 use tokio::io::AsyncRead;

@@ -6,7 +6,7 @@
 //! so a 100 MB line costs at most the cap in memory and gets one error.
 
 use super::budget::{Budget, Reserved, Spent};
-use mcp_chain_middleware::message::BIG_PAYLOAD_BYTES;
+use mcp_chain_middleware::payload::BIG_PAYLOAD_BYTES;
 use std::ops::Range;
 use std::sync::Arc;
 use std::time::Duration;

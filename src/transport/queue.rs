@@ -10,7 +10,7 @@
 //! behind them stops reading: memory stays bounded whatever the message
 //! size, and the pressure reaches the other peer.
 
-use mcp_chain_middleware::message::Text;
+use mcp_chain_middleware::payload::Text;
 use mcp_chain_middleware::Message;
 use std::future::poll_fn;
 use std::io::{self, IoSlice};
@@ -231,7 +231,7 @@ impl Queue {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use mcp_chain_middleware::message::BIG_PAYLOAD_BYTES;
+    use mcp_chain_middleware::payload::BIG_PAYLOAD_BYTES;
     use mcp_chain_middleware::Message;
 
     fn ping(n: u64) -> Outgoing {

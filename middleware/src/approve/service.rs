@@ -3,8 +3,9 @@
 
 use super::question::{answer_of, can_ask, elicitation, Answer, Seal};
 use crate::lock;
-use crate::message::{method, Payload};
+use crate::message::method;
 use crate::pattern::Pattern;
+use crate::payload::Payload;
 use crate::peer::ClientSlot;
 use crate::target::Target;
 use crate::{

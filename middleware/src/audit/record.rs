@@ -2,7 +2,9 @@
 //! and the timestamp format.
 
 use crate::embedded::{is_input_required, InputRequests};
-use crate::message::{method, write_str, ErrorObject, Payload};
+use crate::json::write_str;
+use crate::message::{method, ErrorObject};
+use crate::payload::Payload;
 use crate::target::Target;
 use crate::{BoxError, Direction, ErrorCode, Message, RequestId};
 use serde::{Serialize, Serializer};

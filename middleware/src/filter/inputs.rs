@@ -13,7 +13,8 @@
 
 use super::policy::{Policy, LAYER, REASON};
 use crate::embedded::{is_input_required, InputRequests};
-use crate::message::{ErrorCode, ErrorObject, Message, Payload, RequestId, Unreadable};
+use crate::message::{ErrorCode, ErrorObject, Message, RequestId};
+use crate::payload::{Payload, Unreadable};
 use serde_json::json;
 
 /// The embedded requests this policy removed from a payload.

@@ -1,8 +1,9 @@
 //! What the filter allows, and how a denial looks: exactly like the item or
 //! method being missing, so a client learns nothing about what is hidden.
 
-use crate::message::{method, ErrorCode, ErrorObject, Message, Payload, RequestId, Unreadable};
+use crate::message::{method, ErrorCode, ErrorObject, Message, RequestId};
 use crate::pattern::PatternList;
+use crate::payload::{Payload, Unreadable};
 use crate::target::{Kind, Target};
 use serde_json::json;
 

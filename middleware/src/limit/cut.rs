@@ -4,7 +4,8 @@
 //! kind is cut: `tools/call` content items of type `text`, and
 //! `resources/read` contents with `text`.
 
-use crate::message::{method, Payload};
+use crate::message::method;
+use crate::payload::Payload;
 use serde_json::Value;
 
 /// Tries before giving up: each cut is sized from the last measure, and

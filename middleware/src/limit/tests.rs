@@ -1,5 +1,5 @@
 use super::*;
-use crate::message::Payload;
+use crate::payload::Payload;
 use crate::{BoxError, Direction, Envelope, ErrorCode, ErrorObject, Message};
 use serde_json::{json, Value};
 use tower::{service_fn, Layer, ServiceExt};

@@ -19,11 +19,10 @@ pub mod method;
 mod parse;
 mod write;
 
-pub use crate::payload::{Item, Payload, Text, Unreadable, BIG_PAYLOAD_BYTES};
+use crate::payload::Payload;
 pub use error::{ErrorCode, ErrorObject};
 pub use id::RequestId;
 pub use parse::response_id;
-pub(crate) use write::{write_str, Count, Out};
 
 use serde_json::{Map, Value};
 
@@ -229,7 +228,7 @@ impl Message {
     pub fn to_value(&self) -> Value {
         let mut line = Vec::new();
         self.write_json(&mut line, false);
-        crate::payload::value::parse(&line).unwrap_or_else(|e| {
+        crate::json::value::parse(&line).unwrap_or_else(|e| {
             // A payload serde_json passed as text but cannot read whole
             // (a number beyond an f64): shown as text.
             Value::String(format!(

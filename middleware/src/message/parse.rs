@@ -10,8 +10,8 @@ use super::{
     ErrorObject, ErrorResponse, Incoming, Invalid, Message, Notification, Request, RequestId,
     Response,
 };
-use crate::payload::object::{place, KeySeed};
-use crate::payload::value::{check, Check, ValueSeed, MAX_DEPTH};
+use crate::json::key::{place, KeySeed};
+use crate::json::value::{check, Check, ValueSeed, MAX_DEPTH};
 use crate::payload::{Payload, Text};
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;

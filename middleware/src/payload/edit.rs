@@ -2,7 +2,8 @@
 //! What a layer did not change stays the sender's text.
 
 use super::object::{self, find, Slot};
-use super::{list, value, Item, Look, Object, Payload, Repr, Text, Unreadable};
+use super::{list, Item, Look, Object, Payload, Repr, Text, Unreadable};
+use crate::json::value;
 use serde_json::Value;
 use std::sync::OnceLock;
 

@@ -4,9 +4,9 @@
 //! layer changed is written back as the sender's text.
 
 use super::object::{self, find, Member, Slot};
-use super::value::{self, ValueSeed};
 use super::Unreadable;
-use crate::message::Out;
+use crate::json::value::{self, ValueSeed};
+use crate::json::Out;
 use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 use std::borrow::Cow;

@@ -18,12 +18,11 @@ mod edit;
 mod list;
 pub(crate) mod object;
 mod text;
-pub(crate) mod value;
 
 pub use list::Item;
 pub use text::{Text, BIG_PAYLOAD_BYTES};
 
-use crate::message::{Count, Out};
+use crate::json::{value, Count, Out};
 use object::{find, Member, Slot};
 use serde::ser::{Error as _, Serialize, Serializer};
 use serde_json::value::RawValue;

@@ -8,9 +8,10 @@
 //! the last counts, in the place of the first, as in a parsed `Value` and
 //! as servers read them.
 
-use super::{list, value, Text};
-use crate::message::Out;
-use serde::de::{DeserializeSeed, Deserializer, MapAccess, Visitor};
+use super::{list, Text};
+use crate::json::key::{place, KeySeed, Name};
+use crate::json::{value, Out};
+use serde::de::{Deserializer, MapAccess, Visitor};
 use serde_json::value::RawValue;
 use serde_json::Value;
 use std::borrow::Cow;
@@ -107,12 +108,6 @@ pub(crate) fn read_map<'de, A: MapAccess<'de>>(
     .visit_map(map)
 }
 
-/// Where `part`, a slice serde_json borrowed from `text`, lies in it.
-pub(crate) fn place(text: &[u8], part: &[u8]) -> Range<usize> {
-    let start = part.as_ptr() as usize - text.as_ptr() as usize;
-    start..start + part.len()
-}
-
 /// The index of the member named `name`, if there is one.
 pub(crate) fn find(members: &[Member], text: &[u8], name: &str) -> Option<usize> {
     members
@@ -173,7 +168,7 @@ pub(crate) fn write(members: &[Member], text: &[u8], out: &mut impl Out) {
                 out.put(&text[at.clone()]);
                 out.put(b"\"");
             }
-            Key::Own(name) => crate::message::write_str(name, out),
+            Key::Own(name) => crate::json::write_str(name, out),
         }
         out.put(b":");
         write_slot(&member.value, text, out);
@@ -264,48 +259,6 @@ impl<'de> Visitor<'de> for Members<'_> {
 
 /// From this many members on, names are found through a map.
 const INDEXED_FROM: usize = 16;
-
-/// A member name as serde_json hands it over: borrowed from the text when
-/// it has no escapes, decoded otherwise.
-pub(crate) enum Name<'de> {
-    Borrowed(&'de str),
-    Own(String),
-}
-
-impl Name<'_> {
-    pub(crate) fn as_str(&self) -> &str {
-        match self {
-            Self::Borrowed(s) => s,
-            Self::Own(s) => s,
-        }
-    }
-}
-
-pub(crate) struct KeySeed;
-
-impl<'de> DeserializeSeed<'de> for KeySeed {
-    type Value = Name<'de>;
-
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Name<'de>, D::Error> {
-        d.deserialize_str(self)
-    }
-}
-
-impl<'de> Visitor<'de> for KeySeed {
-    type Value = Name<'de>;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a member name")
-    }
-
-    fn visit_borrowed_str<E>(self, s: &'de str) -> Result<Name<'de>, E> {
-        Ok(Name::Borrowed(s))
-    }
-
-    fn visit_str<E>(self, s: &str) -> Result<Name<'de>, E> {
-        Ok(Name::Own(s.to_owned()))
-    }
-}
 
 #[cfg(test)]
 mod tests {

@@ -6,7 +6,8 @@ use super::pages::{Pages, Verdict};
 use super::store::{Drift, Status, Store};
 use crate::embedded::mark_private;
 use crate::lock;
-use crate::message::{method, Payload, Response};
+use crate::message::{method, Response};
+use crate::payload::Payload;
 use crate::peer::ClientSlot;
 use crate::target::Target;
 use crate::{

@@ -4,7 +4,8 @@
 use super::layer::Rules;
 use super::names::{check_name, Names};
 use crate::embedded::{mark_private, INPUT_RESPONSES};
-use crate::message::{method, ErrorCode, ErrorObject, Item, Message, Payload, Request, Unreadable};
+use crate::message::{method, ErrorCode, ErrorObject, Message, Request};
+use crate::payload::{Item, Payload, Unreadable};
 use crate::target::REF_PROMPT;
 use serde_json::{json, Map, Value};
 

@@ -1,7 +1,8 @@
 //! [`Timeout`]: races each client request against its deadline.
 
 use super::layer::Shared;
-use crate::message::{method, Payload};
+use crate::message::method;
+use crate::payload::Payload;
 use crate::units::DisplayDuration;
 use crate::ResponseFuture;
 use crate::{BoxError, Direction, Envelope, ErrorCode, ErrorObject, Message, RequestId};

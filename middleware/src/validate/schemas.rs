@@ -4,7 +4,7 @@
 //! for three compilations, once.
 
 use super::budget;
-use crate::message::Payload;
+use crate::payload::Payload;
 use jsonschema::Validator;
 use serde_json::{json, Value};
 use std::collections::HashMap;

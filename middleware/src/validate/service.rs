@@ -2,7 +2,8 @@
 //! checks each call against them before forwarding it.
 
 use super::schemas::{Invalid, Schemas, Tool};
-use crate::message::{method, Payload};
+use crate::message::method;
+use crate::payload::Payload;
 use crate::target::Target;
 use crate::{
     BoxError, Direction, Envelope, ErrorCode, ErrorObject, Message, RequestId, ResponseFuture,

@@ -139,7 +139,7 @@ fn routing_headers_must_say_what_the_body_says() {
 #[test]
 fn marked_arguments_must_be_mirrored_in_their_headers() {
     let marked = ToolParams::default();
-    let mut listing = mcp_chain_middleware::message::Payload::from(json!({"tools": [{
+    let mut listing = mcp_chain_middleware::payload::Payload::from(json!({"tools": [{
         "name": "deploy",
         "inputSchema": {"type": "object", "properties": {
             "region": {"type": "string", "x-mcp-header": "Region"},
