@@ -71,19 +71,29 @@ impl Front {
     }
 }
 
+/// Why the front does not start.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum StartError {
+    #[error("{0} is not a loopback address: anyone who can reach it could use the server. Set front.tokens (a bearer token each client must send), listen on 127.0.0.1, or pass --allow-unauthenticated")]
+    Exposed(SocketAddr),
+    #[error("cannot listen on {listen}: {source}")]
+    Listen {
+        listen: SocketAddr,
+        source: std::io::Error,
+    },
+}
+
 /// Checks, before binding, that listening on `listen` is safe as
 /// configured.
 pub(crate) fn check_exposure(
     front: &FrontConfig,
     listen: SocketAddr,
     allow_unauthenticated: bool,
-) -> Result<(), String> {
+) -> Result<(), StartError> {
     if listen.ip().is_loopback() || !front.tokens.is_empty() || allow_unauthenticated {
         return Ok(());
     }
-    Err(format!(
-        "{listen} is not a loopback address: anyone who can reach it could use the server. Set front.tokens (a bearer token each client must send), listen on 127.0.0.1, or pass --allow-unauthenticated"
-    ))
+    Err(StartError::Exposed(listen))
 }
 
 /// Serves until the first signal, then ends every session (a second
@@ -93,11 +103,10 @@ pub(crate) async fn run(
     upstream: UpstreamConfig,
     listen: SocketAddr,
     mut signals: mpsc::Receiver<()>,
-) -> Result<(), String> {
-    let listener = TcpListener::bind(listen)
-        .await
-        .map_err(|e| format!("cannot listen on {listen}: {e}"))?;
-    let bound = listener.local_addr().map_err(|e| e.to_string())?;
+) -> Result<(), StartError> {
+    let failed = |source| StartError::Listen { listen, source };
+    let listener = TcpListener::bind(listen).await.map_err(failed)?;
+    let bound = listener.local_addr().map_err(failed)?;
     let settings = config.front.clone();
     let budget = Budget::new(config.max_bytes_in_flight);
     let front = Arc::new(Front {
