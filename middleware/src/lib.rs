@@ -46,14 +46,10 @@
 //!   request it answered.
 //! - [`session`]: who a session of the HTTP front serves (the audit says).
 //! - [`shown`]: untrusted text escaped and cut where a person reads it.
-//! - [`private`]: files written next to user data, private and never
-//!   through a planted path.
 //! - [`config_error`]: a layer config problem and the key it is about.
 //! - [`units`]: durations (`"2s"`) and rates (`"5/s"`) as written in configs.
 
-// No `unsafe` anywhere but the Windows half of `private` (a file created
-// with its ACL), which allows it for itself alone.
-#![deny(unsafe_code)]
+#![forbid(unsafe_code)]
 
 pub mod approve;
 pub mod audit;
@@ -71,7 +67,6 @@ pub mod pattern;
 pub mod payload;
 pub mod peer;
 pub mod pin;
-pub mod private;
 pub mod rate_limit;
 pub mod rewrite;
 pub mod session;

@@ -16,7 +16,7 @@ export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}"
 for target in aarch64-apple-darwin x86_64-apple-darwin; do
     rustup target list --installed | grep -qx "$target" || rustup target add "$target" >/dev/null
     printf 'macos: clippy for %s (without remote upstreams)\n' "$target" >&2
-    cargo clippy --quiet --target "$target" -p mcp-chain -p mcp-chain-middleware \
+    cargo clippy --quiet --target "$target" -p mcp-chain -p mcp-chain-middleware -p mcp-chain-private \
         --no-default-features --lib --bins -- -D warnings
 done
 printf 'macos: ok: both targets check and are clippy clean\n' >&2

@@ -50,14 +50,14 @@ pub(super) enum Queued {
 }
 
 impl Sink {
-    /// Opens (creating it private to the user, see [`crate::private`]: audit lines
+    /// Opens (creating it private to the user, see [`mcp_chain_private`]: audit lines
     /// may hold arguments) the
     /// file at `path`, or stderr for `"-"`. An existing file keeps its mode.
     pub(super) fn open(path: &str) -> io::Result<Self> {
         let out = if path == STDERR {
             Out::Stderr
         } else {
-            Out::File(crate::private::open_append(path.as_ref())?)
+            Out::File(mcp_chain_private::open_append(path.as_ref())?)
         };
         let path = PathBuf::from(if path == STDERR { "stderr" } else { path });
         let log = Log {

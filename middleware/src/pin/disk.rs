@@ -127,11 +127,11 @@ pub(super) fn stamp(path: &Path) -> Option<(SystemTime, u64)> {
 }
 
 /// Writes `file` to `path` whole, private to the user (see
-/// [`crate::private`]: never through a planted temporary file).
+/// [`mcp_chain_private`]: never through a planted temporary file).
 pub(super) fn write(path: &Path, file: &PinFile) -> Result<(), String> {
     let mut text = serde_json::to_vec_pretty(file).expect("pins serialize");
     text.push(b'\n');
-    crate::private::write_whole(path, &text)
+    mcp_chain_private::write_whole(path, &text)
         .map_err(|e| format!("pin file {}: cannot write: {e}", path.display()))
 }
 

@@ -21,7 +21,7 @@ command -v x86_64-w64-mingw32-gcc >/dev/null || { say "mingw-w64 is not installe
 
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}"
 say "clippy for $target"
-cargo clippy --quiet --target "$target" -p mcp-chain -p mcp-chain-middleware --lib --bins -- -D warnings
+cargo clippy --quiet --target "$target" -p mcp-chain -p mcp-chain-middleware -p mcp-chain-private --lib --bins -- -D warnings
 say "build for $target"
 cargo build --quiet --target "$target" --bin mcp-chain --bin mcp-chain-demo-server
 bin="$CARGO_TARGET_DIR/$target/debug"
@@ -36,7 +36,7 @@ x86_64-w64-mingw32-gcc -shared -O2 -o "$prefix/drive_c/windows/system32/bcryptpr
 
 say "unit tests under Wine"
 CARGO_TARGET_X86_64_PC_WINDOWS_GNU_RUNNER="$wine" \
-    timeout 900 cargo test --quiet --target "$target" -p mcp-chain-middleware -p mcp-chain --lib
+    timeout 900 cargo test --quiet --target "$target" -p mcp-chain-private -p mcp-chain-middleware -p mcp-chain --lib
 
 say "a session under Wine"
 config="$prefix/drive_c/filter.toml"

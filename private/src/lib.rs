@@ -10,8 +10,13 @@
 //! Private means, per platform: mode 0600 on Unix (0700 for a directory
 //! mcp-chain creates); on Windows a protected DACL with one entry, the
 //! current user's full control, set as the file is created (see
-//! [`windows`]), so nothing is inherited from a shared parent. A missing
+//! `windows.rs`), so nothing is inherited from a shared parent. A missing
 //! parent directory is created.
+//!
+//! A crate of its own so that its one `unsafe` (the Windows call that
+//! creates a file with its security descriptor) stays out of the
+//! middleware crate, which handles messages and forbids `unsafe`; the pin
+//! and audit layers and the binary's token store all write through it.
 
 use std::fs::File;
 use std::io::{self, Write};
