@@ -32,7 +32,7 @@ use crate::transport::codec::FrameReader;
 use crate::transport::queue::Queue;
 use crate::transport::stdio::{Reader, Writer};
 use crate::transport::writer;
-use crate::upstream::{End, Upstream};
+use crate::upstream::{End, StartError, Upstream};
 use mcp_chain_middleware::Direction;
 use std::future::Future;
 use std::sync::Arc;
@@ -49,10 +49,10 @@ pub enum Ending {
     ServerGone(String),
 }
 
-/// The session could not start (the server could not be spawned).
+/// The session could not start (the server could not be started).
 #[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct RunError(String);
+#[error(transparent)]
+pub struct RunError(#[from] StartError);
 
 /// Runs one session: starts the server, relays until the client leaves, a
 /// signal arrives or the server is gone for good, then shuts down in order.

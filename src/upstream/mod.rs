@@ -20,7 +20,7 @@ use crate::chain::ChainService;
 use crate::config::UpstreamConfig;
 use crate::connector::Connector;
 use crate::transport::queue::Queue;
-use child::Child;
+use child::{Child, SpawnError};
 use std::process::ExitStatus;
 use std::time::Duration;
 use supervisor::Supervisor;
@@ -55,6 +55,35 @@ pub(crate) enum End {
     Gone { reason: String, failed: bool },
 }
 
+/// Why a server could not be started.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum StartError {
+    #[error(transparent)]
+    Spawn(#[from] SpawnError),
+    /// `upstream.ca_file` cannot be read, or holds no certificate.
+    #[cfg(feature = "remote")]
+    #[error("upstream.ca_file {path}: {why}")]
+    CaFile { path: String, why: String },
+    /// The HTTP or TLS client cannot be set up.
+    #[cfg(feature = "remote")]
+    #[error("cannot set up {what}: {why}")]
+    Client { what: &'static str, why: String },
+    #[cfg(not(feature = "remote"))]
+    #[error("{url} is a URL, and this mcp-chain was built without remote upstreams (the `remote` feature)")]
+    NoRemote { url: String },
+}
+
+impl StartError {
+    #[cfg(feature = "remote")]
+    fn ca_file(path: &std::path::Path, why: impl std::fmt::Display) -> Self {
+        let path = path.display().to_string();
+        Self::CaFile {
+            path,
+            why: why.to_string(),
+        }
+    }
+}
+
 impl Upstream {
     /// Starts the server and relays its side until `stop` fires or it is
     /// gone for good. `Err` when it cannot be started at all.
@@ -62,10 +91,10 @@ impl Upstream {
         self,
         config: &UpstreamConfig,
         stop: oneshot::Receiver<()>,
-    ) -> Result<JoinHandle<End>, String> {
+    ) -> Result<JoinHandle<End>, StartError> {
         match config {
             UpstreamConfig::Command(command) => {
-                let child = Child::spawn(command).map_err(|e| e.to_string())?;
+                let child = Child::spawn(command)?;
                 Ok(tokio::spawn(
                     Supervisor(self, command.clone()).run(child, stop),
                 ))
@@ -75,10 +104,9 @@ impl Upstream {
             #[cfg(not(feature = "remote"))]
             UpstreamConfig::Url(url) => {
                 drop(stop);
-                Err(format!(
-                    "{} is a URL, and this mcp-chain was built without remote upstreams (the `remote` feature)",
-                    url.url
-                ))
+                Err(StartError::NoRemote {
+                    url: url.url.to_string(),
+                })
             }
         }
     }

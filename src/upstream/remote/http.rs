@@ -8,6 +8,7 @@
 use super::session::State;
 use crate::config::UrlConfig;
 use crate::mcp_http::{Routing, EVENT_STREAM, LAST_EVENT_ID, PROTOCOL_VERSION, SESSION_ID};
+use crate::upstream::StartError;
 use bytes::Bytes;
 use mcp_chain_middleware::{ErrorCode, ErrorObject, Message, RequestId};
 use reqwest::header::{HeaderMap, HeaderValue, ACCEPT, CONNECTION, CONTENT_TYPE};
@@ -37,7 +38,7 @@ pub(super) struct Http {
 }
 
 impl Http {
-    pub(super) fn new(config: &UrlConfig) -> Result<Self, String> {
+    pub(super) fn new(config: &UrlConfig) -> Result<Self, StartError> {
         // reqwest leaves the choice of rustls' crypto to the binary; a
         // second install (a test) is refused and harmless.
         let _ = rustls::crypto::ring::default_provider().install_default();
@@ -59,15 +60,15 @@ impl Http {
             .connect_timeout(CONNECT_TIMEOUT)
             .tls_backend_rustls();
         if let Some(path) = &config.ca_file {
-            let pem = std::fs::read(path)
-                .map_err(|e| format!("upstream.ca_file {}: {e}", path.display()))?;
-            let certs = Certificate::from_pem_bundle(&pem)
-                .map_err(|e| format!("upstream.ca_file {}: {e}", path.display()))?;
+            let pem = std::fs::read(path).map_err(|e| StartError::ca_file(path, e))?;
+            let certs =
+                Certificate::from_pem_bundle(&pem).map_err(|e| StartError::ca_file(path, e))?;
             builder = builder.tls_certs_merge(certs);
         }
-        let client = builder
-            .build()
-            .map_err(|e| format!("cannot set up the HTTP client: {}", chain(&e)))?;
+        let client = builder.build().map_err(|e| StartError::Client {
+            what: "the HTTP client",
+            why: chain(&e),
+        })?;
         Ok(Self {
             client,
             url: config.url.clone(),

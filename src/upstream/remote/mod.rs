@@ -36,6 +36,7 @@ use super::{End, Upstream};
 use crate::config::{Transport, UrlConfig};
 use crate::relay::{Owed, Side, Unwritten};
 use crate::transport::queue::Taken;
+use crate::upstream::StartError;
 use exchange::Exchange;
 use http::Http;
 use legacy::Legacy;
@@ -62,7 +63,7 @@ pub(super) fn start(
     up: Upstream,
     config: &UrlConfig,
     stop: oneshot::Receiver<()>,
-) -> Result<tokio::task::JoinHandle<End>, String> {
+) -> Result<tokio::task::JoinHandle<End>, StartError> {
     let http = Http::new(config)?;
     let websocket = match config.transport {
         Transport::WebSocket => Some(websocket::Settings::new(config)?),

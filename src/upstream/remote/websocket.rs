@@ -18,6 +18,7 @@ use super::http::Failure;
 use super::link::{deliver, Link, Replay};
 use crate::config::{Envelope, UrlConfig};
 use crate::relay::Read;
+use crate::upstream::StartError;
 use bytes::Bytes;
 use futures_util::stream::{SplitSink, SplitStream};
 use futures_util::{SinkExt, StreamExt};
@@ -42,24 +43,31 @@ pub(super) struct Settings {
     tls: Arc<rustls::ClientConfig>,
 }
 
+/// TLS cannot be set up.
+fn tls(e: impl std::fmt::Display) -> StartError {
+    StartError::Client {
+        what: "TLS",
+        why: e.to_string(),
+    }
+}
+
 impl Settings {
-    pub(super) fn new(config: &UrlConfig) -> Result<Self, String> {
+    pub(super) fn new(config: &UrlConfig) -> Result<Self, StartError> {
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let mut extra = Vec::new();
         if let Some(path) = &config.ca_file {
-            let shown = path.display();
-            let certs = CertificateDer::pem_file_iter(path)
-                .map_err(|e| format!("upstream.ca_file {shown}: {e}"))?;
+            let certs =
+                CertificateDer::pem_file_iter(path).map_err(|e| StartError::ca_file(path, e))?;
             for cert in certs {
-                extra.push(cert.map_err(|e| format!("upstream.ca_file {shown}: {e}"))?);
+                extra.push(cert.map_err(|e| StartError::ca_file(path, e))?);
             }
         }
         let verifier =
             rustls_platform_verifier::Verifier::new_with_extra_roots(extra, provider.clone())
-                .map_err(|e| format!("cannot set up TLS: {e}"))?;
+                .map_err(tls)?;
         let tls = rustls::ClientConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
-            .map_err(|e| format!("cannot set up TLS: {e}"))?
+            .map_err(tls)?
             .dangerous()
             .with_custom_certificate_verifier(Arc::new(verifier))
             .with_no_client_auth();
