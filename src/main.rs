@@ -7,5 +7,16 @@ fn main() -> ExitCode {
     mcp_chain::memory::tune_allocator();
     let cli = mcp_chain::cli::Cli::parse();
     mcp_chain::logging::init(cli.log_level.as_deref());
-    mcp_chain::main(cli)
+    let code = mcp_chain::main(cli);
+    if std::env::var_os("MCP_CHAIN_COUNT_LINES").is_some() {
+        // For tests of the one-parse rule: every message parsed once where
+        // it enters and written once where it leaves.
+        use mcp_chain_middleware::counts;
+        eprintln!(
+            "mcp-chain: lines parsed {}, written {}",
+            counts::parsed(),
+            counts::written()
+        );
+    }
+    code
 }

@@ -262,3 +262,41 @@ async fn an_answer_for_no_request_is_dropped() {
         proxy.stderr()
     );
 }
+
+/// One parse in, one write out: over stdio to a child, every message (the
+/// client's four, the server's three answers) is parsed once where it
+/// enters and written once where it leaves (`MCP_CHAIN_COUNT_LINES`).
+#[test]
+fn stdio_to_a_child_parses_and_writes_each_message_once() {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let mut child = Command::new(support::PROXY)
+        .args(["--", support::DEMO])
+        .env("MCP_CHAIN_COUNT_LINES", "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("mcp-chain starts");
+    let script = [
+        json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}),
+        json!({"jsonrpc":"2.0","method":"notifications/initialized"}),
+        req(json!(2), "tools/list", json!({})),
+        call(json!(3), "add", json!({"a": 1, "b": 2})),
+    ];
+    let mut stdin = child.stdin.take().expect("stdin");
+    for line in &script {
+        writeln!(stdin, "{line}").expect("written");
+    }
+    drop(stdin);
+    let out = child.wait_with_output().expect("mcp-chain ends");
+    assert!(out.status.success());
+    let answers = String::from_utf8_lossy(&out.stdout).lines().count();
+    assert_eq!(answers, 3);
+    let messages = script.len() + answers;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!("lines parsed {messages}, written {messages}")),
+        "{stderr}"
+    );
+}

@@ -46,6 +46,7 @@
 //!   request it answered.
 //! - [`session`]: who a session of the HTTP front serves (the audit says).
 //! - [`shown`]: untrusted text escaped and cut where a person reads it.
+//! - [`counts`]: lines parsed and written, for tests of the one-parse rule.
 //! - [`config_error`]: a layer config problem and the key it is about.
 //! - [`units`]: durations (`"2s"`) and rates (`"5/s"`) as written in configs.
 
@@ -54,6 +55,7 @@
 pub mod approve;
 pub mod audit;
 pub mod config_error;
+pub mod counts;
 pub mod embedded;
 pub mod envelope;
 pub mod filter;

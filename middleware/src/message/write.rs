@@ -10,6 +10,7 @@ use crate::payload::{Payload, Text, BIG_PAYLOAD_BYTES};
 impl Message {
     /// Appends the message as one line of JSON (with its `\n`).
     pub fn write_line(&self, out: &mut Vec<u8>) {
+        crate::counts::one_written();
         out.reserve(64 + self.payload().map_or(0, Payload::len_if_known));
         self.write_json(out, false);
         out.push(b'\n');
@@ -38,6 +39,7 @@ impl Message {
             self.write_line(out);
             return None;
         }
+        crate::counts::one_written();
         let at = self.write_json(out, true);
         out.push(b'\n');
         let text = match big_value {
@@ -53,6 +55,7 @@ impl Message {
 
     /// Appends `messages` as one line: a JSON array (a batch's answers).
     pub fn write_batch(messages: &[Message], out: &mut Vec<u8>) {
+        crate::counts::one_written();
         out.push(b'[');
         for (n, message) in messages.iter().enumerate() {
             if n > 0 {
