@@ -23,7 +23,7 @@ use super::reply::Outgoing;
 use crate::mcp_http::ToolParams;
 use crate::transport::lines::Line;
 use bytes::Bytes;
-use mcp_chain_middleware::message::{method, Incoming};
+use mcp_chain_middleware::message::method;
 use mcp_chain_middleware::{Message, RequestId};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -277,7 +277,7 @@ impl Routes {
                 m.id().cloned().into_iter().collect()
             }
             Some(_) => Vec::new(),
-            None => batch_ids(&line.bytes),
+            None => line.batch.clone(),
         };
         if let Some(first) = answered.first() {
             return self.answer(first, &answered, &line.bytes, line.message.as_ref());
@@ -434,15 +434,4 @@ fn rewrite(message: &Message, change: impl FnOnce(&mut Message)) -> Bytes {
     message.write_line(&mut line);
     line.pop();
     Bytes::from(line)
-}
-
-/// The ids of the answers in a batch's answer line.
-fn batch_ids(line: &[u8]) -> Vec<RequestId> {
-    match crate::relay::Read::parse(line) {
-        crate::relay::Read::Parsed(Incoming::Batch(items)) => items
-            .iter()
-            .filter_map(|m| m.as_ref().ok().and_then(Message::id).cloned())
-            .collect(),
-        _ => Vec::new(),
-    }
 }

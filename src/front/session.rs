@@ -68,7 +68,7 @@ impl Session {
         let (legacy, shared) = (kind == Kind::Legacy, kind == Kind::Shared);
         let (inbox, source) = mpsc::channel(INBOX);
         let (stop, signals) = mpsc::channel(4);
-        let queue = Queue::default();
+        let queue = Queue::of_messages();
         let routes = Arc::new(Mutex::new(Routes::default()));
         let session = Arc::new(Self {
             id: new_id(front.settings.replica.as_deref()),

@@ -98,7 +98,11 @@ pub(crate) async fn session<S: Source>(
         queue: client_queue,
         writer: client_writer,
     } = client;
-    let server_queue = Queue::default();
+    // A pipe takes bytes; a server at a URL takes messages (see the queue).
+    let server_queue = match upstream {
+        UpstreamConfig::Command(_) => Queue::default(),
+        UpstreamConfig::Url(_) => Queue::of_messages(),
+    };
     let upstream_conn = Connector::new(server_queue.clone(), "server").recording();
     let downstream_conn = Connector::new(client_queue.clone(), "client");
     let to_server = chain::to_server(layers, ChainService::new(upstream_conn.clone()));

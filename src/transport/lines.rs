@@ -1,35 +1,57 @@
-//! The lines taken off an outgoing queue, read back. A pipe's writer sends
-//! bytes as they are; an HTTP transport must know each message's kind and
-//! id to choose where it goes (a POST of its own to a remote server, the
-//! response stream of the request it answers for an HTTP client).
+//! The messages taken off a queue of messages ([`Queue::of_messages`]):
+//! an HTTP transport must know each message's kind and id to choose where
+//! it goes (a POST of its own to a remote server, the response stream of
+//! the request it answers for an HTTP client), and sends its bytes; each
+//! is written here, once, and never parsed back.
+//!
+//! [`Queue::of_messages`]: crate::transport::queue::Queue::of_messages
 
-use crate::relay::Read;
-use crate::transport::queue::Taken;
+use crate::transport::queue::{Outgoing, Taken};
 use bytes::Bytes;
-use mcp_chain_middleware::message::Incoming;
 use mcp_chain_middleware::{Message, RequestId};
 
-/// A line taken off a queue, read back: the connector wrote it, and a
-/// transport that is not a pipe must know what kind of message it is.
+/// One line for a peer: its bytes (without the newline) and what it is.
 pub(crate) struct Line {
     pub(crate) bytes: Bytes,
+    /// `None` for a batch's answers.
     pub(crate) message: Option<Message>,
     /// Set for a request only: an answer to the server's request has an id
     /// too, and gets no answer.
     pub(crate) id: Option<RequestId>,
+    /// A batch's answers: the ids they answer.
+    pub(crate) batch: Vec<RequestId>,
 }
 
 impl Line {
-    pub(crate) fn of(bytes: Bytes) -> Self {
-        let message = match Read::parse(&bytes) {
-            Read::Parsed(Incoming::Single(Ok(message))) => Some(message),
-            _ => None,
-        };
-        let id = match &message {
-            Some(Message::Request(request)) => Some(request.id.clone()),
-            _ => None,
-        };
-        Self { bytes, message, id }
+    fn of(outgoing: Outgoing) -> Self {
+        let mut bytes = Vec::new();
+        match outgoing {
+            Outgoing::One(message) => {
+                message.write_line(&mut bytes);
+                bytes.pop();
+                let id = match &message {
+                    Message::Request(request) => Some(request.id.clone()),
+                    _ => None,
+                };
+                Self {
+                    bytes: Bytes::from(bytes),
+                    message: Some(message),
+                    id,
+                    batch: Vec::new(),
+                }
+            }
+            Outgoing::Batch(messages) => {
+                Message::write_batch(&messages, &mut bytes);
+                bytes.pop();
+                let batch = messages.iter().filter_map(Message::id).cloned().collect();
+                Self {
+                    bytes: Bytes::from(bytes),
+                    message: None,
+                    id: None,
+                    batch,
+                }
+            }
+        }
     }
 
     pub(crate) fn method(&self) -> Option<&str> {
@@ -37,15 +59,10 @@ impl Line {
     }
 }
 
-/// The lines of what was taken off the queue.
+/// The lines of what was taken off a queue of messages.
 pub(crate) fn lines(taken: &mut Taken) -> Vec<Line> {
-    let bytes = Bytes::from(taken.joined());
+    debug_assert!(taken.bytes.is_empty(), "a queue of bytes read as messages");
+    let lines = taken.messages.drain(..).map(Line::of).collect();
     taken.clear();
-    let mut lines = Vec::new();
-    let mut from = 0;
-    while let Some(len) = memchr::memchr(b'\n', &bytes[from..]) {
-        lines.push(Line::of(bytes.slice(from..from + len)));
-        from += len + 1;
-    }
     lines
 }

@@ -9,6 +9,12 @@
 //! [`MAX_QUEUED_BYTES`] senders wait (`poll_ready`, `send`), and the reader
 //! behind them stops reading: memory stays bounded whatever the message
 //! size, and the pressure reaches the other peer.
+//!
+//! A queue for a peer that is not a pipe (an HTTP client of the front, a
+//! server at a URL: [`Queue::of_messages`]) keeps the messages themselves:
+//! the transport taking them needs each one's kind and id to choose where
+//! it goes, and writes it once, where it leaves; nothing is written only
+//! to be parsed back.
 
 use mcp_chain_middleware::payload::Text;
 use mcp_chain_middleware::Message;
@@ -28,6 +34,15 @@ pub(crate) enum Outgoing {
 }
 
 impl Outgoing {
+    /// About how many bytes its line takes, without writing it: what a
+    /// queue of messages counts against [`MAX_QUEUED_BYTES`].
+    fn estimated_len(&self) -> usize {
+        match self {
+            Self::One(m) => m.estimated_len(),
+            Self::Batch(ms) => ms.iter().map(Message::estimated_len).sum(),
+        }
+    }
+
     /// Writes the line into `buf`, except a big payload that goes out as
     /// it stands: that is handed back with where in `buf` it belongs (see
     /// [`Taken`]).
@@ -55,6 +70,9 @@ pub(crate) const MAX_QUEUED_BYTES: usize = 8 * 1024 * 1024;
 pub(crate) struct Taken {
     pub(crate) bytes: Vec<u8>,
     pub(crate) parts: Vec<(usize, Text)>,
+    /// A queue of messages' ([`Queue::of_messages`]): the messages, as
+    /// they were pushed.
+    pub(crate) messages: Vec<Outgoing>,
 }
 
 impl Taken {
@@ -94,10 +112,11 @@ impl Taken {
     pub(crate) fn clear(&mut self) {
         self.bytes.clear();
         self.parts.clear();
+        self.messages.clear();
     }
 
-    /// Everything, as one run of bytes (for a peer that takes messages one
-    /// by one rather than a stream of bytes).
+    /// Everything, as one run of bytes.
+    #[cfg(test)]
     pub(crate) fn joined(&self) -> Vec<u8> {
         let mut all = Vec::new();
         let mut from = 0;
@@ -132,13 +151,32 @@ struct State {
     parts: Vec<(usize, Text)>,
     /// Their bytes, counted against [`MAX_QUEUED_BYTES`] with `buf`'s.
     parts_bytes: usize,
+    /// A queue of messages: they wait here, unwritten, and
+    /// `messages_bytes` estimates their size for the bound.
+    keeps_messages: bool,
+    messages: Vec<Outgoing>,
+    messages_bytes: usize,
     /// Senders waiting for room.
     waiting: Vec<Waker>,
     /// No more writes: pushes are dropped, nobody waits.
     closed: bool,
 }
 
+impl State {
+    fn queued_bytes(&self) -> usize {
+        self.buf.len() + self.parts_bytes + self.messages_bytes
+    }
+}
+
 impl Queue {
+    /// A queue that keeps messages rather than their bytes, for a peer
+    /// that is not a pipe (see the module's opening).
+    pub(crate) fn of_messages() -> Self {
+        let queue = Self::default();
+        queue.lock().keeps_messages = true;
+        queue
+    }
+
     fn lock(&self) -> MutexGuard<'_, State> {
         self.0.state.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -147,7 +185,7 @@ impl Queue {
     /// dropped, which callers see).
     pub(crate) fn poll_ready(&self, cx: &mut Context<'_>) -> Poll<()> {
         let mut state = self.lock();
-        if state.closed || state.buf.len() + state.parts_bytes < MAX_QUEUED_BYTES {
+        if state.closed || state.queued_bytes() < MAX_QUEUED_BYTES {
             return Poll::Ready(());
         }
         state.waiting.push(cx.waker().clone());
@@ -160,8 +198,11 @@ impl Queue {
         if state.closed {
             return false;
         }
-        let was_empty = state.buf.is_empty();
-        if let Some((at, text)) = out.write_into(&mut state.buf) {
+        let was_empty = state.buf.is_empty() && state.messages.is_empty();
+        if state.keeps_messages {
+            state.messages_bytes += out.estimated_len();
+            state.messages.push(out);
+        } else if let Some((at, text)) = out.write_into(&mut state.buf) {
             state.parts_bytes += text.len();
             state.parts.push((at, text));
         }
@@ -185,6 +226,8 @@ impl Queue {
             state.buf = Vec::new();
             state.parts = Vec::new();
             state.parts_bytes = 0;
+            state.messages = Vec::new();
+            state.messages_bytes = 0;
             std::mem::take(&mut state.waiting)
         };
         waiting.into_iter().for_each(Waker::wake);
@@ -210,10 +253,12 @@ impl Queue {
                 let mut state = self.lock();
                 // A part always comes with bytes before it (its line's
                 // head), so bytes tell whether anything is queued.
-                if !state.buf.is_empty() {
+                if !state.buf.is_empty() || !state.messages.is_empty() {
                     std::mem::swap(&mut state.buf, &mut spare.bytes);
                     std::mem::swap(&mut state.parts, &mut spare.parts);
+                    std::mem::swap(&mut state.messages, &mut spare.messages);
                     state.parts_bytes = 0;
+                    state.messages_bytes = 0;
                     let waiting = std::mem::take(&mut state.waiting);
                     drop(state);
                     waiting.into_iter().for_each(Waker::wake);

@@ -26,7 +26,7 @@ pub(crate) async fn run<W: AsyncWrite + Unpin>(
 ) {
     let mut taken = Taken {
         bytes: Vec::with_capacity(64 * 1024),
-        parts: Vec::new(),
+        ..Taken::default()
     };
     let mut small_writes = 0;
     while queue.take(&mut taken).await {

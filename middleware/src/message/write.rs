@@ -66,6 +66,12 @@ impl Message {
         out.put(b"]\n");
     }
 
+    /// About how many bytes [`Self::write_line`] writes, without writing:
+    /// the payload's size when it is known, and room for the envelope.
+    pub fn estimated_len(&self) -> usize {
+        64 + self.payload().map_or(0, Payload::len_if_known)
+    }
+
     /// How many bytes [`Self::write_line`] writes, without the newline:
     /// counted, not written.
     pub fn json_len(&self) -> usize {
