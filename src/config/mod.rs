@@ -65,11 +65,14 @@ impl Config {
             source,
         })?;
         let mut config = Self::from_toml_str(&text, &path.display().to_string(), |name| {
-            std::env::var(name).ok().or_else(|| {
-                use crate::platform::dirs;
-                let dir = (name == dirs::STATE_DIR_VAR).then(dirs::state_dir)?.ok()?;
-                dir.to_str().map(str::to_owned)
-            })
+            use crate::platform::dirs;
+            // The state directory is found in one place (which reads the
+            // variable itself, an empty one as unset).
+            if name == dirs::STATE_DIR_VAR {
+                let dir = dirs::state_dir().ok()?;
+                return dir.to_str().map(str::to_owned);
+            }
+            std::env::var(name).ok()
         })?;
         config.path = Some(path.to_owned());
         Ok(config)
