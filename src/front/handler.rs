@@ -11,7 +11,7 @@ use super::session::{self, Caller, Kind, Session};
 use super::stateless;
 use super::Front;
 use crate::mcp_http::{self, LAST_EVENT_ID, SESSION_ID};
-use crate::relay::Read;
+use crate::peer::Read;
 use hyper::body::Incoming;
 use hyper::header::{HeaderValue, ACCEPT};
 use hyper::{HeaderMap, StatusCode};

@@ -6,7 +6,7 @@
 
 use super::error::FrontError;
 use super::Front;
-use crate::relay::Read;
+use crate::peer::Read;
 use crate::transport::budget::Reserved;
 use crate::transport::codec::SHARED_LINE_BYTES;
 use http_body_util::BodyExt;

@@ -10,7 +10,8 @@
 
 use super::routes::{self, Owner, Routes};
 use super::Front;
-use crate::relay::{self, Ending, Read};
+use crate::peer::{Peer, Read};
+use crate::relay::{self, Ending};
 use crate::transport::queue::Queue;
 use mcp_chain_middleware::session::SessionInfo;
 use std::collections::HashMap;
@@ -82,10 +83,10 @@ impl Session {
             last_seen: Mutex::new(Instant::now()),
             initialized: AtomicBool::new(false),
         });
-        let client = relay::Client {
-            writer: tokio::spawn(super::router::run(queue.clone(), routes)),
+        let client = Peer {
+            lifecycle: tokio::spawn(super::router::run(queue.clone(), routes)),
             source,
-            queue,
+            sink: queue,
         };
         let front = front.clone();
         let id = session.id.clone();

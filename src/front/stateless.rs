@@ -23,7 +23,7 @@ use super::routes::{Owner, Restore, Waiting};
 use super::session::{Caller, Kind, Session};
 use super::Front;
 use crate::mcp_http::{Routing, ToolParams};
-use crate::relay::Read;
+use crate::peer::Read;
 use hyper::{HeaderMap, StatusCode};
 use mcp_chain_middleware::message::method;
 use mcp_chain_middleware::message::Incoming;

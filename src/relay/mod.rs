@@ -14,31 +14,37 @@
 //! waiting for it, and before the reader passes on that peer's next request
 //! or notification it waits until the answer is written, so an answer is
 //! never overtaken by what its sender sent after it.
+//!
+//! Both ends are [`Peer`]s: the client (mcp-chain's stdio, or an HTTP
+//! client of the front) is handed in, the server is what the upstream
+//! starts. The relay builds a reading [`Side`] from each and knows nothing
+//! of what carries their bytes.
 
 mod answer;
 mod owed;
 mod side;
-mod source;
 
-pub(crate) use owed::Owed;
-pub(crate) use side::{Side, Unwritten};
-pub(crate) use source::{Read, Source};
+use owed::Owed;
+use side::{Side, Unwritten};
 
 use crate::chain::{self, AnyLayer, ChainService};
 use crate::config::{Config, UpstreamConfig};
 use crate::connector::Connector;
+use crate::peer::{Peer, Source};
 use crate::transport::budget::Budget;
 use crate::transport::codec::FrameReader;
 use crate::transport::queue::Queue;
 use crate::transport::stdio::{Reader, Writer};
 use crate::transport::writer;
-use crate::upstream::{End, StartError, Upstream};
-use mcp_chain_middleware::Direction;
+use crate::upstream::{End, Restarted, StartError, Upstream};
+use mcp_chain_middleware::{Direction, Envelope, Message};
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot, watch};
+use tokio::task::JoinHandle;
 use tokio_util::task::TaskTracker;
+use tower::{Service, ServiceExt};
 
 /// How a session ended.
 #[derive(Debug, PartialEq, Eq)]
@@ -66,22 +72,18 @@ pub async fn run(
     let queue = Queue::default();
     let writer = tokio::spawn(writer::run(queue.clone(), client_out, "client", true));
     let budget = Budget::new(config.max_bytes_in_flight);
-    let client = Client {
+    let client = Peer {
         source: FrameReader::new(client_in, config.max_message_bytes).with_budget(budget.clone()),
-        queue,
-        writer,
+        sink: queue,
+        lifecycle: writer,
     };
     session(config, &budget, &config.chain, upstream, client, signals).await
 }
 
-/// The client's end of a session: where its messages come from, the queue
-/// of what goes to it, and the task that takes from that queue (a pipe's
-/// writer, or the HTTP front's router).
-pub(crate) struct Client<S> {
-    pub(crate) source: S,
-    pub(crate) queue: Queue,
-    pub(crate) writer: tokio::task::JoinHandle<()>,
-}
+/// The client's end of a session: its messages, the queue of what goes to
+/// it, and the task that takes from that queue (a pipe's writer, or the
+/// HTTP front's router), done once everything queued is taken.
+pub(crate) type Client<S> = Peer<S, JoinHandle<()>>;
 
 /// [`run`] for any client end, through `layers`. The first message on
 /// `signals` asks for a graceful stop, the next one cuts it short.
@@ -93,10 +95,10 @@ pub(crate) async fn session<S: Source>(
     client: Client<S>,
     mut signals: mpsc::Receiver<()>,
 ) -> Result<Ending, RunError> {
-    let Client {
+    let Peer {
         source,
-        queue: client_queue,
-        writer: client_writer,
+        sink: client_queue,
+        lifecycle: client_writer,
     } = client;
     // A pipe takes bytes; a server at a URL takes messages (see the queue).
     let server_queue = match upstream {
@@ -116,12 +118,11 @@ pub(crate) async fn session<S: Source>(
         grace: config.shutdown_grace,
         conn: upstream_conn.clone(),
         downstream: downstream_conn.clone(),
-        to_client,
         queue: server_queue,
         hurry: hurry.clone(),
     }
     .start(upstream, server_stop);
-    let mut server = match started {
+    let server = match started {
         Ok(server) => server,
         Err(why) => {
             // No server: the client's end is closed at once, so its writer
@@ -132,6 +133,26 @@ pub(crate) async fn session<S: Source>(
             return Err(RunError(why));
         }
     };
+
+    // The server's messages go down the to-client chain; its restarts are
+    // announced down the same chain.
+    let Peer {
+        source: server_source,
+        sink: server_sink,
+        lifecycle: server_life,
+    } = server;
+    let mut server = server_life.end;
+    let mut server_side = Side {
+        source: server_source,
+        chain: to_client.clone(),
+        own: upstream_conn.clone(),
+        reply: server_sink,
+        direction: Direction::ToClient,
+        owed: Owed::new(TaskTracker::new()),
+        unwritten: Unwritten::default(),
+    };
+    let server_reader = tokio::spawn(async move { server_side.run().await });
+    tokio::spawn(announce(server_life.restarted, to_client));
 
     // Answers owed to the client: shutdown waits for these.
     let owed = TaskTracker::new();
@@ -182,6 +203,7 @@ pub(crate) async fn session<S: Source>(
     let mut hurry = hurry;
     let ending = match gone {
         Some(reason) => {
+            server_reader.abort();
             // Every request in flight has its error answer already.
             owed.close();
             bounded(grace, owed.wait(), &mut hurry).await;
@@ -214,10 +236,24 @@ pub(crate) async fn session<S: Source>(
             }
         }
     };
+    server_reader.abort();
     downstream_conn.close("mcp-chain is shutting down");
     client_queue.close();
     bounded(grace, client_writer, &mut hurry).await;
     Ok(ending)
+}
+
+/// Tells the client, down the to-client chain, to list again what each new
+/// server may list differently.
+async fn announce(mut restarted: mpsc::Receiver<Restarted>, mut to_client: ChainService) {
+    while let Some(Restarted { refetch }) = restarted.recv().await {
+        for note in refetch {
+            let env = Envelope::new(Direction::ToClient, Message::notification(note, None));
+            if let Ok(chain) = to_client.ready().await {
+                let _ = chain.call(env).await;
+            }
+        }
+    }
 }
 
 /// Waits for `fut`, at most `grace`, and not at all once `hurry` is true.

@@ -3,9 +3,9 @@
 
 use super::answer::{invalid_answer, settle, write_answer};
 use super::owed::Owed;
-use super::source::{Read, Source};
 use crate::chain::ChainService;
 use crate::connector::Connector;
+use crate::peer::{Read, Source};
 use crate::transport::queue::Outgoing;
 use crate::transport::queue::Queue;
 use mcp_chain_middleware::envelope::delivery;

@@ -3,28 +3,32 @@
 //!
 //! A command upstream is a child process (`child`) kept by a supervisor
 //! (`supervisor`) that restarts it and replays the client's handshake to the
-//! new one; a URL upstream is reached over Streamable HTTP (`remote`). Whatever the server is, the relay hands it the same things (an
-//! [`Upstream`]): the server-bound queue the upstream connector writes
-//! into, and the to-client chain the server's messages go down; and it gets
-//! back one [`End`] when the server stops or is gone for good.
+//! new one; its output is one source across restarts (`output`). A URL
+//! upstream is reached over Streamable HTTP, legacy HTTP+SSE or WebSocket
+//! (`remote`). Whatever the server is, the relay hands it the same things
+//! (an [`Upstream`]: the server-bound queue the upstream connector writes
+//! into, the connectors whose requests a restart must settle) and gets back
+//! the same thing, a [`Server`] peer: its messages parsed once, that queue
+//! as its sink, and its lifecycle (each restart, and one [`End`]).
 
 pub(crate) mod child;
+mod output;
 #[cfg(feature = "remote")]
 mod remote;
-
-use crate::transport::budget::Budget;
-use std::sync::Arc;
 mod supervisor;
 
-use crate::chain::ChainService;
 use crate::config::UpstreamConfig;
 use crate::connector::Connector;
+use crate::peer::{Peer, Read, Source};
+use crate::transport::budget::Budget;
 use crate::transport::queue::Queue;
 use child::{Child, SpawnError};
+use output::Output;
 use std::process::ExitStatus;
+use std::sync::Arc;
 use std::time::Duration;
 use supervisor::Supervisor;
-use tokio::sync::{oneshot, watch};
+use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 
 /// What the relay wires a server to.
@@ -37,12 +41,46 @@ pub(crate) struct Upstream {
     pub(crate) conn: Connector,
     /// Answers the server's requests (to the client).
     pub(crate) downstream: Connector,
-    /// The to-client chain the server's messages go down.
-    pub(crate) to_client: ChainService,
     /// The server-bound queue (handed from one child to the next).
     pub(crate) queue: Queue,
     /// Turns true when shutdown must not wait any longer (a second signal).
     pub(crate) hurry: watch::Receiver<bool>,
+}
+
+/// The server, as the relay reads it.
+pub(crate) type Server = Peer<ServerSource, Lifecycle>;
+
+/// What the relay learns of the server's life.
+pub(crate) struct Lifecycle {
+    /// Each time a new server took over from one that died: the
+    /// notifications that tell the client to list again.
+    pub(crate) restarted: mpsc::Receiver<Restarted>,
+    /// The server stopped or is gone for good.
+    pub(crate) end: JoinHandle<End>,
+}
+
+/// A restart, as the client must hear of it.
+#[derive(Debug)]
+pub(crate) struct Restarted {
+    /// `notifications/*/list_changed` for what the new server declares.
+    pub(crate) refetch: Vec<&'static str>,
+}
+
+/// Where the server's messages come from: a child's output (across its
+/// restarts), or what a URL upstream parsed from HTTP bodies, SSE events
+/// or WebSocket frames.
+pub(crate) enum ServerSource {
+    Child(Output),
+    Parsed(mpsc::Receiver<Read>),
+}
+
+impl Source for ServerSource {
+    async fn next(&mut self) -> std::io::Result<Option<Read>> {
+        match self {
+            Self::Child(output) => output.next().await,
+            Self::Parsed(parsed) => parsed.next().await,
+        }
+    }
 }
 
 /// How the server's side of a session ended.
@@ -85,29 +123,47 @@ impl StartError {
 }
 
 impl Upstream {
-    /// Starts the server and relays its side until `stop` fires or it is
-    /// gone for good. `Err` when it cannot be started at all.
+    /// Starts the server and keeps it until `stop` fires or it is gone for
+    /// good. `Err` when it cannot be started at all.
     pub(crate) fn start(
         self,
         config: &UpstreamConfig,
         stop: oneshot::Receiver<()>,
-    ) -> Result<JoinHandle<End>, StartError> {
-        match config {
+    ) -> Result<Server, StartError> {
+        let sink = self.queue.clone();
+        let (restarts, restarted) = mpsc::channel(1);
+        let (source, end) = match config {
             UpstreamConfig::Command(command) => {
                 let child = Child::spawn(command)?;
-                Ok(tokio::spawn(
-                    Supervisor(self, command.clone()).run(child, stop),
-                ))
+                let (children, output) = Output::new();
+                let supervisor = Supervisor {
+                    up: self,
+                    command: command.clone(),
+                    children,
+                    restarts,
+                };
+                let end = tokio::spawn(supervisor.run(child, stop));
+                (ServerSource::Child(output), end)
             }
             #[cfg(feature = "remote")]
-            UpstreamConfig::Url(url) => remote::start(self, url, stop),
+            UpstreamConfig::Url(url) => {
+                // A URL upstream reconnects, but never to a new server.
+                drop(restarts);
+                let (parsed, end) = remote::start(self, url, stop)?;
+                (ServerSource::Parsed(parsed), end)
+            }
             #[cfg(not(feature = "remote"))]
             UpstreamConfig::Url(url) => {
-                drop(stop);
-                Err(StartError::NoRemote {
+                drop((stop, restarts));
+                return Err(StartError::NoRemote {
                     url: url.url.to_string(),
-                })
+                });
             }
-        }
+        };
+        Ok(Peer {
+            source,
+            sink,
+            lifecycle: Lifecycle { restarted, end },
+        })
     }
 }

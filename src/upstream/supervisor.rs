@@ -1,10 +1,11 @@
 //! The server's lifecycle: its pipes, its exit, its restarts.
 //!
 //! The supervisor owns the child process. It attaches a writer (the
-//! server-bound queue, handed from one child to the next) and a reader (a
-//! [`Side`] whose messages go down the to-client chain), and waits for one of
-//! three things: a stop from the relay (shutdown), the child's exit, or the
-//! end of its output.
+//! server-bound queue, handed from one child to the next), hands the
+//! child's stdout to the relay (the next generation of the server's
+//! [`Output`](super::output::Output)), and waits for one of three things: a
+//! stop from the relay (shutdown), the child's exit, or the end of its
+//! output.
 //!
 //! When the server dies and `restart = "on-failure"` allows it: every request
 //! in flight is answered with -32000 at once, new ones get 503 while the
@@ -12,27 +13,25 @@
 //! (it must not run twice), and after a backoff a new child is started. The
 //! client's cached `initialize` and `notifications/initialized` are replayed
 //! to it with mcp-chain's own ids (the answers never reach the client), and
-//! the client is sent the `list_changed` notifications the new server
-//! declares, so it refetches what may have changed. The client keeps its
+//! the relay is told which `list_changed` notifications the new server
+//! declares, so the client refetches what may have changed. The client keeps its
 //! session throughout.
 
 use super::child::Child;
-use super::{End, Upstream};
+use super::output::{Children, Generation};
+use super::{End, Restarted, Upstream};
 use crate::config::CommandConfig;
 use crate::connector::Handshake;
-use crate::relay::{Owed, Side, Unwritten};
 use crate::transport::codec::{Frame, FrameReader};
 use crate::transport::writer;
 use mcp_chain_middleware::message::{method, Incoming};
-use mcp_chain_middleware::{Direction, Envelope, Message};
+use mcp_chain_middleware::Message;
 use serde_json::Value;
 use std::time::Duration;
 use tokio::io::AsyncWriteExt;
 use tokio::process::ChildStdout;
-use tokio::sync::oneshot;
+use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
-use tokio_util::task::TaskTracker;
-use tower::{Service, ServiceExt};
 
 /// After the server exits, how long its output may still be read: what it
 /// wrote before exiting is already in the pipe, so this is only a bound.
@@ -48,47 +47,56 @@ const STABLE_AFTER: Duration = Duration::from_secs(60);
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
 
 /// Runs a child under the restart policy until it stops or is gone.
-pub(super) struct Supervisor(pub(super) Upstream, pub(super) CommandConfig);
+pub(super) struct Supervisor {
+    pub(super) up: Upstream,
+    pub(super) command: CommandConfig,
+    /// Where each child's stdout goes: to the relay, which reads it.
+    pub(super) children: Children,
+    /// Where each restart is told.
+    pub(super) restarts: mpsc::Sender<Restarted>,
+}
 
 impl Supervisor {
     pub(super) async fn run(mut self, mut child: Child, mut stop: oneshot::Receiver<()>) -> End {
-        let mut reader = FrameReader::new(child.take_stdout(), self.0.max_message_bytes)
-            .with_budget(self.0.budget.clone());
+        let mut reader = FrameReader::new(child.take_stdout(), self.up.max_message_bytes)
+            .with_budget(self.up.budget.clone());
         let mut restarts = 0;
         loop {
             let started = Instant::now();
             let stdin = child.take_stdin();
-            let writer = tokio::spawn(writer::run(self.0.queue.clone(), stdin, "server", false));
-            let mut side = self.side(reader);
-            let mut read = tokio::spawn(async move { side.run().await });
+            let writer = tokio::spawn(writer::run(self.up.queue.clone(), stdin, "server", false));
+            let (generation, mut output) = Generation::new(reader);
+            // The relay is gone only when the session is: nothing to read for.
+            let _ = self.children.send(generation).await;
 
             let (exited, stopped) = tokio::select! {
                 _ = &mut stop => (None, true),
-                _ = &mut read => (None, false),
+                () = output.ended() => (None, false),
                 status = child.wait() => {
                     // What it wrote before exiting is still in the pipe; a
                     // grandchild holding the pipe must not keep us waiting.
-                    let _ = tokio::time::timeout(DRAIN_AFTER_EXIT, &mut read).await;
+                    let _ = tokio::time::timeout(DRAIN_AFTER_EXIT, output.ended()).await;
                     (status.ok(), false)
                 }
             };
             if stopped {
                 // Close the child's stdin after what is queued for it.
-                self.0.queue.close();
-                let _ = tokio::time::timeout(self.0.grace, writer).await;
-                let status = child.shutdown(self.0.grace, &mut self.0.hurry).await;
-                read.abort();
+                self.up.queue.close();
+                let _ = tokio::time::timeout(self.up.grace, writer).await;
+                let status = child.shutdown(self.up.grace, &mut self.up.hurry).await;
+                drop(output);
                 return End::Stopped(status);
             }
-            read.abort();
+            // Whatever is still unread of a dead child's output is cut off.
+            drop(output);
             let status = match exited {
                 Some(status) => Some(status),
-                None => tokio::time::timeout(self.0.grace, child.wait())
+                None => tokio::time::timeout(self.up.grace, child.wait())
                     .await
                     .ok()
                     .and_then(Result::ok),
             };
-            child.shutdown(Duration::ZERO, &mut self.0.hurry).await;
+            child.shutdown(Duration::ZERO, &mut self.up.hurry).await;
             // Its writer stops at the broken pipe; make sure, then take over.
             writer.abort();
             let _ = writer.await;
@@ -97,17 +105,17 @@ impl Supervisor {
                 None => "the server closed its output".to_owned(),
             };
             let failed = status.is_none_or(|s| !s.success());
-            if !(self.1.restart.on_failure && failed) {
+            if !(self.command.restart.on_failure && failed) {
                 return self.give_up(reason, failed);
             }
             if started.elapsed() >= STABLE_AFTER {
                 restarts = 0;
             }
             tracing::warn!("{reason}; restarting it");
-            self.0.conn.suspend(&reason);
-            self.0.downstream.abandon_all();
+            self.up.conn.suspend(&reason);
+            self.up.downstream.abandon_all();
             // Queued for the dead server: its senders were already answered.
-            self.0.queue.clear();
+            self.up.queue.clear();
 
             let restarted = tokio::select! {
                 r = self.restart(&mut restarts) => r,
@@ -117,28 +125,17 @@ impl Supervisor {
                 Ok((new_child, new_reader, result)) => {
                     child = new_child;
                     reader = new_reader;
-                    self.0.conn.resume();
-                    self.announce(result.as_ref()).await;
+                    self.up.conn.resume();
+                    let refetch = refetch(result.as_ref());
+                    let _ = self.restarts.send(Restarted { refetch }).await;
                 }
                 Err(reason) => return self.give_up(reason, true),
             }
         }
     }
 
-    fn side(&self, reader: FrameReader<ChildStdout>) -> Side<FrameReader<ChildStdout>> {
-        Side {
-            source: reader,
-            chain: self.0.to_client.clone(),
-            own: self.0.conn.clone(),
-            reply: self.0.queue.clone(),
-            direction: Direction::ToClient,
-            owed: Owed::new(TaskTracker::new()),
-            unwritten: Unwritten::default(),
-        }
-    }
-
     fn give_up(&self, reason: String, failed: bool) -> End {
-        self.0.conn.close(&reason);
+        self.up.conn.close(&reason);
         End::Gone { reason, failed }
     }
 
@@ -148,7 +145,7 @@ impl Supervisor {
         &mut self,
         restarts: &mut u32,
     ) -> Result<(Child, FrameReader<ChildStdout>, Option<Value>), String> {
-        let policy = self.1.restart.clone();
+        let policy = self.command.restart.clone();
         loop {
             if *restarts >= policy.max_restarts {
                 return Err(format!(
@@ -162,15 +159,15 @@ impl Supervisor {
                 .min(MAX_BACKOFF);
             *restarts += 1;
             tokio::time::sleep(backoff).await;
-            let mut child = match Child::spawn(&self.1) {
+            let mut child = match Child::spawn(&self.command) {
                 Ok(child) => child,
                 Err(e) => {
                     tracing::warn!(error = %e, attempt = *restarts, "restart failed");
                     continue;
                 }
             };
-            let mut reader = FrameReader::new(child.take_stdout(), self.0.max_message_bytes)
-                .with_budget(self.0.budget.clone());
+            let mut reader = FrameReader::new(child.take_stdout(), self.up.max_message_bytes)
+                .with_budget(self.up.budget.clone());
             match self.replay(&mut child, &mut reader).await {
                 Ok(result) => {
                     tracing::warn!(attempt = *restarts, "the server is back");
@@ -178,7 +175,7 @@ impl Supervisor {
                 }
                 Err(e) => {
                     tracing::warn!(error = %e, attempt = *restarts, "the restarted server did not take the handshake");
-                    child.shutdown(Duration::ZERO, &mut self.0.hurry).await;
+                    child.shutdown(Duration::ZERO, &mut self.up.hurry).await;
                 }
             }
         }
@@ -196,7 +193,7 @@ impl Supervisor {
             initialize: Some(params),
             initialized,
             ..
-        }) = self.0.conn.handshake()
+        }) = self.up.conn.handshake()
         else {
             return Ok(None);
         };
@@ -241,26 +238,22 @@ impl Supervisor {
         // Read for its capabilities; one that cannot be read declares none.
         Ok(result.into_value().ok())
     }
+}
 
-    /// Tells the client to refetch what the new server may list differently.
-    async fn announce(&mut self, result: Option<&Value>) {
-        let mut kinds = vec![("tools", method::NOTIFICATION_TOOLS_LIST_CHANGED)];
-        if let Some(result) = result {
-            kinds.retain(|(cap, _)| Handshake::declares(result, cap));
-            for (cap, note) in [
-                ("prompts", method::NOTIFICATION_PROMPTS_LIST_CHANGED),
-                ("resources", method::NOTIFICATION_RESOURCES_LIST_CHANGED),
-            ] {
-                if Handshake::declares(result, cap) {
-                    kinds.push((cap, note));
-                }
-            }
-        }
-        for (_, note) in kinds {
-            let env = Envelope::new(Direction::ToClient, Message::notification(note, None));
-            if let Ok(chain) = self.0.to_client.ready().await {
-                let _ = chain.call(env).await;
-            }
+/// What the client should refetch from a new server that answered the
+/// replayed `initialize` with `result`: tools always, prompts and resources
+/// when it declares them (`None`: it was never initialized).
+fn refetch(result: Option<&Value>) -> Vec<&'static str> {
+    let mut notes = Vec::new();
+    for (cap, note) in [
+        ("tools", method::NOTIFICATION_TOOLS_LIST_CHANGED),
+        ("prompts", method::NOTIFICATION_PROMPTS_LIST_CHANGED),
+        ("resources", method::NOTIFICATION_RESOURCES_LIST_CHANGED),
+    ] {
+        let declared = result.is_some_and(|result| Handshake::declares(result, cap));
+        if declared || (cap == "tools" && result.is_none()) {
+            notes.push(note);
         }
     }
+    notes
 }

@@ -9,7 +9,7 @@
 //! resumed where it stopped.
 
 use super::http::{content_type, is_event_stream, Failure};
-use crate::relay::Read;
+use crate::peer::Read;
 use crate::transport::budget::Budget;
 use bytes::Bytes;
 use futures_util::stream::{BoxStream, StreamExt};

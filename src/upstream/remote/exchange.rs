@@ -13,7 +13,7 @@ use super::http::{Failure, Http};
 use super::routing::Routing;
 use super::session::Session;
 use crate::connector::Connector;
-use crate::relay::Read;
+use crate::peer::Read;
 use bytes::Bytes;
 use mcp_chain_middleware::message::Incoming;
 use mcp_chain_middleware::{Message, RequestId};

@@ -16,7 +16,7 @@ use super::http::Failure;
 use super::session::line;
 use super::Upstream;
 use crate::connector::Handshake;
-use crate::relay::Read;
+use crate::peer::Read;
 use crate::transport::lines::{lines, Line};
 use crate::transport::queue::Taken;
 use bytes::Bytes;

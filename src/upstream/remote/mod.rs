@@ -6,8 +6,8 @@
 //! The upstream connector writes into the same server-bound queue as for a
 //! child; here, instead of a pipe, each line taken from it is POSTed on
 //! its own (requests concurrently, started in the order they were queued),
-//! and what comes back, a JSON body or an SSE stream, is parsed and handed
-//! to the to-client side through a channel (see [`Read`]). The server's
+//! and what comes back, a JSON body or an SSE stream, is parsed once and
+//! handed to the relay through a channel (the server's [`Read`]s). The server's
 //! requests on those streams are answered the same way: the client's answer
 //! is queued, and POSTed.
 //!
@@ -34,13 +34,12 @@ mod websocket;
 
 use super::{End, Upstream};
 use crate::config::{Transport, UrlConfig};
-use crate::relay::{Owed, Side, Unwritten};
+use crate::peer::Read;
 use crate::transport::queue::Taken;
 use crate::upstream::StartError;
 use exchange::Exchange;
 use http::Http;
 use legacy::Legacy;
-use mcp_chain_middleware::Direction;
 use session::Session;
 use std::sync::Arc;
 use std::time::Duration;
@@ -57,25 +56,25 @@ const INBOX: usize = 64;
 /// `notifications/initialized` to be accepted.
 const HANDSHAKE_WAIT: Duration = Duration::from_secs(30);
 
+/// What a URL upstream hands the relay: the server's messages, parsed, and
+/// the task that ends when the server stops or is gone.
+type Started = (mpsc::Receiver<Read>, tokio::task::JoinHandle<End>);
+
 /// Runs a URL upstream until `stop`. `Err` when its client cannot be set up
 /// (a `ca_file` that cannot be read).
 pub(super) fn start(
     up: Upstream,
     config: &UrlConfig,
     stop: oneshot::Receiver<()>,
-) -> Result<tokio::task::JoinHandle<End>, StartError> {
+) -> Result<Started, StartError> {
     let http = Http::new(config)?;
     let websocket = match config.transport {
         Transport::WebSocket => Some(websocket::Settings::new(config)?),
         _ => None,
     };
-    Ok(tokio::spawn(run(
-        up,
-        http,
-        websocket,
-        config.transport,
-        stop,
-    )))
+    let (inbox, parsed) = mpsc::channel(INBOX);
+    let end = tokio::spawn(run(up, http, websocket, config.transport, inbox, stop));
+    Ok((parsed, end))
 }
 
 async fn run(
@@ -83,19 +82,9 @@ async fn run(
     http: Http,
     websocket: Option<websocket::Settings>,
     transport: Transport,
+    inbox: mpsc::Sender<Read>,
     mut stop: oneshot::Receiver<()>,
 ) -> End {
-    let (inbox, source) = mpsc::channel(INBOX);
-    let mut side = Side {
-        source,
-        chain: up.to_client.clone(),
-        own: up.conn.clone(),
-        reply: up.queue.clone(),
-        direction: Direction::ToClient,
-        owed: Owed::new(TaskTracker::new()),
-        unwritten: Unwritten::default(),
-    };
-    let reader = tokio::spawn(async move { side.run().await });
     let exchange = Arc::new(Exchange {
         http,
         session: Session::new(),
@@ -148,7 +137,6 @@ async fn run(
             _ = up.hurry.wait_for(|hurry| *hurry) => {}
         }
     }
-    reader.abort();
     match gone {
         Some(reason) => End::Gone {
             reason,

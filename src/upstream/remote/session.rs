@@ -19,7 +19,7 @@ use super::params::ToolParams;
 use super::routing::Routing;
 use crate::connector::Handshake;
 use crate::mcp_http::SESSION_ID;
-use crate::relay::Read;
+use crate::peer::Read;
 use bytes::Bytes;
 use mcp_chain_middleware::message::{method, Incoming};
 use mcp_chain_middleware::Message;

@@ -17,7 +17,7 @@ use super::exchange::Exchange;
 use super::http::Failure;
 use super::link::{deliver, Link, Replay};
 use crate::config::{Envelope, UrlConfig};
-use crate::relay::Read;
+use crate::peer::Read;
 use crate::upstream::StartError;
 use bytes::Bytes;
 use futures_util::stream::{SplitSink, SplitStream};

@@ -1,4 +1,4 @@
-//! What a peer's reading side reads: one message (or batch) at a time,
+//! What a peer sends, as the relay reads it: one message (or batch) at a time,
 //! parsed once. From a pipe, the lines a [`FrameReader`] frames are parsed
 //! here; a remote upstream parses each message it takes from an HTTP body
 //! or an SSE event itself (it must know which request a body answers) and
