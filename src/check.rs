@@ -2,12 +2,13 @@
 //! the upstream (and for a URL, the transport and the names of the headers,
 //! never their values), the relay's limits, the chain in order.
 
+use crate::cli::ArgError;
 use crate::config::{Config, Envelope, Transport, UpstreamConfig};
 use std::fmt::Write as _;
 use std::io::Write as _;
 use std::process::ExitCode;
 
-pub(crate) fn run(config: &Config, upstream: &Result<UpstreamConfig, String>) -> ExitCode {
+pub(crate) fn run(config: &Config, upstream: &Result<UpstreamConfig, ArgError>) -> ExitCode {
     let origin = config.path.as_ref().map_or_else(
         || "(no config file)".to_owned(),
         |p| p.display().to_string(),
@@ -55,7 +56,7 @@ pub(crate) fn run(config: &Config, upstream: &Result<UpstreamConfig, String>) ->
                 let _ = writeln!(report, "  ca_file: {}", ca.display());
             }
         }
-        Err(e) if e.starts_with("no server to run") => {
+        Err(ArgError::NoServer) => {
             report += "upstream: none (give one after `--` when running)\n";
         }
         Err(e) => {
@@ -70,7 +71,7 @@ pub(crate) fn run(config: &Config, upstream: &Result<UpstreamConfig, String>) ->
     );
     let state = match crate::platform::dirs::state_dir() {
         Ok(dir) => dir.display().to_string(),
-        Err(why) => why,
+        Err(why) => why.to_string(),
     };
     let _ = writeln!(
         report,

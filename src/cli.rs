@@ -107,3 +107,20 @@ pub enum PinAction {
         names: Vec<String>,
     },
 }
+
+/// Why the command line cannot be run as given.
+#[derive(Debug, thiserror::Error)]
+pub enum ArgError {
+    #[error(transparent)]
+    Config(#[from] crate::config::ConfigError),
+    #[error("--listen: {0}")]
+    Listen(#[from] crate::config::BadListen),
+    #[error("--shutdown-grace: {0}")]
+    ShutdownGrace(#[from] mcp_chain_middleware::units::BadUnit),
+    #[error(transparent)]
+    Url(#[from] crate::config::BadUrlUpstream),
+    #[error("no server to run: give one after `--` (mcp-chain -- npx -y @modelcontextprotocol/server-everything, or a URL) or in [upstream] of --config")]
+    NoServer,
+    #[error("--header is for a URL upstream; this one is a command")]
+    HeaderForCommand,
+}

@@ -12,10 +12,15 @@
 //! - `transport`: how bytes reach a peer: newline-delimited JSON framing, our
 //!   stdio pipes, the child process (spawn, stderr drain, process-group
 //!   shutdown), the outgoing queues and their writer task.
+//! - `peer`: either end of a session as the relay sees it (a source of
+//!   messages parsed once, a sink, a lifecycle), whatever carries its bytes.
 //! - `connector`: the innermost service of each chain: id mapping, pending answers.
 //! - `layers`: the one table of the layers a `[[middleware]]` entry names.
 //! - `chain`: `[[middleware]]` → the two tower stacks.
-//! - [`relay`]: the read loops, dispatch, and shutdown order.
+//! - [`relay`]: a reading side built from each of two peers, dispatch, and
+//!   shutdown order.
+//! - `upstream`: the server end (a child and its supervisor, or a URL),
+//!   started as a peer.
 //! - `mcp_http`: MCP over HTTP as the front and URL upstreams both speak
 //!   it (header names, revisions, the routing headers both ways).
 //! - `platform`: what differs between Linux, macOS and Windows (process
@@ -39,12 +44,13 @@ mod connector;
 mod front;
 mod layers;
 mod mcp_http;
+mod peer;
 mod pins;
 mod platform;
 mod transport;
 mod upstream;
 
-use cli::{Cli, Command};
+use cli::{ArgError, Cli, Command};
 use config::{CommandConfig, Config, Transport, UpstreamConfig, UrlConfig};
 use relay::Ending;
 use std::process::ExitCode;
@@ -76,9 +82,9 @@ pub fn main(cli: Cli) -> ExitCode {
     }
 }
 
-fn effective_config(cli: &Cli) -> Result<Config, String> {
+fn effective_config(cli: &Cli) -> Result<Config, ArgError> {
     let mut config = match &cli.config {
-        Some(path) => Config::load(path).map_err(|e| e.to_string())?,
+        Some(path) => Config::load(path)?,
         None => Config::default(),
     };
     if let Some(bytes) = cli.max_message_bytes {
@@ -87,19 +93,17 @@ fn effective_config(cli: &Cli) -> Result<Config, String> {
         config.max_bytes_in_flight = config.max_bytes_in_flight.max(config.max_message_bytes);
     }
     if let Some(listen) = &cli.listen {
-        config.front.listen =
-            Some(config::parse_listen(listen).map_err(|e| format!("--listen: {e}"))?);
+        config.front.listen = Some(config::parse_listen(listen)?);
     }
     if let Some(grace) = &cli.shutdown_grace {
-        config.shutdown_grace =
-            config::parse_duration(grace).map_err(|e| format!("--shutdown-grace: {e}"))?;
+        config.shutdown_grace = config::parse_duration(grace)?;
     }
     Ok(config)
 }
 
 /// The server to run: what `--` names (a URL, or a command), else
 /// `[upstream]`; `--header`s added to a URL's headers.
-fn upstream_for(config: &Config, cli: &Cli, server: &[String]) -> Result<UpstreamConfig, String> {
+fn upstream_for(config: &Config, cli: &Cli, server: &[String]) -> Result<UpstreamConfig, ArgError> {
     let mut upstream = match server {
         [url] if config::is_url(url) => {
             let mut remote = UrlConfig::new(url)?;
@@ -125,13 +129,11 @@ fn upstream_for(config: &Config, cli: &Cli, server: &[String]) -> Result<Upstrea
             child.args = args.to_vec();
             UpstreamConfig::Command(child)
         }
-        [] => config.upstream.clone().ok_or_else(|| {
-            "no server to run: give one after `--` (mcp-chain -- npx -y @modelcontextprotocol/server-everything, or a URL) or in [upstream] of --config".to_owned()
-        })?,
+        [] => config.upstream.clone().ok_or(ArgError::NoServer)?,
     };
     if !cli.headers.is_empty() {
         let UpstreamConfig::Url(remote) = &mut upstream else {
-            return Err("--header is for a URL upstream; this one is a command".to_owned());
+            return Err(ArgError::HeaderForCommand);
         };
         for line in &cli.headers {
             remote.add_header_line(line)?;

@@ -122,13 +122,14 @@ impl fmt::Debug for FrontConfig {
     }
 }
 
+/// An address to listen on that is not one, as written.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0:?} is not an address to listen on (127.0.0.1:8080, [::1]:8080, 0.0.0.0:8080)")]
+pub struct BadListen(pub String);
+
 /// Parses `host:port` (an IPv6 host in brackets).
-pub fn parse_listen(text: &str) -> Result<SocketAddr, String> {
-    text.parse().map_err(|_| {
-        format!(
-            "{text:?} is not an address to listen on (127.0.0.1:8080, [::1]:8080, 0.0.0.0:8080)"
-        )
-    })
+pub fn parse_listen(text: &str) -> Result<SocketAddr, BadListen> {
+    text.parse().map_err(|_| BadListen(text.to_owned()))
 }
 
 pub(super) fn front(file: FrontFile, problems: &mut Vec<Problem>) -> FrontConfig {

@@ -11,9 +11,10 @@ mod upstream;
 mod validate;
 
 pub use error::ConfigError;
-pub use front::{parse_listen, FrontConfig, Token};
+pub use front::{parse_listen, BadListen, FrontConfig, Token};
 pub use upstream::{
-    is_url, CommandConfig, Envelope, RestartPolicy, Transport, UpstreamConfig, UrlConfig,
+    is_url, BadUrlUpstream, CommandConfig, Envelope, RestartPolicy, Transport, UpstreamConfig,
+    UrlConfig,
 };
 pub(crate) use validate::{
     parse_duration, DEFAULT_MAX_BYTES_IN_FLIGHT, DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_MAX_RESTARTS,

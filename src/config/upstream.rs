@@ -112,17 +112,38 @@ impl fmt::Debug for UrlConfig {
     }
 }
 
+/// Why a URL upstream, or one of its headers, cannot be used. A header's
+/// value is a credential: no variant holds one.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BadUrlUpstream {
+    #[error("{text:?} is not a URL: {why}")]
+    NotAUrl { text: String, why: url::ParseError },
+    #[error("{url}: scheme {scheme:?} is not http, https, ws or wss")]
+    Scheme { url: String, scheme: String },
+    /// A `--header` without a colon: its first characters, the rest hidden.
+    #[error("--header {0:?}: expected NAME: VALUE")]
+    HeaderLine(String),
+    #[error("{0:?} is not a header name")]
+    HeaderName(String),
+    #[error("the value of header {0} is not a valid header value")]
+    HeaderValue(String),
+}
+
 impl UrlConfig {
     /// A URL upstream with the defaults, or why `url` cannot be one.
-    pub fn new(url: &str) -> Result<Self, String> {
-        let url = Url::parse(url).map_err(|e| format!("{url:?} is not a URL: {e}"))?;
+    pub fn new(text: &str) -> Result<Self, BadUrlUpstream> {
+        let url = Url::parse(text).map_err(|why| BadUrlUpstream::NotAUrl {
+            text: text.to_owned(),
+            why,
+        })?;
         let transport = match url.scheme() {
             "http" | "https" => Transport::Auto,
             "ws" | "wss" => Transport::WebSocket,
             other => {
-                return Err(format!(
-                    "{url}: scheme {other:?} is not http, https, ws or wss"
-                ))
+                return Err(BadUrlUpstream::Scheme {
+                    url: url.to_string(),
+                    scheme: other.to_owned(),
+                })
             }
         };
         Ok(Self {
@@ -135,18 +156,18 @@ impl UrlConfig {
     }
 
     /// Adds a header given as `NAME: VALUE` (the command line's `--header`).
-    pub fn add_header_line(&mut self, line: &str) -> Result<(), String> {
+    pub fn add_header_line(&mut self, line: &str) -> Result<(), BadUrlUpstream> {
         let (name, value) = line
             .split_once(':')
-            .ok_or_else(|| format!("--header {:?}: expected NAME: VALUE", redacted(line)))?;
+            .ok_or_else(|| BadUrlUpstream::HeaderLine(redacted(line)))?;
         self.add_header(name.trim(), value.trim())
     }
 
-    pub fn add_header(&mut self, name: &str, value: &str) -> Result<(), String> {
+    pub fn add_header(&mut self, name: &str, value: &str) -> Result<(), BadUrlUpstream> {
         let name =
-            HeaderName::try_from(name).map_err(|_| format!("{name:?} is not a header name"))?;
+            HeaderName::try_from(name).map_err(|_| BadUrlUpstream::HeaderName(name.to_owned()))?;
         let mut value = HeaderValue::try_from(value)
-            .map_err(|_| format!("the value of header {name} is not a valid header value"))?;
+            .map_err(|_| BadUrlUpstream::HeaderValue(name.to_string()))?;
         value.set_sensitive(true);
         self.headers.push((name, value));
         Ok(())

@@ -20,18 +20,22 @@ pub(crate) const STATE_DIR_VAR: &str = "MCP_CHAIN_STATE_DIR";
 
 /// This user's state directory, or why there is none (the variable the
 /// OS convention needs is unset).
-pub(crate) fn state_dir() -> Result<PathBuf, String> {
+pub(crate) fn state_dir() -> Result<PathBuf, NoStateDir> {
     state_dir_from(|name| std::env::var_os(name).filter(|value| !value.is_empty()))
 }
 
-fn state_dir_from(env: impl Fn(&str) -> Option<std::ffi::OsString>) -> Result<PathBuf, String> {
+/// There is no state directory: the variable the OS convention needs is
+/// not set.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("no state directory: {0} is not set (set {STATE_DIR_VAR} to choose one)")]
+pub(crate) struct NoStateDir(pub(crate) &'static str);
+
+fn state_dir_from(env: impl Fn(&str) -> Option<std::ffi::OsString>) -> Result<PathBuf, NoStateDir> {
     if let Some(dir) = env(STATE_DIR_VAR) {
         return Ok(PathBuf::from(dir));
     }
-    let under = |var: &str, path: &[&str]| -> Result<PathBuf, String> {
-        let base = env(var).ok_or_else(|| {
-            format!("no state directory: {var} is not set (set {STATE_DIR_VAR} to choose one)")
-        })?;
+    let under = |var: &'static str, path: &[&str]| -> Result<PathBuf, NoStateDir> {
+        let base = env(var).ok_or(NoStateDir(var))?;
         Ok(path
             .iter()
             .fold(PathBuf::from(base), |dir, part| dir.join(part)))
@@ -98,9 +102,8 @@ mod tests {
             );
         }
         let missing = state_dir_from(with(&[])).expect_err("no HOME");
-        assert!(
-            missing.contains("HOME is not set") && missing.contains(STATE_DIR_VAR),
-            "{missing}"
-        );
+        assert_eq!(missing, NoStateDir("HOME"));
+        let said = missing.to_string();
+        assert!(said.contains(STATE_DIR_VAR), "{said}");
     }
 }

@@ -81,36 +81,49 @@ impl LimitConfig {
     }
 }
 
+/// Why a size cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BadSize {
+    #[error("a limit of 0 bytes refuses every result; say \"none\" for no limit")]
+    Zero,
+    #[error("{0} bytes is more than this machine can hold")]
+    TooBigForThisMachine(u64),
+    #[error("{0:?} is not a size (bytes, or a number with B, KB, KiB, MB, MiB, GB, GiB)")]
+    NotASize(String),
+    #[error("{text:?}: unknown unit {unit:?} (B, KB, KiB, MB, MiB, GB, GiB)")]
+    UnknownUnit { text: String, unit: String },
+    #[error("{0:?} is too big")]
+    TooBig(String),
+}
+
 // === impl Size ===
 
 impl Size {
     /// The size in bytes; `None` for `"none"`.
-    pub fn bytes(&self) -> Result<Option<usize>, String> {
+    pub fn bytes(&self) -> Result<Option<usize>, BadSize> {
         let bytes = match self {
             Self::Bytes(n) => *n,
             Self::Text(text) if text.trim() == NO_LIMIT => return Ok(None),
             Self::Text(text) => parse(text)?,
         };
         match usize::try_from(bytes) {
-            Ok(0) => {
-                Err("a limit of 0 bytes refuses every result; say \"none\" for no limit".into())
-            }
+            Ok(0) => Err(BadSize::Zero),
             Ok(n) => Ok(Some(n)),
-            Err(_) => Err(format!("{bytes} bytes is more than this machine can hold")),
+            Err(_) => Err(BadSize::TooBigForThisMachine(bytes)),
         }
     }
 }
 
 /// `"512KiB"`, `"1MiB"`, `"2MB"`, `"100"`: bytes.
-fn parse(text: &str) -> Result<u64, String> {
+fn parse(text: &str) -> Result<u64, BadSize> {
     let text = text.trim();
     let digits = text
         .find(|c: char| !c.is_ascii_digit())
         .unwrap_or(text.len());
     let (number, unit) = text.split_at(digits);
-    let number: u64 = number.parse().map_err(|_| {
-        format!("{text:?} is not a size (bytes, or a number with B, KB, KiB, MB, MiB, GB, GiB)")
-    })?;
+    let number: u64 = number
+        .parse()
+        .map_err(|_| BadSize::NotASize(text.to_owned()))?;
     let scale: u64 = match unit.trim() {
         "" | "B" => 1,
         "KB" => 1_000,
@@ -120,12 +133,13 @@ fn parse(text: &str) -> Result<u64, String> {
         "GB" => 1_000_000_000,
         "GiB" => 1 << 30,
         other => {
-            return Err(format!(
-                "{text:?}: unknown unit {other:?} (B, KB, KiB, MB, MiB, GB, GiB)"
-            ))
+            return Err(BadSize::UnknownUnit {
+                text: text.to_owned(),
+                unit: other.to_owned(),
+            })
         }
     };
     number
         .checked_mul(scale)
-        .ok_or_else(|| format!("{text:?} is too big"))
+        .ok_or_else(|| BadSize::TooBig(text.to_owned()))
 }

@@ -45,7 +45,7 @@ mod config;
 mod cut;
 mod service;
 
-pub use config::{LimitConfig, Size};
+pub use config::{BadSize, LimitConfig, Size};
 pub use service::{Limit, LimitLayer};
 
 #[cfg(test)]

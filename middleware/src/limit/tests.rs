@@ -296,4 +296,22 @@ fn sizes_and_settings_are_checked() {
         assert_eq!(Size::Text(text.into()).bytes(), Ok(Some(bytes)), "{text}");
     }
     assert_eq!(Size::Text("none".into()).bytes(), Ok(None));
+    for (size, why) in [
+        (Size::Bytes(0), BadSize::Zero),
+        (Size::Text("0KiB".into()), BadSize::Zero),
+        (Size::Text("lots".into()), BadSize::NotASize("lots".into())),
+        (
+            Size::Text("5 parsecs".into()),
+            BadSize::UnknownUnit {
+                text: "5 parsecs".into(),
+                unit: "parsecs".into(),
+            },
+        ),
+        (
+            Size::Text("99999999999999GiB".into()),
+            BadSize::TooBig("99999999999999GiB".into()),
+        ),
+    ] {
+        assert_eq!(size.bytes(), Err(why), "{size:?}");
+    }
 }

@@ -82,7 +82,7 @@ enum Shape {
 const ON_STACK: usize = 64;
 
 impl Glob {
-    pub(super) fn parse(glob: &str, syntax: Syntax) -> Result<Self, String> {
+    pub(super) fn parse(glob: &str, syntax: Syntax) -> Result<Self, GlobFault> {
         let uri = syntax == Syntax::Uri;
         let mut pieces = Vec::new();
         let mut chars = glob.chars().peekable();
@@ -96,12 +96,10 @@ impl Glob {
                 }
                 '*' => Piece::Run { slash: !uri },
                 '?' => Piece::Any { slash: !uri },
-                '[' => class(&mut chars, uri).map_err(|e| format!("bad glob {glob:?}: {e}"))?,
+                '[' => class(&mut chars, uri)?,
                 '\\' => match chars.next() {
                     Some(lit) => Piece::Char(lit),
-                    None => {
-                        return Err(format!("bad glob {glob:?}: a trailing \\ escapes nothing"))
-                    }
+                    None => return Err(GlobFault::TrailingEscape),
                 },
                 lit => Piece::Char(lit),
             });
@@ -236,8 +234,22 @@ fn parts_match(prefix: &str, middle: &[Finder<'_>], suffix: &str, text: &str) ->
     true
 }
 
+/// What is wrong with a glob.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GlobFault {
+    #[error("unclosed [")]
+    Unclosed,
+    #[error("a trailing \\ escapes nothing")]
+    TrailingEscape,
+    #[error("range {0}-{1} is backwards")]
+    Backwards(char, char),
+}
+
 /// Reads a `[...]` class (the `[` already taken).
-fn class(chars: &mut std::iter::Peekable<std::str::Chars<'_>>, uri: bool) -> Result<Piece, String> {
+fn class(
+    chars: &mut std::iter::Peekable<std::str::Chars<'_>>,
+    uri: bool,
+) -> Result<Piece, GlobFault> {
     let negated = matches!(chars.peek(), Some('!' | '^'));
     if negated {
         chars.next();
@@ -246,10 +258,10 @@ fn class(chars: &mut std::iter::Peekable<std::str::Chars<'_>>, uri: bool) -> Res
     let mut first = true;
     loop {
         let c = match chars.next() {
-            None => return Err("unclosed [".into()),
+            None => return Err(GlobFault::Unclosed),
             // `]` first in the class is a member, as in POSIX: `[]]`.
             Some(']') if !first => break,
-            Some('\\') => chars.next().ok_or("a trailing \\ escapes nothing")?,
+            Some('\\') => chars.next().ok_or(GlobFault::TrailingEscape)?,
             Some(c) => c,
         };
         first = false;
@@ -257,12 +269,12 @@ fn class(chars: &mut std::iter::Peekable<std::str::Chars<'_>>, uri: bool) -> Res
         if ahead.next() == Some('-') && !matches!(ahead.peek(), Some(']') | None) {
             chars.next();
             let hi = match chars.next() {
-                Some('\\') => chars.next().ok_or("a trailing \\ escapes nothing")?,
+                Some('\\') => chars.next().ok_or(GlobFault::TrailingEscape)?,
                 Some(hi) => hi,
-                None => return Err("unclosed [".into()),
+                None => return Err(GlobFault::Unclosed),
             };
             if hi < c {
-                return Err(format!("range {c}-{hi} is backwards"));
+                return Err(GlobFault::Backwards(c, hi));
             }
             ranges.push((c, hi));
         } else {

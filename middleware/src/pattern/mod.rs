@@ -28,6 +28,7 @@ mod list;
 mod table;
 pub mod uri;
 
+pub use glob::GlobFault;
 pub use list::{AllowDenyConfig, PatternList};
 pub use table::Table;
 
@@ -61,29 +62,44 @@ enum Matcher {
     Regex(Regex),
 }
 
+/// Why a pattern cannot be compiled; each variant holds it as written.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum BadPattern {
+    #[error("bad pattern {pattern:?}: {why}")]
+    Regex { pattern: String, why: regex::Error },
+    #[error("bad glob {pattern:?}: {why}")]
+    Glob { pattern: String, why: GlobFault },
+}
+
 impl Pattern {
     /// A pattern over names (tools, prompts, methods).
-    pub fn new(source: &str) -> Result<Self, String> {
+    pub fn new(source: &str) -> Result<Self, BadPattern> {
         Self::with_syntax(source, Syntax::Name)
     }
 
     /// A pattern over URIs, where `*` stops at `/` and `**` does not.
-    pub fn uri(source: &str) -> Result<Self, String> {
+    pub fn uri(source: &str) -> Result<Self, BadPattern> {
         Self::with_syntax(source, Syntax::Uri)
     }
 
-    pub fn with_syntax(source: &str, syntax: Syntax) -> Result<Self, String> {
+    pub fn with_syntax(source: &str, syntax: Syntax) -> Result<Self, BadPattern> {
+        let glob = |why| BadPattern::Glob {
+            pattern: source.to_owned(),
+            why,
+        };
         let matcher = match source.strip_prefix(REGEX_PREFIX) {
-            Some(re) => Matcher::Regex(
-                Regex::new(&format!("^(?:{re})$"))
-                    .map_err(|e| format!("bad pattern {source:?}: {e}"))?,
-            ),
+            Some(re) => Matcher::Regex(Regex::new(&format!("^(?:{re})$")).map_err(|why| {
+                BadPattern::Regex {
+                    pattern: source.to_owned(),
+                    why,
+                }
+            })?),
             // A URI glob is matched against normalized URIs, so it is
             // normalized too (see `uri`); a regex is taken as written.
-            None if syntax == Syntax::Uri => {
-                Matcher::Glob(glob::Glob::parse(&uri::normalize_pattern(source), syntax)?)
-            }
-            None => Matcher::Glob(glob::Glob::parse(source, syntax)?),
+            None if syntax == Syntax::Uri => Matcher::Glob(
+                glob::Glob::parse(&uri::normalize_pattern(source), syntax).map_err(glob)?,
+            ),
+            None => Matcher::Glob(glob::Glob::parse(source, syntax).map_err(glob)?),
         };
         Ok(Self {
             source: source.to_owned(),

@@ -22,16 +22,17 @@ impl<V> Default for Table<V> {
 impl<V> Table<V> {
     /// Each pattern compiled and each value read by `read`; an error names
     /// the key and the entry: `tools."slow_*": …`.
-    pub fn compile<T>(
+    pub fn compile<T, E: fmt::Display>(
         &self,
         key: &str,
-        read: impl Fn(&V) -> Result<T, String>,
+        read: impl Fn(&V) -> Result<T, E>,
     ) -> Result<Vec<(Pattern, T)>, ConfigError> {
         self.0
             .iter()
             .map(|(pattern, value)| {
-                let at = |e: String| ConfigError::at([key, pattern.as_str()], e);
-                Ok((Pattern::new(pattern).map_err(at)?, read(value).map_err(at)?))
+                let at = |e: &dyn fmt::Display| ConfigError::at([key, pattern.as_str()], e);
+                let compiled = Pattern::new(pattern).map_err(|e| at(&e))?;
+                Ok((compiled, read(value).map_err(|e| at(&e))?))
             })
             .collect()
     }

@@ -68,16 +68,28 @@ fn regex_patterns_are_anchored() {
 
 #[test]
 fn bad_patterns_are_errors() {
-    assert!(Pattern::new("[abc")
-        .expect_err("must fail")
-        .contains("unclosed ["));
-    assert!(Pattern::new("[z-a]")
-        .expect_err("must fail")
-        .contains("backwards"));
-    assert!(Pattern::new("abc\\").is_err());
-    assert!(Pattern::new("re:(")
-        .expect_err("must fail")
-        .contains("re:("));
+    let glob = |source: &str, why| BadPattern::Glob {
+        pattern: source.to_owned(),
+        why,
+    };
+    for (source, why) in [
+        ("[abc", GlobFault::Unclosed),
+        ("[z-a]", GlobFault::Backwards('z', 'a')),
+        ("abc\\", GlobFault::TrailingEscape),
+        ("[a-\\", GlobFault::TrailingEscape),
+    ] {
+        assert_eq!(Pattern::new(source).expect_err(source), glob(source, why));
+    }
+    assert_eq!(
+        Pattern::new("[abc").expect_err("unclosed").to_string(),
+        r#"bad glob "[abc": unclosed ["#
+    );
+    let regex = Pattern::new("re:(").expect_err("must fail");
+    assert!(
+        matches!(&regex, BadPattern::Regex { pattern, .. } if pattern == "re:("),
+        "{regex:?}"
+    );
+    assert!(regex.to_string().starts_with(r#"bad pattern "re:(": "#));
 }
 
 fn list(allow: Option<&[&str]>, deny: &[&str]) -> PatternList {

@@ -1,6 +1,7 @@
 //! The pin file as it stands on disk: its format, read and written whole.
 //! (What the pins mean, and when the file is read again, is `store.rs`.)
 
+use super::error::PinFileError;
 use super::fingerprint::{Fields, Kind};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -98,7 +99,7 @@ impl PinFile {
     }
 }
 
-pub(super) fn read(path: &Path) -> Result<Option<PinFile>, String> {
+pub(super) fn read(path: &Path) -> Result<Option<PinFile>, PinFileError> {
     use std::io::ErrorKind;
     let text = match std::fs::read(path) {
         Ok(text) => text,
@@ -107,16 +108,22 @@ pub(super) fn read(path: &Path) -> Result<Option<PinFile>, String> {
         Err(e) if matches!(e.kind(), ErrorKind::NotFound | ErrorKind::NotADirectory) => {
             return Ok(None);
         }
-        Err(e) => return Err(format!("pin file {}: {e}", path.display())),
+        Err(why) => {
+            return Err(PinFileError::Open {
+                path: path.to_owned(),
+                why,
+            })
+        }
     };
-    let file: PinFile = serde_json::from_slice(&text)
-        .map_err(|e| format!("pin file {} cannot be read: {e}", path.display()))?;
+    let file: PinFile = serde_json::from_slice(&text).map_err(|why| PinFileError::Unreadable {
+        path: path.to_owned(),
+        why,
+    })?;
     if file.version != VERSION {
-        return Err(format!(
-            "pin file {}: version {} is not {VERSION}",
-            path.display(),
-            file.version
-        ));
+        return Err(PinFileError::Version {
+            path: path.to_owned(),
+            found: file.version,
+        });
     }
     Ok(Some(file))
 }
@@ -128,11 +135,13 @@ pub(super) fn stamp(path: &Path) -> Option<(SystemTime, u64)> {
 
 /// Writes `file` to `path` whole, private to the user (see
 /// [`mcp_chain_private`]: never through a planted temporary file).
-pub(super) fn write(path: &Path, file: &PinFile) -> Result<(), String> {
+pub(super) fn write(path: &Path, file: &PinFile) -> Result<(), PinFileError> {
     let mut text = serde_json::to_vec_pretty(file).expect("pins serialize");
     text.push(b'\n');
-    mcp_chain_private::write_whole(path, &text)
-        .map_err(|e| format!("pin file {}: cannot write: {e}", path.display()))
+    mcp_chain_private::write_whole(path, &text).map_err(|why| PinFileError::Write {
+        path: path.to_owned(),
+        why,
+    })
 }
 
 /// Every drift in `file`, by kind and name.

@@ -30,18 +30,21 @@
 
 mod config;
 mod disk;
+mod error;
 pub(crate) mod fingerprint;
 mod pages;
 mod service;
 mod store;
 
 pub use config::PinConfig;
+pub use error::PinFileError;
 pub use service::{Pin, PinLayer};
 
 /// The pin file as the command line sees it (`mcp-chain pin`).
 pub mod file {
     pub use super::store::Drift;
     use super::store::Store;
+    use super::PinFileError;
     use std::path::Path;
 
     /// What is pinned and unchanged: (kind in words, name).
@@ -49,7 +52,7 @@ pub mod file {
 
     /// Every drift recorded in the pin file at `path`, and what is pinned
     /// and unchanged.
-    pub fn list(path: &Path) -> Result<(Vec<Drift>, Pinned), String> {
+    pub fn list(path: &Path) -> Result<(Vec<Drift>, Pinned), PinFileError> {
         let store = Store::open_existing(path)?;
         let pinned = store
             .pinned()
@@ -61,7 +64,7 @@ pub mod file {
 
     /// Accepts the drift of `names` (all when empty) in the pin file at
     /// `path`; the drifts accepted.
-    pub fn accept(path: &Path, names: &[String]) -> Result<Vec<Drift>, String> {
+    pub fn accept(path: &Path, names: &[String]) -> Result<Vec<Drift>, PinFileError> {
         Store::open_existing(path)?.accept(names)
     }
 }

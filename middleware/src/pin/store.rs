@@ -25,6 +25,7 @@
 
 pub use super::disk::Drift;
 use super::disk::{self, drifts, read, stamp, Entry, Pending, PinFile, VERSION};
+use super::error::PinFileError;
 use super::fingerprint::{changed, Fields, Kind};
 use crate::audit::Timestamp;
 use std::collections::BTreeSet;
@@ -75,7 +76,7 @@ impl Store {
     /// missing (a first run's state directory); the nearest that exists
     /// must be a directory now, so a path through a file is found at
     /// start-up (and `mcp-chain check` creates nothing).
-    pub(crate) fn open(path: &Path) -> Result<Self, String> {
+    pub(crate) fn open(path: &Path) -> Result<Self, PinFileError> {
         let file = match read(path)? {
             Some(file) => file,
             None => {
@@ -88,11 +89,10 @@ impl Store {
                     .find(|d| d.exists())
                     .unwrap_or(Path::new("."));
                 if !nearest.is_dir() {
-                    return Err(format!(
-                        "pin file {}: no directory {}",
-                        path.display(),
-                        dir.display()
-                    ));
+                    return Err(PinFileError::NoDirectory {
+                        path: path.to_owned(),
+                        dir: dir.to_owned(),
+                    });
                 }
                 PinFile {
                     version: VERSION,
@@ -118,12 +118,11 @@ impl Store {
     }
 
     /// Opens a pin file that must exist (the command line's `pin`).
-    pub(crate) fn open_existing(path: &Path) -> Result<Self, String> {
+    pub(crate) fn open_existing(path: &Path) -> Result<Self, PinFileError> {
         if !path.exists() {
-            return Err(format!(
-                "pin file {} does not exist yet: it is written when mcp-chain first lists the server's tools",
-                path.display()
-            ));
+            return Err(PinFileError::NotYet {
+                path: path.to_owned(),
+            });
         }
         Self::open(path)
     }
@@ -137,7 +136,7 @@ impl Store {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn save(&self, state: &mut State) -> Result<(), String> {
+    fn save(&self, state: &mut State) -> Result<(), PinFileError> {
         disk::write(&self.path, &state.file)?;
         state.stamp = stamp(&self.path);
         state.version += 1;
@@ -305,19 +304,20 @@ impl Store {
     /// Accepts the drifts of `names` (every drift when empty): what was
     /// seen becomes what is pinned. The drifts accepted; `Err` naming what
     /// has no drift to accept, with nothing accepted.
-    pub(crate) fn accept(&self, names: &[String]) -> Result<Vec<Drift>, String> {
+    pub(crate) fn accept(&self, names: &[String]) -> Result<Vec<Drift>, PinFileError> {
         let mut state = self.lock();
         self.refresh_locked(&mut state);
         let drifts: Vec<Drift> = drifts(&state.file)
             .into_iter()
             .filter(|d| names.is_empty() || names.contains(&d.name))
             .collect();
-        let missing: Vec<&String> = names
+        let missing: Vec<String> = names
             .iter()
             .filter(|n| !drifts.iter().any(|d| &d.name == *n))
+            .cloned()
             .collect();
         if !missing.is_empty() {
-            return Err(format!("no drift to accept for {missing:?}"));
+            return Err(PinFileError::NoDrift(missing));
         }
         for drift in &drifts {
             let entry = state

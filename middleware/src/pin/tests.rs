@@ -175,6 +175,11 @@ async fn a_changed_description_is_hidden_and_its_calls_refused_until_accepted() 
     let pending = &pins.file()["tools"]["add"]["pending"];
     assert_eq!(pending["changed"], json!(["description"]));
 
+    let unknown = file::accept(&pins.0, &["add".to_owned(), "nope".to_owned()]);
+    assert!(
+        matches!(&unknown, Err(PinFileError::NoDrift(names)) if names == &["nope"]),
+        "{unknown:?}"
+    );
     let accepted = file::accept(&pins.0, &["add".to_owned()]).expect("accepted");
     assert_eq!(accepted.len(), 1);
     assert_eq!(listed(&mut svc).await, ["add", "echo"]);
@@ -366,6 +371,28 @@ fn settings_are_checked() {
     let _ = std::fs::remove_file(&file);
     assert!(refused.contains("no directory"), "{refused}");
     assert!(bad(json!({"on_change": "hide"})).contains("path"));
+}
+
+#[test]
+fn the_command_line_is_told_why_a_pin_file_cannot_be_used() {
+    let pins = TempPins::new();
+    let listed = file::list(&pins.0);
+    assert!(
+        matches!(listed, Err(PinFileError::NotYet { .. })),
+        "{listed:?}"
+    );
+    std::fs::write(&pins.0, b"{not json").expect("written");
+    let listed = file::list(&pins.0);
+    assert!(
+        matches!(listed, Err(PinFileError::Unreadable { .. })),
+        "{listed:?}"
+    );
+    std::fs::write(&pins.0, br#"{"version": 7}"#).expect("written");
+    let listed = file::list(&pins.0);
+    assert!(
+        matches!(listed, Err(PinFileError::Version { found: 7, .. })),
+        "{listed:?}"
+    );
 }
 
 /// A call that comes after the server said its list changed, before the

@@ -3,7 +3,7 @@
 use super::layer::{Deadline, Rules, TimeoutLayer};
 use crate::config_error::ConfigError;
 use crate::pattern::Table;
-use crate::units::parse_duration;
+use crate::units::{parse_duration, BadUnit};
 use serde::Deserialize;
 use std::time::Duration;
 
@@ -69,17 +69,26 @@ impl TimeoutConfig {
     }
 }
 
+/// Why a deadline cannot be used.
+#[derive(Debug, thiserror::Error)]
+enum BadDeadline {
+    #[error(transparent)]
+    Unit(#[from] BadUnit),
+    #[error("{0:?} is zero; a deadline must be positive")]
+    Zero(String),
+}
+
 /// A positive duration, or `"none"` for no deadline.
-fn deadline(text: &str) -> Result<Deadline, String> {
+fn deadline(text: &str) -> Result<Deadline, BadDeadline> {
     if text.trim() == NO_DEADLINE {
         return Ok(None);
     }
     positive(text).map(Some)
 }
 
-fn positive(text: &str) -> Result<Duration, String> {
+fn positive(text: &str) -> Result<Duration, BadDeadline> {
     match parse_duration(text)? {
-        d if d.is_zero() => Err(format!("{text:?} is zero; a deadline must be positive")),
+        d if d.is_zero() => Err(BadDeadline::Zero(text.to_owned())),
         d => Ok(d),
     }
 }
