@@ -18,6 +18,8 @@ use std::path::PathBuf;
 ///   mcp-chain --listen 127.0.0.1:8080 -- npx -y @modelcontextprotocol/server-everything
 ///   mcp-chain check --config fs.toml
 ///   mcp-chain pin list --config fs.toml
+///   mcp-chain login https://mcp.example.com/mcp
+///   mcp-chain auth status
 #[derive(Debug, Parser)]
 #[command(name = "mcp-chain", version, verbatim_doc_comment)]
 pub struct Cli {
@@ -93,6 +95,31 @@ pub enum Command {
         #[command(subcommand)]
         action: PinAction,
     },
+    /// Log in to a server at a URL that asks for OAuth: opens the browser
+    /// once (MCP_CHAIN_OPEN_URL names another command to open the page)
+    /// and stores the tokens for later runs. [upstream.oauth] of --config
+    /// applies when its [upstream] url is this one.
+    Login {
+        /// The server's URL.
+        url: String,
+    },
+    /// Forget the tokens stored for a server.
+    Logout {
+        /// The server's URL.
+        url: String,
+    },
+    /// What is stored for the servers mcp-chain has logged in to.
+    Auth {
+        #[command(subcommand)]
+        action: AuthAction,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AuthAction {
+    /// Each server with tokens: its client, scopes and expiry (never the
+    /// tokens themselves).
+    Status,
 }
 
 #[derive(Debug, Subcommand)]

@@ -44,6 +44,8 @@ mod connector;
 mod front;
 mod layers;
 mod mcp_http;
+#[cfg(feature = "remote")]
+mod oauth;
 mod peer;
 mod pins;
 mod platform;
@@ -69,6 +71,9 @@ pub fn main(cli: Cli) -> ExitCode {
             check::run(&config, &upstream_for(&config, &cli, server))
         }
         Some(Command::Pin { action }) => pins::run(&config, action),
+        Some(command @ (Command::Login { .. } | Command::Logout { .. } | Command::Auth { .. })) => {
+            auth_command(&config, command)
+        }
         None => match upstream_for(&config, &cli, &cli.server) {
             Ok(upstream) if config.front.listen.is_some() => {
                 listen(config, upstream, cli.allow_unauthenticated)
@@ -140,6 +145,25 @@ fn upstream_for(config: &Config, cli: &Cli, server: &[String]) -> Result<Upstrea
         }
     }
     Ok(upstream)
+}
+
+/// `login`, `logout`, `auth status`.
+#[cfg(feature = "remote")]
+fn auth_command(config: &Config, command: &Command) -> ExitCode {
+    match command {
+        Command::Login { url } => match runtime() {
+            Ok(runtime) => runtime.block_on(oauth::commands::run_login(config, url)),
+            Err(code) => code,
+        },
+        Command::Logout { url } => oauth::commands::run_logout(url),
+        _ => oauth::commands::run_status(),
+    }
+}
+
+#[cfg(not(feature = "remote"))]
+fn auth_command(_: &Config, _: &Command) -> ExitCode {
+    eprintln!("mcp-chain: this mcp-chain was built without remote upstreams (the `remote` feature), and so without OAuth");
+    ExitCode::FAILURE
 }
 
 /// One thread: the relay is I/O-bound, and hand-offs between threads would

@@ -44,6 +44,8 @@ pub(crate) struct UpstreamFile {
     pub(crate) headers: BTreeMap<String, String>,
     /// PEM file of CA certificates to trust besides the platform's.
     pub(crate) ca_file: Option<String>,
+    /// `[upstream.oauth]`: how to log in where the server asks for OAuth.
+    pub(crate) oauth: Option<super::oauth::OAuthFile>,
 }
 
 /// Settings of the relay itself.

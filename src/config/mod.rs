@@ -6,12 +6,14 @@ mod error;
 mod expand;
 mod file;
 mod front;
+mod oauth;
 mod place;
 mod upstream;
 mod validate;
 
 pub use error::ConfigError;
 pub use front::{parse_listen, BadListen, FrontConfig, Token};
+pub use oauth::{is_secure, ClientId, Grant, OAuthConfig, Resource};
 pub use upstream::{
     is_url, BadUrlUpstream, CommandConfig, Envelope, RestartPolicy, Transport, UpstreamConfig,
     UrlConfig,

@@ -5,6 +5,7 @@
 //! told so rather than half-obeyed.
 
 use super::file::UpstreamFile;
+use super::oauth::{oauth, OAuthConfig};
 use super::validate::Problem;
 use super::{parse_duration, DEFAULT_MAX_RESTARTS, DEFAULT_RESTART_BACKOFF};
 use hyper::header::{HeaderName, HeaderValue};
@@ -61,6 +62,8 @@ pub struct UrlConfig {
     pub ca_file: Option<PathBuf>,
     /// WebSocket only: how each message is wrapped in a frame.
     pub envelope: Envelope,
+    /// How to log in when the server asks for OAuth.
+    pub oauth: OAuthConfig,
 }
 
 /// How a WebSocket frame holds a message.
@@ -108,6 +111,7 @@ impl fmt::Debug for UrlConfig {
             .field("headers", &names)
             .field("ca_file", &self.ca_file)
             .field("envelope", &self.envelope)
+            .field("oauth", &self.oauth)
             .finish()
     }
 }
@@ -152,6 +156,7 @@ impl UrlConfig {
             headers: Vec::new(),
             ca_file: None,
             envelope: Envelope::None,
+            oauth: OAuthConfig::default(),
         })
     }
 
@@ -211,6 +216,7 @@ pub(super) fn upstream(file: UpstreamFile, problems: &mut Vec<Problem>) -> Optio
                 ("headers", !file.headers.is_empty()),
                 ("ca_file", file.ca_file.is_some()),
                 ("envelope", file.envelope.is_some()),
+                ("oauth", file.oauth.is_some()),
             ] {
                 if set {
                     problem(format!("{key}: only for a URL upstream (upstream.url)"));
@@ -293,6 +299,9 @@ pub(super) fn upstream(file: UpstreamFile, problems: &mut Vec<Problem>) -> Optio
                 }
             }
             config.ca_file = file.ca_file.map(PathBuf::from);
+            if let Some(file) = file.oauth {
+                config.oauth = oauth(file, problems);
+            }
             Some(UpstreamConfig::Url(config))
         }
     }

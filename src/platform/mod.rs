@@ -9,6 +9,7 @@
 //!   its stdin.
 //! - [`signals`]: what asks mcp-chain to stop.
 //! - [`dirs`]: the user's state directory, per OS.
+//! - [`browser`]: opening a login page in the user's browser.
 //! - [`command`]: the program a server's command names (`npx` is
 //!   `npx.cmd` on Windows).
 //!
@@ -16,6 +17,7 @@
 //! optimisation), are in `transport::stdio`; the allocator's tuning (glibc
 //! only) in `memory`; private files in the middleware crate's `private`.
 
+pub(crate) mod browser;
 pub(crate) mod command;
 pub(crate) mod dirs;
 pub(crate) mod parent;

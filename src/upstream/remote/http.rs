@@ -4,16 +4,25 @@
 //! headers once there is a session, and redirects followed only within the
 //! server's origin, so credentials never reach another host. A failure is a
 //! [`Failure`]: what the request it belonged to is answered with.
+//!
+//! Unless the config sets its own `Authorization` header, a server that
+//! answers 401 (or 403 `insufficient_scope`) gets OAuth: the request is
+//! sent again once mcp-chain holds a token it accepts (see `oauth::Auth`),
+//! and the client never sees the challenge.
 
 use super::session::State;
 use crate::config::UrlConfig;
 use crate::mcp_http::{Routing, EVENT_STREAM, LAST_EVENT_ID, PROTOCOL_VERSION, SESSION_ID};
+use crate::oauth::{Auth, Challenge, OAuthError};
 use crate::upstream::StartError;
 use bytes::Bytes;
 use mcp_chain_middleware::{ErrorCode, ErrorObject, Message, RequestId};
-use reqwest::header::{HeaderMap, HeaderValue, ACCEPT, CONNECTION, CONTENT_TYPE};
+use reqwest::header::{
+    HeaderMap, HeaderValue, ACCEPT, AUTHORIZATION, CONNECTION, CONTENT_TYPE, WWW_AUTHENTICATE,
+};
 use reqwest::{redirect, Certificate, Method, RequestBuilder, Response, StatusCode, Url};
 use std::error::Error as _;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Redirects followed at most, all within the origin.
@@ -35,7 +44,13 @@ pub(super) struct Http {
     url: Url,
     /// The configured headers, marked sensitive (never in a log).
     headers: HeaderMap,
+    /// OAuth, unless the config gives its own `Authorization`.
+    pub(super) auth: Option<Arc<Auth>>,
 }
+
+/// Times one request is sent again after a renewal (a refresh, then a
+/// login, then a step-up).
+pub(super) const MAX_AUTH_RETRIES: usize = 3;
 
 impl Http {
     pub(super) fn new(config: &UrlConfig) -> Result<Self, StartError> {
@@ -69,11 +84,80 @@ impl Http {
             what: "the HTTP client",
             why: chain(&e),
         })?;
+        let headers: HeaderMap = config.headers.iter().cloned().collect();
+        let auth = match headers.contains_key(AUTHORIZATION) {
+            true => None,
+            false => Some(Arc::new(
+                Auth::new(&config.url, &config.oauth, config.ca_file.as_deref())
+                    .map_err(|e| StartError::OAuth(e.to_string()))?,
+            )),
+        };
         Ok(Self {
             client,
             url: config.url.clone(),
-            headers: config.headers.iter().cloned().collect(),
+            headers,
+            auth,
         })
+    }
+
+    /// Sends what `build` makes, with the OAuth token when there is one;
+    /// a request the server refuses for want of one is sent again once
+    /// the token is renewed.
+    async fn send(&self, build: impl Fn() -> RequestBuilder) -> Result<Response, Failure> {
+        let mut retries = 0;
+        loop {
+            let sent = self.authorization().await;
+            let mut request = build();
+            if let Some(header) = &sent {
+                request = request.header(AUTHORIZATION, header.clone());
+            }
+            let response = request.send().await.map_err(|e| Failure::of(e, self))?;
+            if retries >= MAX_AUTH_RETRIES
+                || !self
+                    .renewed(response.status(), response.headers(), sent.as_ref())
+                    .await?
+            {
+                return Ok(response);
+            }
+            retries += 1;
+        }
+    }
+
+    /// The OAuth `Authorization` header for a request now, if any.
+    pub(super) async fn authorization(&self) -> Option<HeaderValue> {
+        match &self.auth {
+            Some(auth) => auth.header().await,
+            None => None,
+        }
+    }
+
+    /// After an answer of `status` to a request sent with `sent`: whether
+    /// OAuth renewed the token and the request should be sent again. `Err`
+    /// when the server wants a login that could not be had.
+    pub(super) async fn renewed(
+        &self,
+        status: StatusCode,
+        headers: &HeaderMap,
+        sent: Option<&HeaderValue>,
+    ) -> Result<bool, Failure> {
+        let Some(auth) = &self.auth else {
+            return Ok(false);
+        };
+        if !matches!(status, StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN) {
+            return Ok(false);
+        }
+        let values = headers.get_all(WWW_AUTHENTICATE);
+        let challenge = Challenge::bearer(values.iter().filter_map(|v| v.to_str().ok()));
+        let step_up = challenge
+            .as_ref()
+            .is_some_and(Challenge::insufficient_scope);
+        if status == StatusCode::FORBIDDEN && !step_up {
+            return Ok(false);
+        }
+        auth.refused(step_up, challenge.as_ref(), sent)
+            .await
+            .map_err(|e| Failure::login(&e, self))?;
+        Ok(true)
     }
 
     /// The endpoint, as logs and errors show it: no user info, no query.
@@ -113,35 +197,35 @@ impl Http {
         session: &State,
         routing: &Routing,
     ) -> Result<Response, Failure> {
-        let mut request = self.request(Method::POST, session, routing.version.as_ref());
-        for (name, value) in &routing.headers {
-            request = request.header(name, value);
-        }
-        if body.len() >= LARGE_BODY_BYTES {
-            request = request.header(CONNECTION, "close");
-        }
-        request
-            .header(ACCEPT, "application/json, text/event-stream")
-            .header(CONTENT_TYPE, "application/json")
-            .body(body)
-            .send()
-            .await
-            .map_err(|e| Failure::of(e, self))
+        self.send(|| {
+            let mut request = self.request(Method::POST, session, routing.version.as_ref());
+            for (name, value) in &routing.headers {
+                request = request.header(name, value);
+            }
+            if body.len() >= LARGE_BODY_BYTES {
+                request = request.header(CONNECTION, "close");
+            }
+            request
+                .header(ACCEPT, "application/json, text/event-stream")
+                .header(CONTENT_TYPE, "application/json")
+                .body(body.clone())
+        })
+        .await
     }
 
     /// POSTs one message to a legacy server's message endpoint.
     pub(super) async fn post_to(&self, endpoint: &Url, body: Bytes) -> Result<Response, Failure> {
-        let mut request = self.client.post(endpoint.clone());
-        if body.len() >= LARGE_BODY_BYTES {
-            request = request.header(CONNECTION, "close");
-        }
-        request
-            .headers(self.headers.clone())
-            .header(CONTENT_TYPE, "application/json")
-            .body(body)
-            .send()
-            .await
-            .map_err(|e| Failure::of(e, self))
+        self.send(|| {
+            let mut request = self.client.post(endpoint.clone());
+            if body.len() >= LARGE_BODY_BYTES {
+                request = request.header(CONNECTION, "close");
+            }
+            request
+                .headers(self.headers.clone())
+                .header(CONTENT_TYPE, "application/json")
+                .body(body.clone())
+        })
+        .await
     }
 
     /// Where a legacy server's `endpoint` event points, resolved against the
@@ -171,21 +255,25 @@ impl Http {
         session: &State,
         last_event_id: Option<&str>,
     ) -> Result<Response, Failure> {
-        let mut request = self
-            .request(Method::GET, session, None)
-            .header(ACCEPT, EVENT_STREAM);
-        if let Some(id) = last_event_id.and_then(|id| HeaderValue::from_str(id).ok()) {
-            request = request.header(LAST_EVENT_ID, id);
-        }
-        request.send().await.map_err(|e| Failure::of(e, self))
+        let last_event_id = last_event_id.and_then(|id| HeaderValue::from_str(id).ok());
+        self.send(|| {
+            let request = self
+                .request(Method::GET, session, None)
+                .header(ACCEPT, EVENT_STREAM);
+            match &last_event_id {
+                Some(id) => request.header(LAST_EVENT_ID, id.clone()),
+                None => request,
+            }
+        })
+        .await
     }
 
     /// Ends the session (a server may answer 405: it ends sessions itself).
     pub(super) async fn delete(&self, session: &State) -> Result<StatusCode, Failure> {
-        let response = self.request(Method::DELETE, session, None).send().await;
-        response
-            .map(|r| r.status())
-            .map_err(|e| Failure::of(e, self))
+        let response = self
+            .send(|| self.request(Method::DELETE, session, None))
+            .await;
+        response.map(|r| r.status())
     }
 }
 
@@ -240,13 +328,30 @@ impl Failure {
         )
     }
 
+    /// A request that could not be authorized: a login is needed (and how
+    /// to do it), or the login failed.
+    fn login(e: &OAuthError, http: &Http) -> Self {
+        let detail = match e {
+            OAuthError::LoginNeeded { .. } => e.to_string(),
+            other => format!(
+                "{} needs a login ({other}): run `mcp-chain login {}`",
+                http.shown(),
+                http.shown()
+            ),
+        };
+        Self::new("login_needed", detail)
+    }
+
     /// A response with a status that is not the answer.
     pub(super) fn status(response: &Response, http: &Http) -> Self {
         let status = response.status();
         let (reason, what) = match status {
+            StatusCode::UNAUTHORIZED if http.auth.is_some() => {
+                ("unauthorized", "refused every token mcp-chain obtained")
+            }
             StatusCode::UNAUTHORIZED => (
                 "unauthorized",
-                "wants credentials (set `headers` in [upstream], or --header)",
+                "refused the configured Authorization header",
             ),
             StatusCode::FORBIDDEN => ("forbidden", "refused the credentials"),
             s if s.is_server_error() => ("server_error", "failed"),

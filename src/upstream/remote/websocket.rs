@@ -14,7 +14,7 @@
 //! as any message.
 
 use super::exchange::Exchange;
-use super::http::Failure;
+use super::http::{Failure, MAX_AUTH_RETRIES};
 use super::link::{deliver, Link, Replay};
 use crate::config::{Envelope, UrlConfig};
 use crate::peer::Read;
@@ -29,8 +29,10 @@ use serde_json::value::RawValue;
 use std::sync::{Arc, Mutex};
 use tokio::net::TcpStream;
 use tokio::task::JoinHandle;
+use tokio_tungstenite::tungstenite;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
-use tokio_tungstenite::tungstenite::http::HeaderValue;
+use tokio_tungstenite::tungstenite::http::header::AUTHORIZATION;
+use tokio_tungstenite::tungstenite::http::{HeaderValue, StatusCode};
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::{Message as Frame, Utf8Bytes};
 use tokio_tungstenite::{Connector, MaybeTlsStream, WebSocketStream};
@@ -96,34 +98,57 @@ impl Link for WebSocket {
             .as_ref()
             .ok_or_else(|| Failure::new("transport", "no WebSocket settings"))?;
         let config = &settings.config;
-        let mut request = config.url.as_str().into_client_request().map_err(|e| {
+        let cannot = |e: &dyn std::fmt::Display| {
             Failure::new(
                 "connect",
                 format!("cannot reach {}: {e}", exchange.http.shown()),
             )
-        })?;
-        let headers = request.headers_mut();
-        for (name, value) in &config.headers {
-            headers.append(name.clone(), value.clone());
-        }
-        headers.insert("sec-websocket-protocol", HeaderValue::from_static("mcp"));
-        let limits = WebSocketConfig::default()
-            .max_message_size(Some(exchange.cap))
-            .max_frame_size(Some(exchange.cap));
-        let tls = Connector::Rustls(settings.tls.clone());
-        let (socket, _) = tokio_tungstenite::connect_async_tls_with_config(
-            request,
-            Some(limits),
-            true,
-            Some(tls),
-        )
-        .await
-        .map_err(|e| {
-            Failure::new(
-                "connect",
-                format!("cannot reach {}: {e}", exchange.http.shown()),
+        };
+        let mut retries = 0;
+        let socket = loop {
+            let mut request = config
+                .url
+                .as_str()
+                .into_client_request()
+                .map_err(|e| cannot(&e))?;
+            let headers = request.headers_mut();
+            for (name, value) in &config.headers {
+                headers.append(name.clone(), value.clone());
+            }
+            headers.insert("sec-websocket-protocol", HeaderValue::from_static("mcp"));
+            // OAuth's bearer goes on the upgrade request.
+            let sent = exchange.http.authorization().await;
+            if let Some(header) = &sent {
+                headers.insert(AUTHORIZATION, header.clone());
+            }
+            let limits = WebSocketConfig::default()
+                .max_message_size(Some(exchange.cap))
+                .max_frame_size(Some(exchange.cap));
+            let tls = Connector::Rustls(settings.tls.clone());
+            match tokio_tungstenite::connect_async_tls_with_config(
+                request,
+                Some(limits),
+                true,
+                Some(tls),
             )
-        })?;
+            .await
+            {
+                Ok((socket, _)) => break socket,
+                Err(tungstenite::Error::Http(response)) if retries < MAX_AUTH_RETRIES => {
+                    let status = StatusCode::from_u16(response.status().as_u16())
+                        .unwrap_or(StatusCode::BAD_GATEWAY);
+                    if !exchange
+                        .http
+                        .renewed(status, response.headers(), sent.as_ref())
+                        .await?
+                    {
+                        return Err(cannot(&tungstenite::Error::Http(response)));
+                    }
+                    retries += 1;
+                }
+                Err(e) => return Err(cannot(&e)),
+            }
+        };
         tracing::info!(url = %exchange.http.shown(), "relaying to a WebSocket server");
         let (sink, stream) = socket.split();
         let session = Arc::new(Mutex::new(None));

@@ -1,0 +1,225 @@
+//! The tokens of one server while mcp-chain runs: the header every request
+//! carries, renewed before it expires, and what to do when the server
+//! refuses it. A 401 gets a refresh (or, failing that, a login) and the
+//! request is sent once more; a 403 `insufficient_scope` gets a new
+//! authorization with the union of the scopes (a step-up, at most
+//! [`MAX_STEP_UPS`] times). One renewal runs at a time: requests refused
+//! meanwhile wait for it (bounded by the login timeout) and then go with
+//! the new token, so nothing is lost and nothing sends a second browser
+//! tab. The client of mcp-chain never sees the server's challenge: a
+//! request that cannot be authorized is answered with an error saying a
+//! login is needed and how.
+
+use super::challenge::Challenge;
+use super::error::OAuthError;
+use super::fetch::Fetch;
+use super::login::{login, Ask};
+use super::store::{self, Entry, LoginLock, Tokens};
+use super::tokens;
+use crate::config::{Grant, OAuthConfig};
+use reqwest::header::HeaderValue;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Mutex, PoisonError};
+use std::time::Duration;
+use url::Url;
+
+/// A token this close to its expiry is refreshed before it is used.
+const REFRESH_AHEAD: Duration = Duration::from_secs(60);
+
+/// Step-ups allowed in one run before the server's requests for more
+/// scope are refused (a server that never says yes must not loop).
+pub(crate) const MAX_STEP_UPS: u32 = 3;
+
+pub(crate) struct Auth {
+    server: Url,
+    config: OAuthConfig,
+    fetch: Fetch,
+    path: PathBuf,
+    /// What is stored, and the header made from its access token.
+    held: Mutex<Held>,
+    /// Held while a refresh or a login runs.
+    renewing: tokio::sync::Mutex<()>,
+    step_ups: AtomicU32,
+}
+
+#[derive(Default)]
+struct Held {
+    entry: Entry,
+    header: Option<HeaderValue>,
+}
+
+impl Auth {
+    /// The tokens stored for `server`, if any; nothing is fetched yet.
+    pub(crate) fn new(
+        server: &Url,
+        config: &OAuthConfig,
+        ca_file: Option<&std::path::Path>,
+    ) -> Result<Self, OAuthError> {
+        let path = store::path(server)?;
+        let entry = match store::read(&path) {
+            Ok(entry) => entry.unwrap_or_default(),
+            Err(e) => {
+                tracing::warn!(error = %e, "stored tokens not used");
+                Entry::default()
+            }
+        };
+        Ok(Self {
+            server: server.clone(),
+            config: config.clone(),
+            fetch: Fetch::new(ca_file)?,
+            path,
+            held: Mutex::new(Held::of(entry)),
+            renewing: tokio::sync::Mutex::new(()),
+            step_ups: AtomicU32::new(0),
+        })
+    }
+
+    fn held(&self) -> std::sync::MutexGuard<'_, Held> {
+        self.held.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The `Authorization` header for a request now: `None` until there is
+    /// a token. One about to expire is refreshed first.
+    pub(crate) async fn header(&self) -> Option<HeaderValue> {
+        let expiring = {
+            let held = self.held();
+            match &held.entry.tokens {
+                Some(t) if t.refresh_token.is_some() && t.expires_within(REFRESH_AHEAD) => {
+                    held.header.clone()
+                }
+                _ => return held.header.clone(),
+            }
+        };
+        let _renewing = self.renewing.lock().await;
+        if self.held().header != expiring {
+            return self.held().header.clone();
+        }
+        if let Err(e) = self.refresh().await {
+            tracing::warn!(error = %e, "the token could not be refreshed ahead of its expiry");
+        }
+        self.held().header.clone()
+    }
+
+    /// The server refused a request sent with `sent`: renews what it asks
+    /// for. `Ok` when the request should be sent again.
+    pub(crate) async fn refused(
+        &self,
+        step_up: bool,
+        challenge: Option<&Challenge>,
+        sent: Option<&HeaderValue>,
+    ) -> Result<(), OAuthError> {
+        let wait = self.config.login_timeout;
+        let renewing = tokio::time::timeout(wait, self.renewing.lock())
+            .await
+            .map_err(|_| OAuthError::TimedOut(wait))?;
+        // Renewed by another request meanwhile: try that.
+        if self.held().header.as_ref() != sent {
+            return Ok(());
+        }
+        if step_up {
+            let n = self.step_ups.fetch_add(1, Ordering::Relaxed) + 1;
+            if n > MAX_STEP_UPS {
+                return Err(OAuthError::StepUpLimit(MAX_STEP_UPS));
+            }
+            tracing::info!("the server asks for more scope; authorizing again");
+        } else if sent.is_some() && self.refresh().await.is_ok() {
+            return Ok(());
+        }
+        let done = self.login(challenge, step_up).await;
+        drop(renewing);
+        done
+    }
+
+    /// Refreshes the access token and stores the new one.
+    async fn refresh(&self) -> Result<(), OAuthError> {
+        let entry = self.held().entry.clone();
+        let (Some(registration), Some(metadata), Some(old)) =
+            (&entry.registration, &entry.metadata, &entry.tokens)
+        else {
+            return Err(OAuthError::LoginNeeded {
+                server: self.server.to_string(),
+            });
+        };
+        let client = tokens::client(registration, metadata, None)?;
+        let resource = entry.resource.as_deref().and_then(|r| Url::parse(r).ok());
+        let fresh = tokens::refresh(&self.fetch, &client, old, resource.as_ref()).await?;
+        tracing::info!("the access token was refreshed");
+        self.keep(Entry {
+            tokens: Some(fresh),
+            ..entry
+        })
+    }
+
+    /// Logs in (or takes the tokens another process's login stored).
+    async fn login(&self, challenge: Option<&Challenge>, step_up: bool) -> Result<(), OAuthError> {
+        let wait = self.config.login_timeout;
+        let lock = LoginLock::take(&self.path, wait)
+            .await?
+            .ok_or(OAuthError::TimedOut(wait))?;
+        // Another process may have logged in while this one waited.
+        let sent = self.held().header.clone();
+        if !step_up {
+            if let Ok(Some(stored)) = store::read(&self.path) {
+                if header_of(stored.tokens.as_ref()) != sent && stored.tokens.is_some() {
+                    *self.held() = Held::of(stored);
+                    return Ok(());
+                }
+            }
+        }
+        let held_scopes = match step_up {
+            true => self
+                .held()
+                .entry
+                .tokens
+                .as_ref()
+                .map(|t| t.scopes.clone())
+                .unwrap_or_default(),
+            false => Vec::new(),
+        };
+        if self.config.grant == Grant::AuthorizationCode {
+            tracing::warn!(server = %super::error::shown(&self.server), "a login is needed; opening the browser");
+        }
+        let ask = Ask {
+            server: &self.server,
+            config: &self.config,
+            challenge,
+            held: &held_scopes,
+        };
+        let stored = self.held().entry.clone();
+        let entry = login(&self.fetch, &ask, stored).await?;
+        let kept = self.keep(entry);
+        drop(lock);
+        kept
+    }
+
+    /// Stores `entry` and uses its token from now on.
+    fn keep(&self, entry: Entry) -> Result<(), OAuthError> {
+        let written = store::write(&self.path, &entry);
+        *self.held() = Held::of(entry);
+        written.map_err(OAuthError::from)
+    }
+}
+
+impl std::fmt::Debug for Auth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Auth")
+            .field("server", &super::error::shown(&self.server))
+            .finish_non_exhaustive()
+    }
+}
+
+impl Held {
+    fn of(entry: Entry) -> Self {
+        let header = header_of(entry.tokens.as_ref());
+        Self { entry, header }
+    }
+}
+
+/// `Bearer …`, marked sensitive (never in a log).
+fn header_of(tokens: Option<&Tokens>) -> Option<HeaderValue> {
+    let token = &tokens?.access_token;
+    let mut value = HeaderValue::from_str(&format!("Bearer {token}")).ok()?;
+    value.set_sensitive(true);
+    Some(value)
+}
