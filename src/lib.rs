@@ -122,6 +122,10 @@ fn upstream_for(config: &Config, cli: &Cli, server: &[String]) -> Result<Upstrea
                 }
                 remote.headers.clone_from(&base.headers);
                 remote.ca_file.clone_from(&base.ca_file);
+                // How to log in is the configured server's own.
+                if base.url == remote.url {
+                    remote.oauth.clone_from(&base.oauth);
+                }
             }
             UpstreamConfig::Url(remote)
         }

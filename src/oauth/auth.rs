@@ -20,7 +20,8 @@ use crate::config::{Grant, OAuthConfig};
 use reqwest::header::HeaderValue;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Mutex, PoisonError};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
 use url::Url;
 
@@ -49,9 +50,33 @@ struct Held {
     header: Option<HeaderValue>,
 }
 
+/// The one `Auth` per server in this process: every session of the HTTP
+/// front toward that server holds the same identity and renews it once.
+static SHARED: std::sync::OnceLock<Mutex<HashMap<String, Weak<Auth>>>> = std::sync::OnceLock::new();
+
 impl Auth {
+    /// This process's `Auth` for `server`, made on first use.
+    pub(crate) fn shared(
+        server: &Url,
+        config: &OAuthConfig,
+        ca_file: Option<&std::path::Path>,
+    ) -> Result<Arc<Self>, OAuthError> {
+        let key = store::server_key(server);
+        let mut shared = SHARED
+            .get_or_init(Default::default)
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(auth) = shared.get(&key).and_then(Weak::upgrade) {
+            return Ok(auth);
+        }
+        shared.retain(|_, auth| auth.strong_count() > 0);
+        let auth = Arc::new(Self::new(server, config, ca_file)?);
+        shared.insert(key, Arc::downgrade(&auth));
+        Ok(auth)
+    }
+
     /// The tokens stored for `server`, if any; nothing is fetched yet.
-    pub(crate) fn new(
+    fn new(
         server: &Url,
         config: &OAuthConfig,
         ca_file: Option<&std::path::Path>,
@@ -95,8 +120,13 @@ impl Auth {
         if self.held().header != expiring {
             return self.held().header.clone();
         }
-        if let Err(e) = self.refresh().await {
-            tracing::warn!(error = %e, "the token could not be refreshed ahead of its expiry");
+        // Not while another process logs in: the token is still good.
+        if let Ok(Some(_lock)) = LoginLock::take(&self.path, Duration::ZERO).await {
+            if !self.adopt_stored(expiring.as_ref(), &[]) {
+                if let Err(e) = self.refresh().await {
+                    tracing::warn!(error = %e, "the token could not be refreshed ahead of its expiry");
+                }
+            }
         }
         self.held().header.clone()
     }
@@ -110,11 +140,19 @@ impl Auth {
         sent: Option<&HeaderValue>,
     ) -> Result<(), OAuthError> {
         let wait = self.config.login_timeout;
-        let renewing = tokio::time::timeout(wait, self.renewing.lock())
+        let _renewing = tokio::time::timeout(wait, self.renewing.lock())
             .await
             .map_err(|_| OAuthError::TimedOut(wait))?;
         // Renewed by another request meanwhile: try that.
         if self.held().header.as_ref() != sent {
+            return Ok(());
+        }
+        // Renewals of one server are one at a time across processes too.
+        let _lock = LoginLock::take(&self.path, wait)
+            .await?
+            .ok_or(OAuthError::TimedOut(wait))?;
+        let wanted = challenge.map(Challenge::scopes).unwrap_or_default();
+        if self.adopt_stored(sent, if step_up { &wanted } else { &[] }) {
             return Ok(());
         }
         if step_up {
@@ -126,9 +164,24 @@ impl Auth {
         } else if sent.is_some() && self.refresh().await.is_ok() {
             return Ok(());
         }
-        let done = self.login(challenge, step_up).await;
-        drop(renewing);
-        done
+        self.login(challenge, step_up).await
+    }
+
+    /// Takes the tokens another process stored meanwhile, when they are
+    /// not the ones sent and hold the scopes `wanted`. Whether it did.
+    fn adopt_stored(&self, sent: Option<&HeaderValue>, wanted: &[String]) -> bool {
+        let Ok(Some(stored)) = store::read(&self.path) else {
+            return false;
+        };
+        let Some(tokens) = &stored.tokens else {
+            return false;
+        };
+        let newer = header_of(Some(tokens)).as_ref() != sent;
+        if newer && wanted.iter().all(|w| tokens.scopes.contains(w)) {
+            *self.held() = Held::of(stored);
+            return true;
+        }
+        false
     }
 
     /// Refreshes the access token and stores the new one.
@@ -151,22 +204,8 @@ impl Auth {
         })
     }
 
-    /// Logs in (or takes the tokens another process's login stored).
+    /// Logs in; the caller holds the login lock.
     async fn login(&self, challenge: Option<&Challenge>, step_up: bool) -> Result<(), OAuthError> {
-        let wait = self.config.login_timeout;
-        let lock = LoginLock::take(&self.path, wait)
-            .await?
-            .ok_or(OAuthError::TimedOut(wait))?;
-        // Another process may have logged in while this one waited.
-        let sent = self.held().header.clone();
-        if !step_up {
-            if let Ok(Some(stored)) = store::read(&self.path) {
-                if header_of(stored.tokens.as_ref()) != sent && stored.tokens.is_some() {
-                    *self.held() = Held::of(stored);
-                    return Ok(());
-                }
-            }
-        }
         let held_scopes = match step_up {
             true => self
                 .held()
@@ -188,9 +227,7 @@ impl Auth {
         };
         let stored = self.held().entry.clone();
         let entry = login(&self.fetch, &ask, stored).await?;
-        let kept = self.keep(entry);
-        drop(lock);
-        kept
+        self.keep(entry)
     }
 
     /// Stores `entry` and uses its token from now on.

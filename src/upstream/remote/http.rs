@@ -87,10 +87,10 @@ impl Http {
         let headers: HeaderMap = config.headers.iter().cloned().collect();
         let auth = match headers.contains_key(AUTHORIZATION) {
             true => None,
-            false => Some(Arc::new(
-                Auth::new(&config.url, &config.oauth, config.ca_file.as_deref())
+            false => Some(
+                Auth::shared(&config.url, &config.oauth, config.ca_file.as_deref())
                     .map_err(|e| StartError::OAuth(e.to_string()))?,
-            )),
+            ),
         };
         Ok(Self {
             client,
@@ -345,19 +345,36 @@ impl Failure {
     /// A response with a status that is not the answer.
     pub(super) fn status(response: &Response, http: &Http) -> Self {
         let status = response.status();
+        let challenge = Challenge::bearer(
+            response
+                .headers()
+                .get_all(WWW_AUTHENTICATE)
+                .iter()
+                .filter_map(|v| v.to_str().ok()),
+        );
+        let wants_scope = challenge.as_ref().is_some_and(Challenge::insufficient_scope);
         let (reason, what) = match status {
-            StatusCode::UNAUTHORIZED if http.auth.is_some() => {
-                ("unauthorized", "refused every token mcp-chain obtained")
-            }
+            StatusCode::UNAUTHORIZED if http.auth.is_some() => (
+                "unauthorized",
+                "refused every token mcp-chain obtained".to_owned(),
+            ),
             StatusCode::UNAUTHORIZED => (
                 "unauthorized",
-                "refused the configured Authorization header",
+                "refused the configured Authorization header".to_owned(),
             ),
-            StatusCode::FORBIDDEN => ("forbidden", "refused the credentials"),
-            s if s.is_server_error() => ("server_error", "failed"),
-            _ => ("http_status", "refused the message"),
+            StatusCode::FORBIDDEN if wants_scope && http.auth.is_some() => {
+                let scope = challenge.as_ref().and_then(|c| c.scope.as_deref()).unwrap_or("");
+                let scope = mcp_chain_middleware::shown::shown(scope, 200);
+                (
+                    "insufficient_scope",
+                    format!("still asks for more scope ({scope}) after mcp-chain authorized again"),
+                )
+            }
+            StatusCode::FORBIDDEN => ("forbidden", "refused the credentials".to_owned()),
+            s if s.is_server_error() => ("server_error", "failed".to_owned()),
+            _ => ("http_status", "refused the message".to_owned()),
         };
-        if let Some(challenge) = response.headers().get(reqwest::header::WWW_AUTHENTICATE) {
+        if let Some(challenge) = response.headers().get(WWW_AUTHENTICATE) {
             tracing::warn!(
                 challenge = %String::from_utf8_lossy(challenge.as_bytes()),
                 "the server asks for credentials"

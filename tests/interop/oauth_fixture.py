@@ -1,0 +1,238 @@
+"""An MCP server that accepts only OAuth, and its authorization server,
+in one scriptable process: what mcp-chain's OAuth client meets at a hosted
+server, and the ways such servers go wrong. Written in-repo because the
+faults are ours to choose; the flows themselves are also run against the
+conformance suite and a third-party authorization server.
+
+The MCP endpoint (/mcp, stateless JSON) wants `Authorization: Bearer` with
+a token this server issued and that has not expired; without one it
+answers 401 naming its resource metadata. Tools: `whoami` (the token's
+scopes), `admin` (needs the `admin` scope: 403 insufficient_scope).
+
+The authorization server approves every /authorize at once (the test's
+"browser" is open_url.py) and checks PKCE S256, the redirect URI, the
+client and, unless told to refuse it, `resource`. Knobs on `state`:
+rotate refresh tokens, access token lifetime, refuse `resource`, revoke
+every refresh token, send a wrong `iss`, point the resource metadata at
+another origin, dead endpoints."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import secrets
+import threading
+import time
+import urllib.parse
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass
+class State:
+    base: str = ""
+    access_ttl: int = 3600
+    rotate_refresh: bool = True
+    refuse_resource: bool = False
+    iss: str | None = "good"  # "good", "bad", or None (not sent)
+    metadata_elsewhere: str | None = None  # a URL on another origin
+    dead_as: bool = False  # the metadata names endpoints nobody serves
+    client_secret: str | None = None  # a confidential pre-registered client
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    codes: dict[str, dict[str, Any]] = field(default_factory=dict)
+    access: dict[str, dict[str, Any]] = field(default_factory=dict)
+    refresh: dict[str, list[str]] = field(default_factory=dict)
+    authorize: list[dict[str, str]] = field(default_factory=list)
+    token: list[dict[str, str]] = field(default_factory=list)
+    token_auth: list[str | None] = field(default_factory=list)
+    registered: list[dict[str, Any]] = field(default_factory=list)
+    mcp_auth: list[str | None] = field(default_factory=list)
+
+    def issue(self, scopes: list[str]) -> dict[str, Any]:
+        access = "at-" + secrets.token_urlsafe(16)
+        refresh = "rt-" + secrets.token_urlsafe(16)
+        self.access[access] = {"scopes": scopes, "expires": time.time() + self.access_ttl}
+        self.refresh[refresh] = scopes
+        return {
+            "access_token": access,
+            "token_type": "Bearer",
+            "expires_in": self.access_ttl,
+            "refresh_token": refresh,
+            "scope": " ".join(scopes),
+        }
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    state: State
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def send(self, status: int, body: Any = None, headers: dict[str, str] | None = None) -> None:
+        data = b"" if body is None else json.dumps(body).encode()
+        self.send_response(status)
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        if body is not None:
+            self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def body(self) -> bytes:
+        return self.rfile.read(int(self.headers.get("Content-Length") or 0))
+
+    # --- metadata --------------------------------------------------------
+
+    def do_GET(self) -> None:  # noqa: N802 (http.server's names)
+        s = self.state
+        path, _, query = self.path.partition("?")
+        if path == "/.well-known/oauth-protected-resource/mcp":
+            self.send(200, {"resource": s.base + "/mcp", "authorization_servers": [s.base],
+                            "scopes_supported": ["read", "admin"]})
+        elif path == "/.well-known/oauth-authorization-server":
+            endpoint = "http://127.0.0.1:9" if s.dead_as else s.base
+            self.send(200, {
+                "issuer": s.base,
+                "authorization_endpoint": endpoint + "/authorize",
+                "token_endpoint": endpoint + "/token",
+                "registration_endpoint": endpoint + "/register",
+                "code_challenge_methods_supported": ["S256"],
+                "token_endpoint_auth_methods_supported": ["none", "client_secret_basic"],
+                "authorization_response_iss_parameter_supported": s.iss is not None,
+                "scopes_supported": ["read", "admin"],
+            })
+        elif path == "/authorize":
+            self.authorize(dict(urllib.parse.parse_qsl(query)))
+        else:
+            self.send(404, {"error": "not found"})
+
+    def authorize(self, q: dict[str, str]) -> None:
+        s = self.state
+        with s.lock:
+            s.authorize.append(q)
+        if s.refuse_resource and "resource" in q:
+            self.redirect(q, {"error": "invalid_target", "error_description": "resource not accepted"})
+            return
+        code = secrets.token_urlsafe(12)
+        with s.lock:
+            s.codes[code] = q
+        back = {"code": code}
+        if s.iss == "good":
+            back["iss"] = s.base
+        elif s.iss == "bad":
+            back["iss"] = "http://evil.example"
+        self.redirect(q, back)
+
+    def redirect(self, q: dict[str, str], params: dict[str, str]) -> None:
+        params["state"] = q.get("state", "")
+        self.send(302, None, {"Location": q["redirect_uri"] + "?" + urllib.parse.urlencode(params)})
+
+    # --- token, registration, MCP -------------------------------------------
+
+    def do_POST(self) -> None:  # noqa: N802
+        if self.path == "/token":
+            self.token(dict(urllib.parse.parse_qsl(self.body().decode())))
+        elif self.path == "/register":
+            request = json.loads(self.body())
+            with self.state.lock:
+                self.state.registered.append(request)
+            self.send(201, {"client_id": f"dyn-{len(self.state.registered)}",
+                            "token_endpoint_auth_method": "none", **request})
+        elif self.path == "/mcp":
+            self.mcp(json.loads(self.body()))
+        else:
+            self.send(404, {"error": "not found"})
+
+    def token(self, f: dict[str, str]) -> None:
+        s = self.state
+        with s.lock:
+            s.token.append(f)
+            s.token_auth.append(self.headers.get("Authorization"))
+        if s.refuse_resource and "resource" in f:
+            self.send(400, {"error": "invalid_target"})
+            return
+        grant = f.get("grant_type")
+        with s.lock:
+            if grant == "authorization_code":
+                asked = s.codes.pop(f.get("code", ""), None)
+                verifier = f.get("code_verifier", "").encode()
+                challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier).digest()).rstrip(b"=").decode()
+                if not asked or asked.get("code_challenge") != challenge or asked.get("redirect_uri") != f.get("redirect_uri"):
+                    self.send(400, {"error": "invalid_grant"})
+                    return
+                self.send(200, s.issue(asked.get("scope", "read").split()))
+            elif grant == "refresh_token":
+                scopes = s.refresh.get(f.get("refresh_token", ""))
+                if scopes is None:
+                    self.send(400, {"error": "invalid_grant", "error_description": "refresh token revoked"})
+                    return
+                issued = s.issue(scopes)
+                if not s.rotate_refresh:
+                    del s.refresh[issued.pop("refresh_token")]
+                else:
+                    del s.refresh[f["refresh_token"]]
+                self.send(200, issued)
+            elif grant == "client_credentials":
+                expected = "Basic " + base64.b64encode(f"svc:{s.client_secret}".encode()).decode()
+                if self.headers.get("Authorization") != expected:
+                    self.send(401, {"error": "invalid_client"})
+                    return
+                issued = s.issue(f.get("scope", "read").split())
+                issued.pop("refresh_token")
+                self.send(200, issued)
+            else:
+                self.send(400, {"error": "unsupported_grant_type"})
+
+    def mcp(self, message: dict[str, Any]) -> None:
+        s = self.state
+        header = self.headers.get("Authorization")
+        with s.lock:
+            s.mcp_auth.append(header)
+            held = s.access.get((header or "")[len("Bearer "):]) if header else None
+        where = s.metadata_elsewhere or s.base + "/.well-known/oauth-protected-resource/mcp"
+        if held is None or held["expires"] < time.time():
+            self.send(401, {"error": "invalid_token"},
+                      {"WWW-Authenticate": f'Bearer resource_metadata="{where}", scope="read"'})
+            return
+        if "id" not in message:
+            self.send(202)
+            return
+        method = message.get("method")
+        if method == "initialize":
+            result: Any = {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+                           "serverInfo": {"name": "oauth-fixture", "version": "1"}}
+        elif method == "tools/list":
+            result = {"tools": [{"name": "whoami", "inputSchema": {"type": "object"}},
+                                {"name": "admin", "inputSchema": {"type": "object"}}]}
+        elif method == "tools/call" and message["params"]["name"] == "admin" and "admin" not in held["scopes"]:
+            self.send(403, {"error": "insufficient_scope"},
+                      {"WWW-Authenticate": f'Bearer error="insufficient_scope", scope="read admin", resource_metadata="{where}"'})
+            return
+        elif method == "tools/call":
+            result = {"content": [{"type": "text", "text": " ".join(held["scopes"])}]}
+        else:
+            result = {}
+        self.send(200, {"jsonrpc": "2.0", "id": message["id"], "result": result})
+
+
+class OAuthFixture:
+    """The server, on a free loopback port, for the `with` block."""
+
+    def __init__(self, **knobs: Any) -> None:
+        self.state = State(**knobs)
+        handler = type("BoundHandler", (Handler,), {"state": self.state})
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.state.base = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.url = self.state.base + "/mcp"
+
+    def __enter__(self) -> "OAuthFixture":
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.server.shutdown()
+        self.server.server_close()
