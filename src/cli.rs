@@ -95,10 +95,12 @@ pub enum Command {
         #[command(subcommand)]
         action: PinAction,
     },
-    /// Log in to a server at a URL that asks for OAuth: opens the browser
-    /// once (MCP_CHAIN_OPEN_URL names another command to open the page)
-    /// and stores the tokens for later runs. [upstream.oauth] of --config
-    /// applies when its [upstream] url is this one.
+    /// Log in to a server at a URL that asks for OAuth, once.
+    ///
+    /// Opens the browser (MCP_CHAIN_OPEN_URL names another command to
+    /// open the page) and stores the tokens for later runs, which refresh
+    /// them. [upstream.oauth] of the config applies when its [upstream]
+    /// url is this one.
     Login {
         /// The server's URL.
         url: String,

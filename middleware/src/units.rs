@@ -151,13 +151,13 @@ impl fmt::Display for DisplayDuration {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let d = self.0;
         let ms = d.as_millis();
-        if d.subsec_nanos() % 1_000_000 != 0 {
+        if !d.subsec_nanos().is_multiple_of(1_000_000) {
             write!(f, "{}us", d.as_micros())
-        } else if ms % 1000 != 0 {
+        } else if !ms.is_multiple_of(1000) {
             write!(f, "{ms}ms")
-        } else if ms % 3_600_000 == 0 && ms > 0 {
+        } else if ms.is_multiple_of(3_600_000) && ms > 0 {
             write!(f, "{}h", ms / 3_600_000)
-        } else if ms % 60_000 == 0 && ms > 0 {
+        } else if ms.is_multiple_of(60_000) && ms > 0 {
             write!(f, "{}m", ms / 60_000)
         } else {
             write!(f, "{}s", ms / 1000)

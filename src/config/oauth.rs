@@ -139,8 +139,7 @@ pub fn is_secure(url: &Url) -> bool {
 
 pub(super) fn oauth(file: OAuthFile, problems: &mut Vec<Problem>) -> OAuthConfig {
     let mut problem = |message: String| problems.push((None, format!("upstream.oauth.{message}")));
-    let mut config = OAuthConfig::default();
-    config.client_id = match file.client_id {
+    let client_id = match file.client_id {
         None => None,
         Some(id) if id.trim().is_empty() => {
             problem("client_id: must not be empty".into());
@@ -155,17 +154,16 @@ pub(super) fn oauth(file: OAuthFile, problems: &mut Vec<Problem>) -> OAuthConfig
         },
         Some(id) => Some(ClientId::Registered(id)),
     };
-    config.client_secret = file.client_secret.filter(|s| !s.is_empty());
-    if let Some(scopes) = file.scopes {
-        if scopes
-            .iter()
-            .any(|s| s.is_empty() || s.contains(char::is_whitespace))
-        {
-            problem("scopes: each scope is one word".into());
-        }
-        config.scopes = Some(scopes);
+    let client_secret = file.client_secret.filter(|s| !s.is_empty());
+    let scopes = file.scopes;
+    if scopes
+        .iter()
+        .flatten()
+        .any(|s| s.is_empty() || s.contains(char::is_whitespace))
+    {
+        problem("scopes: each scope is one word".into());
     }
-    config.resource = match file.resource {
+    let resource = match file.resource {
         None | Some(ResourceFile::Send(true)) => Resource::Send,
         Some(ResourceFile::Send(false)) => Resource::Omit,
         Some(ResourceFile::Override(text)) => match Url::parse(&text) {
@@ -182,14 +180,14 @@ pub(super) fn oauth(file: OAuthFile, problems: &mut Vec<Problem>) -> OAuthConfig
             }
         },
     };
-    config.callback_port = match file.callback_port {
+    let callback_port = match file.callback_port {
         Some(0) => {
             problem("callback_port: 0 is no port; leave it out to have one chosen".into());
             None
         }
         port => port,
     };
-    config.grant = match file.grant.as_deref() {
+    let grant = match file.grant.as_deref() {
         None | Some("authorization_code") => Grant::AuthorizationCode,
         Some("client_credentials") => Grant::ClientCredentials,
         Some(other) => {
@@ -199,27 +197,46 @@ pub(super) fn oauth(file: OAuthFile, problems: &mut Vec<Problem>) -> OAuthConfig
             Grant::AuthorizationCode
         }
     };
-    if config.grant == Grant::ClientCredentials
-        && !(matches!(config.client_id, Some(ClientId::Registered(_)))
-            && config.client_secret.is_some())
+    if grant == Grant::ClientCredentials
+        && !(matches!(client_id, Some(ClientId::Registered(_))) && client_secret.is_some())
     {
         problem("grant: \"client_credentials\" needs client_id and client_secret".into());
     }
-    if let Some(text) = file.resource_metadata {
-        match Url::parse(&text) {
-            Ok(url) if is_secure(&url) => config.resource_metadata = Some(url),
-            Ok(_) => problem(format!(
-                "resource_metadata: {text:?} must be https (http only on loopback)"
-            )),
-            Err(e) => problem(format!("resource_metadata: {text:?} is not a URL: {e}")),
+    let resource_metadata = file
+        .resource_metadata
+        .and_then(|text| match Url::parse(&text) {
+            Ok(url) if is_secure(&url) => Some(url),
+            Ok(_) => {
+                problem(format!(
+                    "resource_metadata: {text:?} must be https (http only on loopback)"
+                ));
+                None
+            }
+            Err(e) => {
+                problem(format!("resource_metadata: {text:?} is not a URL: {e}"));
+                None
+            }
+        });
+    let login_timeout = match file.login_timeout.as_deref().map(super::parse_duration) {
+        None => DEFAULT_LOGIN_TIMEOUT,
+        Some(Ok(d)) if !d.is_zero() => d,
+        Some(Ok(_)) => {
+            problem("login_timeout: must be more than zero".into());
+            DEFAULT_LOGIN_TIMEOUT
         }
-    }
-    if let Some(text) = file.login_timeout {
-        match super::parse_duration(&text) {
-            Ok(d) if !d.is_zero() => config.login_timeout = d,
-            Ok(_) => problem("login_timeout: must be more than zero".into()),
-            Err(e) => problem(format!("login_timeout: {e}")),
+        Some(Err(e)) => {
+            problem(format!("login_timeout: {e}"));
+            DEFAULT_LOGIN_TIMEOUT
         }
+    };
+    OAuthConfig {
+        client_id,
+        client_secret,
+        scopes,
+        resource,
+        callback_port,
+        grant,
+        resource_metadata,
+        login_timeout,
     }
-    config
 }

@@ -288,3 +288,91 @@ replica = "EU-1"
         );
     }
 }
+
+#[test]
+fn upstream_oauth_is_read_and_its_secret_never_shown() {
+    let config = load(
+        r#"
+[upstream]
+url = "https://mcp.example.com/mcp"
+[upstream.oauth]
+client_id = "registered-id"
+client_secret = "s3cret"
+scopes = ["read", "write"]
+resource = "https://mcp.example.com/"
+callback_port = 33418
+grant = "client_credentials"
+login_timeout = "90s"
+"#,
+    )
+    .expect("valid");
+    let Some(UpstreamConfig::Url(url)) = &config.upstream else {
+        panic!("a URL upstream");
+    };
+    let oauth = &url.oauth;
+    assert_eq!(
+        oauth.client_id,
+        Some(ClientId::Registered("registered-id".into()))
+    );
+    assert_eq!(
+        oauth.scopes.as_deref(),
+        Some(&["read".to_owned(), "write".to_owned()][..])
+    );
+    assert!(
+        matches!(&oauth.resource, Resource::Override(u) if u.as_str() == "https://mcp.example.com/")
+    );
+    assert_eq!(
+        (oauth.callback_port, oauth.grant),
+        (Some(33418), Grant::ClientCredentials)
+    );
+    assert_eq!(oauth.login_timeout, std::time::Duration::from_secs(90));
+    assert!(
+        !format!("{config:?}").contains("s3cret"),
+        "Debug hides the secret"
+    );
+
+    let document = load(
+        "[upstream]\nurl = \"https://mcp.example.com/mcp\"\n[upstream.oauth]\nclient_id = \"https://app.example.com/client.json\"\nresource = false\n",
+    )
+    .expect("valid");
+    let Some(UpstreamConfig::Url(url)) = &document.upstream else {
+        panic!("a URL upstream");
+    };
+    assert!(matches!(&url.oauth.client_id, Some(ClientId::Document(_))));
+    assert_eq!(url.oauth.resource, Resource::Omit);
+}
+
+#[test]
+fn upstream_oauth_mistakes_are_named() {
+    let said = problems(
+        r#"
+[upstream]
+url = "https://mcp.example.com/mcp"
+[upstream.oauth]
+scopes = ["two words"]
+resource = "https://mcp.example.com/#frag"
+callback_port = 0
+grant = "password"
+resource_metadata = "http://elsewhere.example.com/prm"
+login_timeout = "0s"
+"#,
+    )
+    .join("\n");
+    for key in [
+        "scopes",
+        "resource",
+        "callback_port",
+        "grant",
+        "resource_metadata",
+        "login_timeout",
+    ] {
+        assert!(
+            said.contains(&format!("upstream.oauth.{key}")),
+            "{key}: {said}"
+        );
+    }
+    let said = problems("[upstream]\nurl = \"https://x.example.com\"\n[upstream.oauth]\ngrant = \"client_credentials\"\n").join("\n");
+    assert!(said.contains("needs client_id and client_secret"), "{said}");
+    let said = problems("[upstream]\ncommand = \"x\"\n[upstream.oauth]\n").join("\n");
+    assert!(said.contains("oauth: only for a URL upstream"), "{said}");
+}

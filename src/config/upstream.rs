@@ -62,8 +62,9 @@ pub struct UrlConfig {
     pub ca_file: Option<PathBuf>,
     /// WebSocket only: how each message is wrapped in a frame.
     pub envelope: Envelope,
-    /// How to log in when the server asks for OAuth.
-    pub oauth: OAuthConfig,
+    /// How to log in when the server asks for OAuth (boxed: most URL
+    /// upstreams never need it).
+    pub oauth: Box<OAuthConfig>,
 }
 
 /// How a WebSocket frame holds a message.
@@ -156,7 +157,7 @@ impl UrlConfig {
             headers: Vec::new(),
             ca_file: None,
             envelope: Envelope::None,
-            oauth: OAuthConfig::default(),
+            oauth: Box::default(),
         })
     }
 
@@ -300,7 +301,7 @@ pub(super) fn upstream(file: UpstreamFile, problems: &mut Vec<Problem>) -> Optio
             }
             config.ca_file = file.ca_file.map(PathBuf::from);
             if let Some(file) = file.oauth {
-                config.oauth = oauth(file, problems);
+                config.oauth = Box::new(oauth(file, problems));
             }
             Some(UpstreamConfig::Url(config))
         }

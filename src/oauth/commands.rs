@@ -21,7 +21,7 @@ fn settings(config: &Config, server: &Url) -> (OAuthConfig, Option<std::path::Pa
         Some(UpstreamConfig::Url(url))
             if store::server_key(&url.url) == store::server_key(server) =>
         {
-            (url.oauth.clone(), url.ca_file.clone())
+            ((*url.oauth).clone(), url.ca_file.clone())
         }
         _ => (OAuthConfig::default(), None),
     }

@@ -33,3 +33,6 @@ mod tokens;
 pub(crate) use auth::Auth;
 pub(crate) use challenge::Challenge;
 pub(crate) use error::OAuthError;
+
+#[cfg(test)]
+mod tests;

@@ -40,6 +40,7 @@ class State:
     metadata_elsewhere: str | None = None  # a URL on another origin
     dead_as: bool = False  # the metadata names endpoints nobody serves
     client_secret: str | None = None  # a confidential pre-registered client
+    issuer: str | None = None  # another authorization server (its JWTs checked against its JWKS)
     lock: threading.Lock = field(default_factory=threading.Lock)
     codes: dict[str, dict[str, Any]] = field(default_factory=dict)
     access: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -91,7 +92,7 @@ class Handler(BaseHTTPRequestHandler):
         s = self.state
         path, _, query = self.path.partition("?")
         if path == "/.well-known/oauth-protected-resource/mcp":
-            self.send(200, {"resource": s.base + "/mcp", "authorization_servers": [s.base],
+            self.send(200, {"resource": s.base + "/mcp", "authorization_servers": [s.issuer or s.base],
                             "scopes_supported": ["read", "admin"]})
         elif path == "/.well-known/oauth-authorization-server":
             endpoint = "http://127.0.0.1:9" if s.dead_as else s.base
@@ -193,6 +194,8 @@ class Handler(BaseHTTPRequestHandler):
         with s.lock:
             s.mcp_auth.append(header)
             held = s.access.get((header or "")[len("Bearer "):]) if header else None
+        if s.issuer and header:
+            held = verified(s.issuer, header[len("Bearer "):])
         where = s.metadata_elsewhere or s.base + "/.well-known/oauth-protected-resource/mcp"
         if held is None or held["expires"] < time.time():
             self.send(401, {"error": "invalid_token"},
@@ -217,6 +220,19 @@ class Handler(BaseHTTPRequestHandler):
         else:
             result = {}
         self.send(200, {"jsonrpc": "2.0", "id": message["id"], "result": result})
+
+
+def verified(issuer: str, token: str) -> dict[str, Any] | None:
+    """A JWT from `issuer`, checked against its published keys: its
+    scopes and expiry, or None."""
+    import jwt
+
+    try:
+        key = jwt.PyJWKClient(issuer + "/jwks").get_signing_key_from_jwt(token)
+        claims = jwt.decode(token, key.key, algorithms=["RS256"], issuer=issuer, options={"verify_aud": False})
+    except jwt.PyJWTError:
+        return None
+    return {"scopes": str(claims.get("scope", "")).split(), "expires": claims["exp"]}
 
 
 class OAuthFixture:

@@ -260,3 +260,30 @@ def test_the_front_serves_every_session_with_one_login(env: dict[str, str], tmp_
                 assert answer["result"]["content"][0]["text"] == "read", answer
         assert len(server.state.authorize) == 1, "one identity for all sessions"
         assert "Bearer the-clients-own-token" not in server.state.mcp_auth, "a client's own token never passes"
+
+
+def test_a_third_party_authorization_server(env: dict[str, str], tmp_path: Path):
+    """oauth2-mock-server issues real RS256 tokens that the resource server
+    checks against its JWKS: a pre-registered client logs in with PKCE,
+    and a token that expires is refreshed."""
+    mock = subprocess.Popen(
+        [str(harness.NODE22), str(HERE / "mock_as.mjs")], cwd=HERE, stdout=subprocess.PIPE, text=True,
+        env={**os.environ, "TOKEN_TTL": "2"},
+    )
+    try:
+        assert mock.stdout is not None
+        issuer = mock.stdout.readline().strip()
+        assert issuer.startswith("http://"), issuer
+        with OAuthFixture(issuer=issuer) as server:
+            path = config(tmp_path, server.url, 'client_id = "mcp-chain-test"\nscopes = ["read"]')
+            proxy = Proxy(server.url, "--config", str(path))
+            proxy.initialize()
+            # A result at all means the fixture verified the JWT (it
+            # answers 401 otherwise); the text is the token's scope claim.
+            assert text(proxy.call(1, "whoami")) == text(proxy.call(2, "whoami")) != ""
+            log = proxy.close()
+            assert "the access token was refreshed" in log
+            assert all(h and h.startswith("Bearer ey") for h in server.state.mcp_auth[1:]), "JWTs"
+    finally:
+        mock.terminate()
+        mock.wait(10)

@@ -230,7 +230,7 @@ fn signed(tool: &str, arguments: &Value, approved: bool, expiry: u64, server: &s
 }
 
 fn hex(text: &str) -> Option<Vec<u8>> {
-    if text.len() % 2 != 0 {
+    if !text.len().is_multiple_of(2) {
         return None;
     }
     (0..text.len())

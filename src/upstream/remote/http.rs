@@ -352,7 +352,9 @@ impl Failure {
                 .iter()
                 .filter_map(|v| v.to_str().ok()),
         );
-        let wants_scope = challenge.as_ref().is_some_and(Challenge::insufficient_scope);
+        let wants_scope = challenge
+            .as_ref()
+            .is_some_and(Challenge::insufficient_scope);
         let (reason, what) = match status {
             StatusCode::UNAUTHORIZED if http.auth.is_some() => (
                 "unauthorized",
@@ -363,7 +365,10 @@ impl Failure {
                 "refused the configured Authorization header".to_owned(),
             ),
             StatusCode::FORBIDDEN if wants_scope && http.auth.is_some() => {
-                let scope = challenge.as_ref().and_then(|c| c.scope.as_deref()).unwrap_or("");
+                let scope = challenge
+                    .as_ref()
+                    .and_then(|c| c.scope.as_deref())
+                    .unwrap_or("");
                 let scope = mcp_chain_middleware::shown::shown(scope, 200);
                 (
                     "insufficient_scope",
