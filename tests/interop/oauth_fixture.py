@@ -21,6 +21,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import queue
 import secrets
 import threading
 import time
@@ -50,6 +51,7 @@ class State:
     token_auth: list[str | None] = field(default_factory=list)
     registered: list[dict[str, Any]] = field(default_factory=list)
     mcp_auth: list[str | None] = field(default_factory=list)
+    streams: dict[str, "queue.Queue[dict[str, Any]]"] = field(default_factory=dict)
 
     def issue(self, scopes: list[str]) -> dict[str, Any]:
         access = "at-" + secrets.token_urlsafe(16)
@@ -91,8 +93,8 @@ class Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:  # noqa: N802 (http.server's names)
         s = self.state
         path, _, query = self.path.partition("?")
-        if path == "/.well-known/oauth-protected-resource/mcp":
-            self.send(200, {"resource": s.base + "/mcp", "authorization_servers": [s.issuer or s.base],
+        if path in ("/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource/sse"):
+            self.send(200, {"resource": s.base + "/" + path.rsplit("/", 1)[1], "authorization_servers": [s.issuer or s.base],
                             "scopes_supported": ["read", "admin"]})
         elif path == "/.well-known/oauth-authorization-server":
             endpoint = "http://127.0.0.1:9" if s.dead_as else s.base
@@ -108,6 +110,11 @@ class Handler(BaseHTTPRequestHandler):
             })
         elif path == "/authorize":
             self.authorize(dict(urllib.parse.parse_qsl(query)))
+        elif path == "/check":
+            # For the WebSocket server of ws_oauth.cjs: is this bearer good?
+            self.send(200 if self.held() else 401, {})
+        elif path == "/sse":
+            self.legacy_stream()
         else:
             self.send(404, {"error": "not found"})
 
@@ -145,6 +152,8 @@ class Handler(BaseHTTPRequestHandler):
                             "token_endpoint_auth_method": "none", **request})
         elif self.path == "/mcp":
             self.mcp(json.loads(self.body()))
+        elif self.path.startswith("/messages?s="):
+            self.legacy_post(self.path.split("=", 1)[1], json.loads(self.body()))
         else:
             self.send(404, {"error": "not found"})
 
@@ -188,7 +197,8 @@ class Handler(BaseHTTPRequestHandler):
             else:
                 self.send(400, {"error": "unsupported_grant_type"})
 
-    def mcp(self, message: dict[str, Any]) -> None:
+    def held(self) -> dict[str, Any] | None:
+        """What the request's bearer token holds, if it is good."""
         s = self.state
         header = self.headers.get("Authorization")
         with s.lock:
@@ -196,30 +206,69 @@ class Handler(BaseHTTPRequestHandler):
             held = s.access.get((header or "")[len("Bearer "):]) if header else None
         if s.issuer and header:
             held = verified(s.issuer, header[len("Bearer "):])
-        where = s.metadata_elsewhere or s.base + "/.well-known/oauth-protected-resource/mcp"
-        if held is None or held["expires"] < time.time():
-            self.send(401, {"error": "invalid_token"},
-                      {"WWW-Authenticate": f'Bearer resource_metadata="{where}", scope="read"'})
-            return
+        return held if held is not None and held["expires"] >= time.time() else None
+
+    def unauthorized(self, endpoint: str = "mcp") -> None:
+        where = self.state.metadata_elsewhere or f"{self.state.base}/.well-known/oauth-protected-resource/{endpoint}"
+        self.send(401, {"error": "invalid_token"},
+                  {"WWW-Authenticate": f'Bearer resource_metadata="{where}", scope="read"'})
+
+    def legacy_stream(self) -> None:
+        """A 2024-11-05 server's event stream, behind the same bearer."""
+        if self.held() is None:
+            return self.unauthorized("sse")
+        sid = secrets.token_hex(4)
+        stream: queue.Queue[dict[str, Any]] = queue.Queue()
+        self.state.streams[sid] = stream
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.end_headers()
+        self.wfile.write(f"event: endpoint\ndata: /messages?s={sid}\n\n".encode())
+        self.wfile.flush()
+        while True:
+            message = stream.get()
+            try:
+                self.wfile.write(f"event: message\ndata: {json.dumps(message)}\n\n".encode())
+                self.wfile.flush()
+            except OSError:
+                return
+
+    def legacy_post(self, sid: str, message: dict[str, Any]) -> None:
+        held = self.held()
+        if held is None:
+            return self.unauthorized("sse")
+        self.send(202)
+        if "id" in message:
+            self.state.streams[sid].put({"jsonrpc": "2.0", "id": message["id"], "result": answer(message, held)})
+
+    def mcp(self, message: dict[str, Any]) -> None:
+        held = self.held()
+        where = self.state.metadata_elsewhere or self.state.base + "/.well-known/oauth-protected-resource/mcp"
+        if held is None:
+            return self.unauthorized()
         if "id" not in message:
             self.send(202)
             return
         method = message.get("method")
-        if method == "initialize":
-            result: Any = {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
-                           "serverInfo": {"name": "oauth-fixture", "version": "1"}}
-        elif method == "tools/list":
-            result = {"tools": [{"name": "whoami", "inputSchema": {"type": "object"}},
-                                {"name": "admin", "inputSchema": {"type": "object"}}]}
-        elif method == "tools/call" and message["params"]["name"] == "admin" and "admin" not in held["scopes"]:
+        if method == "tools/call" and message["params"]["name"] == "admin" and "admin" not in held["scopes"]:
             self.send(403, {"error": "insufficient_scope"},
                       {"WWW-Authenticate": f'Bearer error="insufficient_scope", scope="read admin", resource_metadata="{where}"'})
             return
-        elif method == "tools/call":
-            result = {"content": [{"type": "text", "text": " ".join(held["scopes"])}]}
-        else:
-            result = {}
-        self.send(200, {"jsonrpc": "2.0", "id": message["id"], "result": result})
+        self.send(200, {"jsonrpc": "2.0", "id": message["id"], "result": answer(message, held)})
+
+
+def answer(message: dict[str, Any], held: dict[str, Any]) -> Any:
+    """The result of one request, for a caller holding `held`."""
+    method = message.get("method")
+    if method == "initialize":
+        return {"protocolVersion": message["params"].get("protocolVersion", "2025-11-25"),
+                "capabilities": {"tools": {}}, "serverInfo": {"name": "oauth-fixture", "version": "1"}}
+    if method == "tools/list":
+        return {"tools": [{"name": "whoami", "inputSchema": {"type": "object"}},
+                          {"name": "admin", "inputSchema": {"type": "object"}}]}
+    if method == "tools/call":
+        return {"content": [{"type": "text", "text": " ".join(held["scopes"])}]}
+    return {}
 
 
 def verified(issuer: str, token: str) -> dict[str, Any] | None:

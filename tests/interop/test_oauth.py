@@ -287,3 +287,35 @@ def test_a_third_party_authorization_server(env: dict[str, str], tmp_path: Path)
     finally:
         mock.terminate()
         mock.wait(10)
+
+
+def test_legacy_sse_logs_in_too(env: dict[str, str], tmp_path: Path):
+    with OAuthFixture() as server:
+        sse = server.state.base + "/sse"
+        path = tmp_path / "c.toml"
+        path.write_text(f'[upstream]\nurl = "{sse}"\ntransport = "sse"\n')
+        proxy = Proxy(sse, "--config", str(path))
+        proxy.initialize()
+        assert text(proxy.call(1, "whoami")) == "read"
+        proxy.close()
+        assert len(server.state.authorize) == 1
+        stream_and_posts = [h for h in server.state.mcp_auth if h]
+        assert len(stream_and_posts) >= 3, "the stream and each message carried the token"
+
+
+def test_websocket_sends_the_token_on_the_upgrade(env: dict[str, str], tmp_path: Path):
+    port = harness.free_port()
+    with OAuthFixture() as server:
+        ws = subprocess.Popen([str(harness.NODE22), str(HERE / "ws_oauth.cjs"), str(port), server.state.base],
+                              cwd=HERE, stderr=subprocess.PIPE, text=True)
+        try:
+            assert ws.stderr is not None and "listening" in ws.stderr.readline()
+            url = f"ws://127.0.0.1:{port}/mcp"
+            proxy = Proxy(url, "--config", str(config(tmp_path, url)))
+            proxy.initialize()
+            assert text(proxy.call(1, "whoami")) == "over websocket"
+            proxy.close()
+            assert len(server.state.authorize) == 1
+        finally:
+            ws.terminate()
+            ws.wait(10)
