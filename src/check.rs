@@ -55,6 +55,7 @@ pub(crate) fn run(config: &Config, upstream: &Result<UpstreamConfig, ArgError>) 
             if let Some(ca) = &u.ca_file {
                 let _ = writeln!(report, "  ca_file: {}", ca.display());
             }
+            oauth(&mut report, u);
         }
         Err(ArgError::NoServer) => {
             report += "upstream: none (give one after `--` when running)\n";
@@ -113,4 +114,39 @@ pub(crate) fn run(config: &Config, upstream: &Result<UpstreamConfig, ArgError>) 
         return ExitCode::FAILURE;
     }
     ExitCode::SUCCESS
+}
+
+/// How mcp-chain would log in to a URL upstream (never the secret).
+fn oauth(report: &mut String, u: &crate::config::UrlConfig) {
+    use crate::config::{ClientId, Grant, Resource};
+    if u.headers.iter().any(|(n, _)| n == "authorization") {
+        report.push_str("  oauth: off (the headers give an Authorization)\n");
+        return;
+    }
+    let o = &u.oauth;
+    let grant = match o.grant {
+        Grant::AuthorizationCode => "authorization_code (the browser, once; then refresh)",
+        Grant::ClientCredentials => "client_credentials",
+    };
+    let _ = writeln!(report, "  oauth: when the server asks; grant {grant}");
+    let client = match &o.client_id {
+        Some(ClientId::Registered(id)) => format!("{id} (pre-registered)"),
+        Some(ClientId::Document(url)) => format!("{url} (Client ID Metadata Document)"),
+        None => "registered dynamically".to_owned(),
+    };
+    let secret = if o.client_secret.is_some() { ", with a secret (not shown)" } else { "" };
+    let _ = writeln!(report, "    client: {client}{secret}");
+    if let Some(scopes) = &o.scopes {
+        let _ = writeln!(report, "    scopes: {}", scopes.join(" "));
+    }
+    match &o.resource {
+        Resource::Send => {}
+        Resource::Omit => report.push_str("    resource: not sent\n"),
+        Resource::Override(url) => {
+            let _ = writeln!(report, "    resource: {url}");
+        }
+    }
+    if let Some(port) = o.callback_port {
+        let _ = writeln!(report, "    callback: http://127.0.0.1:{port}/callback");
+    }
 }
