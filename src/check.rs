@@ -134,7 +134,11 @@ fn oauth(report: &mut String, u: &crate::config::UrlConfig) {
         Some(ClientId::Document(url)) => format!("{url} (Client ID Metadata Document)"),
         None => "registered dynamically".to_owned(),
     };
-    let secret = if o.client_secret.is_some() { ", with a secret (not shown)" } else { "" };
+    let secret = if o.client_secret.is_some() {
+        ", with a secret (not shown)"
+    } else {
+        ""
+    };
     let _ = writeln!(report, "    client: {client}{secret}");
     if let Some(scopes) = &o.scopes {
         let _ = writeln!(report, "    scopes: {}", scopes.join(" "));

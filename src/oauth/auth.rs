@@ -28,6 +28,11 @@ use url::Url;
 /// A token this close to its expiry is refreshed before it is used.
 const REFRESH_AHEAD: Duration = Duration::from_secs(60);
 
+/// After a login fails, requests refused within this long get its error
+/// rather than a login of their own (one browser tab per failure, not one
+/// per request that was waiting for it).
+const QUIET_AFTER_FAILURE: Duration = Duration::from_secs(30);
+
 /// Step-ups allowed in one run before the server's requests for more
 /// scope are refused (a server that never says yes must not loop).
 pub(crate) const MAX_STEP_UPS: u32 = 3;
@@ -42,6 +47,8 @@ pub(crate) struct Auth {
     /// Held while a refresh or a login runs.
     renewing: tokio::sync::Mutex<()>,
     step_ups: AtomicU32,
+    /// When the last login failed, and why.
+    failed: Mutex<Option<(tokio::time::Instant, String)>>,
 }
 
 #[derive(Default)]
@@ -97,6 +104,7 @@ impl Auth {
             held: Mutex::new(Held::of(entry)),
             renewing: tokio::sync::Mutex::new(()),
             step_ups: AtomicU32::new(0),
+            failed: Mutex::new(None),
         })
     }
 
@@ -164,7 +172,21 @@ impl Auth {
         } else if sent.is_some() && self.refresh().await.is_ok() {
             return Ok(());
         }
-        self.login(challenge, step_up).await
+        let failed = self
+            .failed
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        if let Some((_, why)) = failed.filter(|(at, _)| at.elapsed() < QUIET_AFTER_FAILURE) {
+            return Err(OAuthError::FailedJustNow { why });
+        }
+        let done = self.login(challenge, step_up).await;
+        if let Err(e) = &done {
+            let now = tokio::time::Instant::now();
+            *self.failed.lock().unwrap_or_else(PoisonError::into_inner) =
+                Some((now, e.to_string()));
+        }
+        done
     }
 
     /// Takes the tokens another process stored meanwhile, when they are

@@ -55,6 +55,9 @@ pub(crate) enum OAuthError {
         program: String,
         why: std::io::Error,
     },
+    /// A login failed moments ago; this request is not a new one.
+    #[error("{why}; a login failed moments ago")]
+    FailedJustNow { why: String },
     #[error("the server asked for more scope {0} times; giving up")]
     StepUpLimit(u32),
     #[error(transparent)]

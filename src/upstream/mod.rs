@@ -102,10 +102,6 @@ pub(crate) enum StartError {
     #[cfg(feature = "remote")]
     #[error("upstream.ca_file {path}: {why}")]
     CaFile { path: String, why: String },
-    /// The OAuth client cannot be set up (its token file, its TLS).
-    #[cfg(feature = "remote")]
-    #[error("cannot set up OAuth for the server: {0}")]
-    OAuth(String),
     /// The HTTP or TLS client cannot be set up.
     #[cfg(feature = "remote")]
     #[error("cannot set up {what}: {why}")]

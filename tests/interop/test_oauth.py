@@ -166,15 +166,23 @@ def test_an_authorization_server_that_is_down_is_an_error_not_a_hang(env: dict[s
         assert error["data"]["reason"] == "login_needed" and "mcp-chain login" in error["message"], error
 
 
-def test_a_login_nobody_finishes_is_bounded(env: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setenv("MCP_CHAIN_OPEN_URL", f"{sys.executable} -c pass")
+def test_a_login_nobody_finishes_is_bounded_and_opens_one_page(
+    env: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    opened = tmp_path / "opened.txt"
+    hook = tmp_path / "ignore.py"
+    hook.write_text(f"import sys\nopen({str(opened)!r}, 'a').write(sys.argv[-1] + '\\n')\n")
+    monkeypatch.setenv("MCP_CHAIN_OPEN_URL", f"{sys.executable} {hook}")
     with OAuthFixture() as server:
         path = config(tmp_path, server.url)
         path.write_text(path.read_text().replace('"15s"', '"2s"'))
         proxy = Proxy(server.url, "--config", str(path))
-        error = proxy.initialize()["error"]
+        for rid in (1, 2, 3):
+            proxy.send({"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": {"name": "whoami", "arguments": {}}})
+        errors = [proxy.answer(rid)["error"] for rid in (1, 2, 3)]
         proxy.close()
-    assert "no login within" in error["message"], error
+    assert all("no login within" in e["message"] for e in errors), errors
+    assert len(opened.read_text().splitlines()) == 1, "the requests that waited did not each open a page"
 
 
 def test_two_processes_share_one_login(env: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch):

@@ -87,10 +87,15 @@ impl Http {
         let headers: HeaderMap = config.headers.iter().cloned().collect();
         let auth = match headers.contains_key(AUTHORIZATION) {
             true => None,
-            false => Some(
-                Auth::shared(&config.url, &config.oauth, config.ca_file.as_deref())
-                    .map_err(|e| StartError::OAuth(e.to_string()))?,
-            ),
+            // Without a state directory there is nowhere to keep tokens:
+            // the server is reached without OAuth, and a 401 says so.
+            false => match Auth::shared(&config.url, &config.oauth, config.ca_file.as_deref()) {
+                Ok(auth) => Some(auth),
+                Err(e) => {
+                    tracing::warn!(error = %e, "OAuth is not available for this server");
+                    None
+                }
+            },
         };
         Ok(Self {
             client,
