@@ -16,6 +16,18 @@ pub struct SessionInfo {
     /// Which configured token let it in: its name, or its position from 1.
     /// Never the token itself.
     pub token: Option<String>,
+    /// Who opened it, when an OAuth access token let it in (the front as
+    /// a resource server). Never the token itself.
+    pub principal: Option<Principal>,
+}
+
+/// The caller an access token names, as the layers see it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Principal {
+    pub subject: String,
+    pub client_id: Option<String>,
+    pub issuer: String,
+    pub scopes: Vec<String>,
 }
 
 impl fmt::Display for SessionInfo {

@@ -5,6 +5,7 @@
 //! names, a cap on sessions; off loopback a bearer token is required
 //! unless the operator says otherwise on the command line.
 
+use super::front_oauth::{front_oauth, FrontOAuth, Network};
 use super::validate::{parse_duration, Problem};
 use serde::Deserialize;
 use std::fmt;
@@ -29,6 +30,10 @@ pub(crate) struct FrontFile {
     init_timeout: Option<String>,
     body_timeout: Option<String>,
     replica: Option<String>,
+    public_url: Option<String>,
+    #[serde(default)]
+    trusted_proxies: Vec<String>,
+    oauth: Option<super::front_oauth::FrontOAuthFile>,
 }
 
 /// One `tokens` entry: the token, or a table naming it for the audit.
@@ -76,6 +81,12 @@ pub struct FrontConfig {
     /// balancer in front of several can send a session's requests to the
     /// replica that holds it.
     pub replica: Option<String>,
+    /// The endpoint's URL as clients use it (the resource's identifier).
+    pub public_url: Option<url::Url>,
+    /// Reverse proxies whose `X-Forwarded-Proto`/`-Host` are believed.
+    pub trusted_proxies: Vec<Network>,
+    /// The front as an OAuth resource server.
+    pub oauth: Option<Box<FrontOAuth>>,
 }
 
 pub(crate) const DEFAULT_PATH: &str = "/mcp";
@@ -100,6 +111,9 @@ impl Default for FrontConfig {
             init_timeout: DEFAULT_INIT_TIMEOUT,
             body_timeout: DEFAULT_BODY_TIMEOUT,
             replica: None,
+            public_url: None,
+            trusted_proxies: Vec::new(),
+            oauth: None,
         }
     }
 }
@@ -118,6 +132,12 @@ impl fmt::Debug for FrontConfig {
             .field("init_timeout", &self.init_timeout)
             .field("body_timeout", &self.body_timeout)
             .field("replica", &self.replica)
+            .field(
+                "public_url",
+                &self.public_url.as_ref().map(url::Url::as_str),
+            )
+            .field("trusted_proxies", &self.trusted_proxies)
+            .field("oauth", &self.oauth)
             .finish()
     }
 }
@@ -203,5 +223,26 @@ pub(super) fn front(file: FrontFile, problems: &mut Vec<Problem>) -> FrontConfig
     duration("session_idle", file.session_idle, &mut front.session_idle);
     duration("init_timeout", file.init_timeout, &mut front.init_timeout);
     duration("body_timeout", file.body_timeout, &mut front.body_timeout);
+    if let Some(text) = file.public_url {
+        match url::Url::parse(&text) {
+            Ok(url) if matches!(url.scheme(), "http" | "https") && url.fragment().is_none() => {
+                front.public_url = Some(url);
+            }
+            _ => problem(format!(
+                "public_url: {text:?} must be the endpoint's http(s) URL, as clients use it"
+            )),
+        }
+    }
+    for proxy in &file.trusted_proxies {
+        match Network::parse(proxy) {
+            Some(network) => front.trusted_proxies.push(network),
+            None => problem(format!(
+                "trusted_proxies: {proxy:?} is not an address or a network (10.0.0.0/8)"
+            )),
+        }
+    }
+    if let Some(oauth) = file.oauth {
+        front.oauth = front_oauth(oauth, front.public_url.as_ref(), problems).map(Box::new);
+    }
     front
 }

@@ -6,6 +6,7 @@ mod error;
 mod expand;
 mod file;
 mod front;
+mod front_oauth;
 mod oauth;
 mod place;
 mod upstream;
@@ -13,6 +14,7 @@ mod validate;
 
 pub use error::ConfigError;
 pub use front::{parse_listen, BadListen, FrontConfig, Token};
+pub use front_oauth::{FrontOAuth, Introspection, Network};
 pub use oauth::{is_secure, ClientId, Grant, OAuthConfig, Resource};
 pub use upstream::{
     is_url, BadUrlUpstream, CommandConfig, Envelope, RestartPolicy, Transport, UpstreamConfig,

@@ -17,7 +17,8 @@
 
 use super::error::FrontError;
 use super::handler;
-use super::reply::Answer;
+use super::reply::{self, Answer};
+use super::resource::{metadata, Principal, Rejection};
 use super::session::Caller;
 use super::Front;
 use crate::mcp_http::{self, PROTOCOL_VERSION};
@@ -47,16 +48,24 @@ pub(super) fn stack(
        + 'static {
     let routes = front.clone();
     let router = tower::service_fn(move |admitted| route(routes.clone(), admitted));
+    let authenticated = Authenticated {
+        front: front.clone(),
+        inner: router,
+    };
     KnownPaths {
         front: front.clone(),
-        inner: GuardLayer::new(front.clone(), peer).layer(router),
+        peer,
+        inner: GuardLayer::new(front.clone(), peer).layer(authenticated),
     }
 }
 
-/// 404 for a path that is no route; the rest to `inner`.
+/// 404 for a path that is no route; the protected resource metadata
+/// (public, before any check) when the front is a resource server; the
+/// rest to `inner`.
 #[derive(Clone)]
 pub(super) struct KnownPaths<S> {
     front: Arc<Front>,
+    peer: SocketAddr,
     inner: S,
 }
 
@@ -77,10 +86,26 @@ where
         let settings = &self.front.settings;
         let legacy = settings.legacy_sse && (path == "/sse" || path == "/messages");
         if path == settings.path || legacy {
-            Either::Right(self.inner.call(request))
-        } else {
-            Either::Left(ready(Ok(FrontError::NoEndpoint.into_answer())))
+            return Either::Right(self.inner.call(request));
         }
+        let answer = match &self.front.resource {
+            Some(resource) if is_metadata_path(path, &settings.path) => {
+                if request.method() == Method::GET {
+                    let public = metadata::public_url(
+                        settings,
+                        self.front.listen,
+                        self.peer,
+                        request.headers(),
+                    );
+                    let doc = metadata::document(&public, resource.config());
+                    reply::json(hyper::StatusCode::OK, bytes::Bytes::from(doc.to_string()))
+                } else {
+                    FrontError::MethodNotAllowed.into_answer()
+                }
+            }
+            _ => FrontError::NoEndpoint.into_answer(),
+        };
+        Either::Left(ready(Ok(answer)))
     }
 }
 
@@ -127,6 +152,7 @@ impl<S> Guarded<S> {
         let caller = Caller {
             peer: self.guard.peer,
             token,
+            principal: None,
         };
         let request = Request::from_parts(head, body);
         Ok(Admitted { caller, request })
@@ -150,6 +176,106 @@ where
             Ok(admitted) => Either::Right(self.inner.call(admitted)),
             Err(refused) => Either::Left(ready(Ok(refused.into_answer()))),
         }
+    }
+}
+
+fn is_metadata_path(path: &str, endpoint: &str) -> bool {
+    path.strip_prefix(metadata::WELL_KNOWN)
+        .is_some_and(|rest| rest.is_empty() || rest == endpoint)
+}
+
+/// The OAuth resource server (see `resource`): a request that no static
+/// token let in must carry an access token for this server; its
+/// principal joins the [`Caller`].
+#[derive(Clone)]
+pub(super) struct Authenticated<S> {
+    front: Arc<Front>,
+    inner: S,
+}
+
+type Boxed =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<Answer, Infallible>> + Send>>;
+
+impl<S> Service<Admitted> for Authenticated<S>
+where
+    S: Service<Admitted, Response = Answer, Error = Infallible> + Clone + Send + 'static,
+    S::Future: Send,
+{
+    type Response = Answer;
+    type Error = Infallible;
+    type Future = Either<S::Future, Boxed>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, mut admitted: Admitted) -> Self::Future {
+        if self.front.resource.is_none() || admitted.caller.token.is_some() {
+            return Either::Left(self.inner.call(admitted));
+        }
+        // The ready service goes with the request; a clone stays here.
+        let clone = self.inner.clone();
+        let mut inner = std::mem::replace(&mut self.inner, clone);
+        let front = self.front.clone();
+        Either::Right(Box::pin(async move {
+            match authenticate(&front, &admitted).await {
+                Ok(principal) => {
+                    admitted.caller.principal = Some(Arc::new(principal));
+                    inner.call(admitted).await
+                }
+                Err(refused) => Ok(refused.into_answer()),
+            }
+        }))
+    }
+}
+
+/// The principal of an admitted request's access token, or why not.
+async fn authenticate(front: &Front, admitted: &Admitted) -> Result<Principal, FrontError> {
+    let Some(resource) = &front.resource else {
+        return Err(FrontError::Unauthorized);
+    };
+    let request = &admitted.request;
+    let in_query = request.uri().query().is_some_and(|q| {
+        url::form_urlencoded::parse(q.as_bytes()).any(|(name, _)| name == "access_token")
+    });
+    if in_query {
+        return Err(FrontError::TokenInQuery);
+    }
+    let config = resource.config();
+    let public = metadata::public_url(
+        &front.settings,
+        front.listen,
+        admitted.caller.peer,
+        request.headers(),
+    );
+    let bearer = request
+        .headers()
+        .get(hyper::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split_once(' '))
+        .filter(|(scheme, token)| scheme.eq_ignore_ascii_case("bearer") && !token.trim().is_empty())
+        .map(|(_, token)| token.trim());
+    let refused = |why: &'static str, error: Option<(&str, &str)>| FrontError::TokenRefused {
+        why,
+        challenge: metadata::challenge(&public, &config.required_scopes, error),
+    };
+    let Some(token) = bearer else {
+        return Err(refused("an access token is required", None));
+    };
+    match resource.check(token).await {
+        Ok(principal) => Ok(principal),
+        Err(Rejection::Invalid(why)) => Err(refused(why, Some(("invalid_token", why)))),
+        Err(Rejection::InsufficientScope) => Err(FrontError::InsufficientScope {
+            challenge: metadata::challenge(
+                &public,
+                &config.required_scopes,
+                Some((
+                    "insufficient_scope",
+                    "the token lacks a scope this server needs",
+                )),
+            ),
+        }),
+        Err(Rejection::Unavailable(why)) => Err(FrontError::AuthUnavailable(why)),
     }
 }
 

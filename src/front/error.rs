@@ -17,6 +17,23 @@ pub(super) enum FrontError {
     NoEndpoint,
     #[error("a bearer token is required")]
     Unauthorized,
+    /// OAuth: no token, or not one for this server; the challenge names
+    /// the resource metadata (and why, for a bad token).
+    #[error("{why}")]
+    TokenRefused {
+        why: &'static str,
+        challenge: HeaderValue,
+    },
+    /// OAuth: a good token without the scopes needed.
+    #[error("the token lacks the scope this server needs")]
+    InsufficientScope { challenge: HeaderValue },
+    #[error(
+        "access tokens are not accepted in the query string; send them in the Authorization header"
+    )]
+    TokenInQuery,
+    /// OAuth: the issuer's keys or its introspection cannot be had now.
+    #[error("{0}")]
+    AuthUnavailable(&'static str),
     /// A `Host` or `Origin` that is not allowed.
     #[error("{0}")]
     Forbidden(&'static str),
@@ -91,7 +108,10 @@ impl FrontError {
                 StatusCode::NOT_FOUND
             }
             Self::SessionEnded => StatusCode::NOT_FOUND,
-            Self::Unauthorized => StatusCode::UNAUTHORIZED,
+            Self::Unauthorized | Self::TokenRefused { .. } => StatusCode::UNAUTHORIZED,
+            Self::InsufficientScope { .. } => StatusCode::FORBIDDEN,
+            Self::TokenInQuery => StatusCode::BAD_REQUEST,
+            Self::AuthUnavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             Self::Forbidden(_) => StatusCode::FORBIDDEN,
             Self::NotAcceptable(_) => StatusCode::NOT_ACCEPTABLE,
             Self::NeedsSession | Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
@@ -141,6 +161,10 @@ impl FrontError {
         let value = HeaderValue::from_static;
         match self {
             Self::Unauthorized => Some((WWW_AUTHENTICATE, value("Bearer"))),
+            Self::TokenRefused { challenge, .. } | Self::InsufficientScope { challenge } => {
+                Some((WWW_AUTHENTICATE, challenge.clone()))
+            }
+            Self::AuthUnavailable(_) => Some((RETRY_AFTER, value("5"))),
             Self::NeedsSession => Some((ALLOW, value("POST"))),
             Self::MethodNotAllowed => Some((ALLOW, value("POST, GET, DELETE"))),
             Self::TooManySessions | Self::OverBudget(_) => Some((RETRY_AFTER, value("5"))),

@@ -20,6 +20,7 @@ mod guard;
 mod handler;
 mod intake;
 mod reply;
+mod resource;
 mod router;
 mod routes;
 mod session;
@@ -59,6 +60,10 @@ pub(crate) struct Front {
     /// The process's budget of big messages in flight: request bodies and
     /// every session's servers share it.
     budget: Arc<Budget>,
+    /// The address listened on.
+    listen: SocketAddr,
+    /// The OAuth resource server, with `[front.oauth]`.
+    resource: Option<resource::ResourceServer>,
 }
 
 impl Front {
@@ -76,6 +81,8 @@ impl Front {
 pub(crate) enum StartError {
     #[error("{0} is not a loopback address: anyone who can reach it could use the server. Set front.tokens (a bearer token each client must send), listen on 127.0.0.1, or pass --allow-unauthenticated")]
     Exposed(SocketAddr),
+    #[error("front.oauth: {0}")]
+    OAuth(String),
     #[error("cannot listen on {listen}: {source}")]
     Listen {
         listen: SocketAddr,
@@ -90,7 +97,8 @@ pub(crate) fn check_exposure(
     listen: SocketAddr,
     allow_unauthenticated: bool,
 ) -> Result<(), StartError> {
-    if listen.ip().is_loopback() || !front.tokens.is_empty() || allow_unauthenticated {
+    let authenticated = !front.tokens.is_empty() || front.oauth.is_some();
+    if listen.ip().is_loopback() || authenticated || allow_unauthenticated {
         return Ok(());
     }
     Err(StartError::Exposed(listen))
@@ -109,6 +117,12 @@ pub(crate) async fn run(
     let bound = listener.local_addr().map_err(failed)?;
     let settings = config.front.clone();
     let budget = Budget::new(config.max_bytes_in_flight);
+    let resource = match settings.oauth.as_deref() {
+        Some(oauth) => {
+            Some(resource::ResourceServer::new(oauth.clone()).map_err(StartError::OAuth)?)
+        }
+        None => None,
+    };
     let front = Arc::new(Front {
         guard: Guard::new(&settings, bound),
         config: Arc::new(config),
@@ -117,6 +131,8 @@ pub(crate) async fn run(
         sessions: Sessions::default(),
         pool: stateless::Pool::default(),
         budget,
+        listen: bound,
+        resource,
     });
     let path = &front.settings.path;
     let legacy = if front.settings.legacy_sse {

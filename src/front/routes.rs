@@ -89,8 +89,15 @@ pub(super) struct Restore {
     pub(super) owner: Owner,
 }
 
-/// Who a renamed request belongs to: the token that let its caller in.
-pub(super) type Owner = Option<usize>;
+/// Who a session or a renamed request belongs to: the principal an OAuth
+/// token names (whichever of its tokens it presents), else the static
+/// token that let its caller in, else anyone (no authentication).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Owner {
+    Anyone,
+    Token(usize),
+    Principal(String),
+}
 
 /// What a POST registers before its messages go to the session.
 pub(super) struct Waiting {
@@ -245,11 +252,11 @@ impl Routes {
 
     /// The POST and the front's id of the request `owner` sent as `id`
     /// and still waits for, when it is the one such.
-    pub(super) fn renamed(&self, owner: Owner, id: &RequestId) -> Option<(u64, RequestId)> {
+    pub(super) fn renamed(&self, owner: &Owner, id: &RequestId) -> Option<(u64, RequestId)> {
         let mut mine = self.posts.iter().filter(|(_, post)| {
             post.restore
                 .as_ref()
-                .is_some_and(|r| r.owner == owner && r.id == *id)
+                .is_some_and(|r| r.owner == *owner && r.id == *id)
         });
         let (n, post) = mine.next()?;
         let ours = post.waiting.first().cloned()?;

@@ -8,6 +8,7 @@
 //! serves one client; its own connection to a URL) and its own instance
 //! of the chain.
 
+use super::resource::Principal;
 use super::routes::{self, Owner, Routes};
 use super::Front;
 use crate::peer::{Peer, Read};
@@ -36,12 +37,24 @@ pub(super) enum Kind {
     Shared,
 }
 
-/// Who sent a request: its address, and the token that let it in (an index
-/// into `[front] tokens`).
-#[derive(Debug, Clone, Copy)]
+/// Who sent a request: its address, and what let it in: a static token
+/// (an index into `[front] tokens`), or an OAuth access token's principal.
+#[derive(Debug, Clone)]
 pub(super) struct Caller {
     pub(super) peer: SocketAddr,
     pub(super) token: Option<usize>,
+    pub(super) principal: Option<Arc<Principal>>,
+}
+
+impl Caller {
+    /// What the caller's sessions and requests belong to.
+    pub(super) fn owner(&self) -> Owner {
+        match (&self.principal, self.token) {
+            (Some(principal), _) => Owner::Principal(principal.owner_key()),
+            (None, Some(n)) => Owner::Token(n),
+            (None, None) => Owner::Anyone,
+        }
+    }
 }
 
 pub(super) struct Session {
@@ -78,7 +91,7 @@ impl Session {
             stop,
             legacy,
             shared,
-            owner: caller.token,
+            owner: caller.owner(),
             created: Instant::now(),
             last_seen: Mutex::new(Instant::now()),
             initialized: AtomicBool::new(false),
@@ -103,6 +116,14 @@ impl Session {
                 .token
                 .filter(|_| !shared)
                 .map(|n| front.settings.tokens[n].name.clone()),
+            principal: caller.principal.as_deref().filter(|_| !shared).map(|p| {
+                mcp_chain_middleware::session::Principal {
+                    subject: p.subject.clone(),
+                    client_id: p.client_id.clone(),
+                    issuer: p.issuer.clone(),
+                    scopes: p.scopes.clone(),
+                }
+            }),
         };
         tracing::info!(session = %short(&id), client = %info.client, token = info.token.as_deref(), ?kind, "session started");
         let layers = front.layers_for_session(&info);
@@ -137,7 +158,7 @@ impl Session {
 
     /// Whether `caller` may use this session: the one that opened it.
     pub(super) fn belongs_to(&self, caller: &Caller) -> bool {
-        self.owner == caller.token
+        self.owner == caller.owner()
     }
 
     pub(super) fn touch(&self) {

@@ -81,7 +81,7 @@ impl Pool {
     /// serving it. `None` when the caller has no such request in flight
     /// (or two, under the same id): a client cannot name, and so cannot
     /// cancel, another client's request, whatever id it writes.
-    fn cancellation(&self, owner: Owner, message: &mut Message) -> Option<Arc<Session>> {
+    fn cancellation(&self, owner: &Owner, message: &mut Message) -> Option<Arc<Session>> {
         let named = message.params()?.member("requestId").ok()??;
         let named = RequestId::from_value(&named)?;
         let sessions = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
@@ -142,7 +142,7 @@ pub(super) async fn post(
     if message.method() == Some(method::NOTIFICATION_CANCELLED) {
         // Only the caller's own request, renamed; else nothing is sent,
         // and the answer does not say whether such a request exists.
-        if let Some(session) = front.pool.cancellation(caller.token, &mut message) {
+        if let Some(session) = front.pool.cancellation(&caller.owner(), &mut message) {
             session
                 .send(Read::Parsed(Incoming::Single(Ok(message))))
                 .await;
@@ -173,7 +173,7 @@ pub(super) async fn post(
         waiting.restore = Some(Restore {
             id: client_id,
             token: token.map(|(_, theirs)| theirs),
-            owner: caller.token,
+            owner: caller.owner(),
         });
     }
     relay(

@@ -52,6 +52,33 @@ class State:
     registered: list[dict[str, Any]] = field(default_factory=list)
     mcp_auth: list[str | None] = field(default_factory=list)
     streams: dict[str, "queue.Queue[dict[str, Any]]"] = field(default_factory=dict)
+    # As an issuer of JWTs for the HTTP front (a resource server):
+    signing_key: Any = None
+    jwks_fetches: int = 0
+    introspected: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def key(self) -> Any:
+        from cryptography.hazmat.primitives.asymmetric import rsa
+
+        with self.lock:
+            if self.signing_key is None:
+                self.signing_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+            return self.signing_key
+
+    def mint(self, claims: dict[str, Any], alg: str = "RS256", kid: str = "k1", key: Any = None) -> str:
+        """A JWT with `claims` (iss, exp filled in unless given), signed
+        with this issuer's key unless another is given."""
+        import jwt
+
+        body = {"iss": self.base, "exp": int(time.time()) + 300, "iat": int(time.time()), **claims}
+        return jwt.encode(body, key if key is not None else self.key(), algorithm=alg, headers={"kid": kid})
+
+    def jwks(self) -> dict[str, Any]:
+        import jwt
+
+        jwk = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(self.key().public_key()))
+        jwk.update({"kid": "k1", "use": "sig", "alg": "RS256"})
+        return {"keys": [jwk]}
 
     def issue(self, scopes: list[str]) -> dict[str, Any]:
         access = "at-" + secrets.token_urlsafe(16)
@@ -106,10 +133,16 @@ class Handler(BaseHTTPRequestHandler):
                 "code_challenge_methods_supported": ["S256"],
                 "token_endpoint_auth_methods_supported": ["none", "client_secret_basic"],
                 "authorization_response_iss_parameter_supported": s.iss is not None,
+                "jwks_uri": s.base + "/jwks",
+                "introspection_endpoint": s.base + "/introspect",
                 "scopes_supported": ["read", "admin"],
             })
         elif path == "/authorize":
             self.authorize(dict(urllib.parse.parse_qsl(query)))
+        elif path == "/jwks":
+            with s.lock:
+                s.jwks_fetches += 1
+            self.send(200, s.jwks())
         elif path == "/check":
             # For the WebSocket server of ws_oauth.cjs: is this bearer good?
             self.send(200 if self.held() else 401, {})
@@ -152,6 +185,9 @@ class Handler(BaseHTTPRequestHandler):
                             "token_endpoint_auth_method": "none", **request})
         elif self.path == "/mcp":
             self.mcp(json.loads(self.body()))
+        elif self.path == "/introspect":
+            form = dict(urllib.parse.parse_qsl(self.body().decode()))
+            self.send(200, self.state.introspected.get(form.get("token", ""), {"active": False}))
         elif self.path.startswith("/messages?s="):
             self.legacy_post(self.path.split("=", 1)[1], json.loads(self.body()))
         else:

@@ -34,12 +34,20 @@ impl AuditLayer {
     }
 
     /// The layer for one client session of the HTTP front: the same file;
-    /// every line also says `session`, `client` and (with tokens) `token`.
+    /// every line also says `session`, `client` and (with tokens) `token`,
+    /// or, for a caller an OAuth token let in, `subject`, `client_id`,
+    /// `issuer` and `scopes`.
     pub fn for_session(&self, session: &SessionInfo) -> Self {
         let mut fields = Vec::new();
         string_field(&mut fields, "session", Some(&session.id));
         string_field(&mut fields, "client", Some(&session.client));
         string_field(&mut fields, "token", session.token.as_deref());
+        if let Some(principal) = &session.principal {
+            string_field(&mut fields, "subject", Some(&principal.subject));
+            string_field(&mut fields, "client_id", principal.client_id.as_deref());
+            string_field(&mut fields, "issuer", Some(&principal.issuer));
+            string_field(&mut fields, "scopes", Some(&principal.scopes.join(" ")));
+        }
         Self {
             shared: self.shared.clone(),
             session: Some(fields.into()),

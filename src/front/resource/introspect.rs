@@ -1,0 +1,162 @@
+//! Opaque access tokens, asked about at the authorization server's
+//! introspection endpoint (RFC 7662). An answer is kept for at most
+//! [`KEEP_AT_MOST`] and never past the token's `exp`, so a revoked token
+//! stops working within that; the cache is keyed by a hash of the token
+//! (the token itself is not kept) and bounded.
+
+use super::{Principal, Rejection};
+use crate::config::{FrontOAuth, Introspection};
+use serde::Deserialize;
+use sha2::{Digest, Sha256};
+use std::collections::HashMap;
+use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use tokio::time::Instant;
+
+/// The longest an introspection answer is believed.
+const KEEP_AT_MOST: Duration = Duration::from_secs(60);
+
+/// Answers kept at most; past it the expired go, then all.
+const MAX_KEPT: usize = 10_000;
+
+#[derive(Deserialize)]
+struct Answer {
+    active: bool,
+    scope: Option<String>,
+    sub: Option<String>,
+    client_id: Option<String>,
+    exp: Option<u64>,
+    iss: Option<String>,
+    aud: Option<Audience>,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Audience {
+    One(String),
+    Many(Vec<String>),
+}
+
+pub(super) struct Introspector {
+    endpoint: Introspection,
+    http: reqwest::Client,
+    kept: Mutex<HashMap<[u8; 32], (Principal, Instant)>>,
+}
+
+impl Introspector {
+    pub(super) fn new(endpoint: Introspection, http: reqwest::Client) -> Self {
+        Self {
+            endpoint,
+            http,
+            kept: Mutex::new(HashMap::new()),
+        }
+    }
+
+    pub(super) async fn check(
+        &self,
+        token: &str,
+        config: &FrontOAuth,
+    ) -> Result<Principal, Rejection> {
+        let key: [u8; 32] = Sha256::digest(token.as_bytes()).into();
+        {
+            let kept = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
+            if let Some((principal, until)) = kept.get(&key) {
+                if Instant::now() < *until {
+                    return Ok(principal.clone());
+                }
+            }
+        }
+        let principal = self.ask(token, config).await?;
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let lives = principal
+            .expires_at
+            .map_or(KEEP_AT_MOST, |exp| {
+                Duration::from_secs(exp.saturating_sub(now))
+            })
+            .min(KEEP_AT_MOST);
+        let mut kept = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
+        if kept.len() >= MAX_KEPT {
+            let now = Instant::now();
+            kept.retain(|_, (_, until)| *until > now);
+            if kept.len() >= MAX_KEPT {
+                kept.clear();
+            }
+        }
+        kept.insert(key, (principal.clone(), Instant::now() + lives));
+        Ok(principal)
+    }
+
+    async fn ask(&self, token: &str, config: &FrontOAuth) -> Result<Principal, Rejection> {
+        let unavailable = Rejection::Unavailable("the introspection endpoint cannot be reached");
+        let mut form = vec![("token", token), ("token_type_hint", "access_token")];
+        let mut request = self.http.post(self.endpoint.url.clone());
+        match &self.endpoint.client_secret {
+            Some(secret) => request = request.basic_auth(&self.endpoint.client_id, Some(secret)),
+            None => form.push(("client_id", &self.endpoint.client_id)),
+        }
+        let body = url::form_urlencoded::Serializer::new(String::new())
+            .extend_pairs(form)
+            .finish();
+        let response = request
+            .header(
+                reqwest::header::CONTENT_TYPE,
+                "application/x-www-form-urlencoded",
+            )
+            .header(reqwest::header::ACCEPT, "application/json")
+            .body(body)
+            .send()
+            .await
+            .map_err(|_| unavailable.clone())?;
+        if !response.status().is_success() {
+            return Err(unavailable);
+        }
+        let bytes = response.bytes().await.map_err(|_| unavailable.clone())?;
+        if bytes.len() > 64 * 1024 {
+            return Err(unavailable);
+        }
+        let answer: Answer = serde_json::from_slice(&bytes).map_err(|_| unavailable.clone())?;
+        if !answer.active {
+            return Err(Rejection::Invalid("the token is not active"));
+        }
+        let issuer = config.issuer.as_str().trim_end_matches('/');
+        if let Some(iss) = &answer.iss {
+            if iss.trim_end_matches('/') != issuer {
+                return Err(Rejection::Invalid("the token is from another issuer"));
+            }
+        }
+        let audience = config.audience.trim_end_matches('/');
+        let names_us = |a: &String| a.trim_end_matches('/') == audience;
+        match &answer.aud {
+            None => {}
+            Some(Audience::One(a)) if names_us(a) => {}
+            Some(Audience::Many(all)) if all.iter().any(names_us) => {}
+            Some(_) => return Err(Rejection::Invalid("the token is for another resource")),
+        }
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        if answer
+            .exp
+            .is_some_and(|exp| exp.saturating_add(config.leeway.as_secs()) < now)
+        {
+            return Err(Rejection::Invalid("the token has expired"));
+        }
+        let subject = answer
+            .sub
+            .clone()
+            .or_else(|| answer.client_id.clone())
+            .ok_or(Rejection::Invalid("the token names no subject"))?;
+        Ok(Principal {
+            subject,
+            client_id: answer.client_id,
+            scopes: answer
+                .scope
+                .map(|s| s.split_ascii_whitespace().map(str::to_owned).collect())
+                .unwrap_or_default(),
+            issuer: answer.iss.unwrap_or_else(|| issuer.to_owned()),
+            expires_at: answer.exp,
+        })
+    }
+}

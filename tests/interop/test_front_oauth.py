@@ -1,0 +1,232 @@
+"""The HTTP front as an OAuth resource server: it publishes its protected
+resource metadata, lets in only access tokens its issuer made for it, and
+binds each session to the caller the token names. The issuer is
+oauth_fixture.py (RS256 keys at /jwks, introspection at /introspect);
+each refusal is a request an attacker would try."""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import harness
+from oauth_fixture import OAuthFixture
+
+DEMO = harness.REPO / "target" / "debug" / "mcp-chain-demo-server"
+STATIC = "static-token-of-the-team-0123456789"
+
+
+class Front:
+    """mcp-chain --listen with [front.oauth], its issuer, its audit."""
+
+    def __init__(self, tmp: Path, issuer: OAuthFixture, extra_front: str = "", public: bool = True) -> None:
+        self.port = harness.free_port()
+        self.url = f"http://127.0.0.1:{self.port}/mcp"
+        self.audit = tmp / "audit.jsonl"
+        public_url = f'public_url = "{self.url}"' if public else ""
+        audience = "" if public else f'audience = "{self.url}"'
+        config = tmp / "front.toml"
+        config.write_text(f"""
+[upstream]
+command = "{DEMO}"
+[front]
+listen = "127.0.0.1:{self.port}"
+{public_url}
+tokens = [{{ name = "team", token = "{STATIC}" }}]
+{extra_front}
+[front.oauth]
+issuer = "{issuer.state.base}"
+{audience}
+scopes_supported = ["mcp:read", "mcp:admin"]
+required_scopes = ["mcp:read"]
+introspection = {{ url = "{issuer.state.base}/introspect", client_id = "front" }}
+[[middleware]]
+type = "audit"
+path = "{self.audit}"
+""")
+        self.argv = [str(harness.MCP_CHAIN), "--config", str(config), "--log-level", "info"]
+
+    def request(self, method: str, body: Any = None, token: str | None = None, path: str = "/mcp",
+                headers: dict[str, str] | None = None) -> tuple[int, Any, str]:
+        all_headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+        if token:
+            all_headers["Authorization"] = f"Bearer {token}"
+        all_headers.update(headers or {})
+        data = json.dumps(body).encode() if body is not None else None
+        request = urllib.request.Request(f"http://127.0.0.1:{self.port}{path}", data, all_headers, method=method)
+        try:
+            with urllib.request.urlopen(request, timeout=30) as response:
+                return response.status, response.headers, response.read().decode()
+        except urllib.error.HTTPError as e:
+            return e.code, e.headers, e.read().decode()
+
+
+def initialize(front: Front, token: str) -> str:
+    status, headers, body = front.request("POST", {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}, token)
+    assert status == 200, body
+    session = headers["mcp-session-id"]
+    front.request("POST", {"jsonrpc": "2.0", "method": "notifications/initialized"}, token,
+                  headers={"Mcp-Session-Id": session})
+    return session
+
+
+def rpc(body: str) -> dict[str, Any]:
+    return json.loads(body.split("data: ", 1)[1] if body.startswith(("event:", "id:", "data:")) else body)
+
+
+@pytest.fixture
+def issuer():
+    if harness.DIRECT:
+        pytest.skip("MCP_CHAIN_DIRECT=1: these cases test the proxy's own front")
+    harness.require_proxy_binary()
+    with OAuthFixture() as fixture:
+        yield fixture
+
+
+def good(issuer: OAuthFixture, front: Front, **claims: Any) -> str:
+    return issuer.state.mint({"sub": "alice", "aud": front.url, "scope": "mcp:read", **claims})
+
+
+def test_the_metadata_says_where_to_log_in_and_a_401_points_there(issuer: OAuthFixture, tmp_path: Path):
+    front = Front(tmp_path, issuer)
+    with harness.listening(front.argv, front.port, "mcp-chain[front oauth]"):
+        for path in ("/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource"):
+            status, _, body = front.request("GET", path=path)
+            assert status == 200, (path, body)
+            doc = json.loads(body)
+            assert doc["resource"] == front.url and doc["authorization_servers"] == [issuer.state.base]
+            assert doc["scopes_supported"] == ["mcp:read", "mcp:admin"] and doc["bearer_methods_supported"] == ["header"]
+        status, headers, _ = front.request("POST", {"jsonrpc": "2.0", "id": 1, "method": "ping"})
+        assert status == 401
+        challenge = headers["WWW-Authenticate"]
+        assert f'resource_metadata="http://127.0.0.1:{front.port}/.well-known/oauth-protected-resource/mcp"' in challenge
+        assert 'scope="mcp:read"' in challenge
+
+
+REFUSALS = {
+    "malformed": (lambda i, f: "not.a.jwt", 401, "invalid_token"),
+    "expired": (lambda i, f: good(i, f, exp=int(time.time()) - 3600), 401, "expired"),
+    "not yet valid": (lambda i, f: good(i, f, nbf=int(time.time()) + 3600), 401, "not valid yet"),
+    "wrong issuer": (lambda i, f: good(i, f, iss="http://evil.example"), 401, "another issuer"),
+    "another resource": (lambda i, f: good(i, f, aud="http://other.example/mcp"), 401, "another resource"),
+    "alg none": (lambda i, f: none_token(f), 401, "invalid_token"),
+    "hmac with the public key": (lambda i, f: hmac_with_public_key(i, f), 401, "algorithm"),
+    "unknown kid": (lambda i, f: i.state.mint({"sub": "x", "aud": f.url, "scope": "mcp:read"}, kid="nope"), 401, "key"),
+    "another key": (lambda i, f: other_key_token(i, f), 401, "signature"),
+    "missing scope": (lambda i, f: good(i, f, scope="mcp:other"), 403, "insufficient_scope"),
+    "revoked opaque": (lambda i, f: "opaque-revoked", 401, "not active"),
+}
+
+
+def none_token(front: Front) -> str:
+    import base64
+
+    def part(obj: dict[str, Any]) -> str:
+        return base64.urlsafe_b64encode(json.dumps(obj).encode()).rstrip(b"=").decode()
+
+    return part({"alg": "none", "typ": "JWT"}) + "." + part({"sub": "mallory", "aud": front.url, "scope": "mcp:read",
+                                                            "exp": int(time.time()) + 300}) + "."
+
+
+def hmac_with_public_key(issuer: OAuthFixture, front: Front) -> str:
+    import hmac, hashlib, base64
+    from cryptography.hazmat.primitives import serialization
+
+    pem = issuer.state.key().public_key().public_bytes(serialization.Encoding.PEM,
+                                                        serialization.PublicFormat.SubjectPublicKeyInfo)
+
+    def part(obj: dict[str, Any]) -> bytes:
+        return base64.urlsafe_b64encode(json.dumps(obj).encode()).rstrip(b"=")
+
+    signing = part({"alg": "HS256", "kid": "k1"}) + b"." + part(
+        {"iss": issuer.state.base, "sub": "mallory", "aud": front.url, "scope": "mcp:read", "exp": int(time.time()) + 300})
+    mac = base64.urlsafe_b64encode(hmac.new(pem, signing, hashlib.sha256).digest()).rstrip(b"=")
+    return (signing + b"." + mac).decode()
+
+
+def other_key_token(issuer: OAuthFixture, front: Front) -> str:
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    other = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    return issuer.state.mint({"sub": "mallory", "aud": front.url, "scope": "mcp:read"}, key=other)
+
+
+@pytest.mark.parametrize("case", sorted(REFUSALS))
+def test_each_bad_token_is_refused(issuer: OAuthFixture, tmp_path: Path, case: str):
+    make, status, says = REFUSALS[case]
+    front = Front(tmp_path, issuer)
+    with harness.listening(front.argv, front.port, "mcp-chain[front oauth]"):
+        token = make(issuer, front)
+        got, headers, body = front.request("POST", {"jsonrpc": "2.0", "id": 1, "method": "ping"}, token)
+        assert got == status, (case, got, body)
+        challenge = headers.get("WWW-Authenticate", "")
+        assert "resource_metadata=" in challenge and (says in challenge or says in body), (case, challenge, body)
+        if case == "missing scope":
+            assert 'scope="mcp:read"' in challenge
+    if case == "unknown kid":
+        assert issuer.state.jwks_fetches <= 2, "one refetch for an unknown key, not one per request"
+
+
+def test_a_token_in_the_query_string_is_refused(issuer: OAuthFixture, tmp_path: Path):
+    front = Front(tmp_path, issuer)
+    with harness.listening(front.argv, front.port, "mcp-chain[front oauth]"):
+        token = good(issuer, front)
+        status, _, body = front.request("POST", {"jsonrpc": "2.0", "id": 1, "method": "ping"},
+                                        path=f"/mcp?access_token={token}")
+        assert status == 400 and "query string" in body
+
+
+def test_a_session_belongs_to_its_principal(issuer: OAuthFixture, tmp_path: Path):
+    front = Front(tmp_path, issuer)
+    with harness.listening(front.argv, front.port, "mcp-chain[front oauth]"):
+        alice = good(issuer, front)
+        session = initialize(front, alice)
+        listed = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+        for other in (good(issuer, front, sub="bob"), STATIC):
+            for method, body in (("POST", listed), ("GET", None), ("DELETE", None)):
+                status, _, _ = front.request(method, body, other, headers={"Mcp-Session-Id": session})
+                assert status == 404, (method, other[:8])
+        # Alice again, with a new token (a refresh): her session goes on.
+        status, _, body = front.request("POST", listed, good(issuer, front, jti="2"),
+                                        headers={"Mcp-Session-Id": session})
+        assert status == 200 and rpc(body)["result"]["tools"], body
+        # Her token expiring mid-session: 401, then on with a fresh one.
+        status, _, _ = front.request("POST", listed, good(issuer, front, exp=int(time.time()) - 600),
+                                     headers={"Mcp-Session-Id": session})
+        assert status == 401
+    lines = [json.loads(line) for line in front.audit.read_text().splitlines()]
+    assert lines and all(line.get("subject") == "alice" for line in lines), lines
+    assert all("mcp:read" in line.get("scopes", "") for line in lines)
+    assert alice not in front.audit.read_text()
+
+
+def test_static_tokens_and_introspected_tokens_work_beside_jwts(issuer: OAuthFixture, tmp_path: Path):
+    issuer.state.introspected["opaque-good"] = {"active": True, "sub": "carol", "scope": "mcp:read",
+                                                "exp": int(time.time()) + 300}
+    front = Front(tmp_path, issuer)
+    with harness.listening(front.argv, front.port, "mcp-chain[front oauth]"):
+        for token in (STATIC, "opaque-good"):
+            status, _, body = front.request("POST", {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}, token)
+            assert status == 200, (token, body)
+
+
+def test_forwarded_headers_count_only_from_a_trusted_proxy(issuer: OAuthFixture, tmp_path: Path):
+    forged = {"X-Forwarded-Proto": "https", "X-Forwarded-Host": "evil.example"}
+    front = Front(tmp_path, issuer, public=False)
+    with harness.listening(front.argv, front.port, "mcp-chain[front oauth]"):
+        _, _, body = front.request("GET", path="/.well-known/oauth-protected-resource/mcp", headers=forged)
+        assert json.loads(body)["resource"] == front.url, "an untrusted peer's X-Forwarded-Host is not believed"
+    trusted = tmp_path / "trusted"
+    trusted.mkdir()
+    front = Front(trusted, issuer, extra_front='trusted_proxies = ["127.0.0.1"]', public=False)
+    with harness.listening(front.argv, front.port, "mcp-chain[front oauth]"):
+        _, _, body = front.request("GET", path="/.well-known/oauth-protected-resource/mcp", headers=forged)
+        assert json.loads(body)["resource"] == "https://evil.example/mcp", "a trusted proxy's is"
