@@ -96,14 +96,40 @@ pub(crate) fn run(config: &Config, upstream: &Result<UpstreamConfig, ArgError>) 
             front.max_sessions, front.session_idle, front.init_timeout
         );
     }
-    let names = config.layer_names();
-    if names.is_empty() {
+    if config.chain.is_empty() {
         report += "chain: empty (a transparent relay)\n";
     } else {
         report += "chain, client → server (the server → client path is the reverse):\n";
-        for (i, name) in names.iter().enumerate() {
-            let _ = writeln!(report, "  {}. {name}", i + 1);
+        for (i, entry) in config.chain.iter().enumerate() {
+            let name = entry.layer.name();
+            match entry.applies.is_everyone() {
+                true => {
+                    let _ = writeln!(report, "  {}. {name}", i + 1);
+                }
+                // Over stdio there is no caller (see `callers`).
+                false => {
+                    let _ = writeln!(report, "  {}. {name}: {}", i + 1, entry.applies);
+                }
+            }
         }
+    }
+    if let Some(oauth) = &config.front.oauth {
+        let _ = writeln!(
+            report,
+            "front.oauth: tokens from {} for {} (JWTs: {}; introspection: {}); required scopes: {}",
+            oauth.issuer,
+            oauth.audience,
+            oauth.algorithms.join(", "),
+            oauth
+                .introspection
+                .as_ref()
+                .map_or("off".to_owned(), |i| i.url.to_string()),
+            if oauth.required_scopes.is_empty() {
+                "none".to_owned()
+            } else {
+                oauth.required_scopes.join(" ")
+            }
+        );
     }
     // `check` prints its report on stdout: it is not a proxy session.
     if std::io::stdout()

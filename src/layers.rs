@@ -5,6 +5,7 @@
 //! it come the config file's `MiddlewareFile`, the validated `AnyLayer`, and
 //! how each wraps the rest of a chain: adding a layer is adding a line here.
 
+use crate::callers::{Applies, Callers, Who};
 use crate::chain::ChainService;
 use mcp_chain_middleware::config_error::ConfigError;
 use mcp_chain_middleware::session::SessionInfo;
@@ -56,8 +57,19 @@ shared_across_sessions!(
     limit::LimitLayer,
     log::LogLayer
 );
+/// A rate limit's buckets may be its caller's (`scope = "principal"`).
+impl PerSession for rate_limit::RateLimitLayer {
+    fn for_session(&self, session: &SessionInfo) -> Self {
+        let caller = match (&session.principal, &session.token) {
+            (Some(p), _) => Some(format!("{}\u{0}{}", p.issuer, p.subject)),
+            (None, Some(token)) => Some(format!("token\u{0}{token}")),
+            (None, None) => None,
+        };
+        rate_limit::RateLimitLayer::for_session(self, caller.as_deref())
+    }
+}
+
 fresh_per_session!(
-    rate_limit::RateLimitLayer,
     timeout::TimeoutLayer,
     validate::ValidateLayer,
     pin::PinLayer,
@@ -105,10 +117,10 @@ keeps_the_way_to_the_client!(pin::PinLayer, approve::ApproveLayer);
 
 macro_rules! layers {
     ($($variant:ident => $name:literal, $config:ty, $layer:ty;)*) => {
-        /// One `[[middleware]]` table as written; `type` picks the layer.
+        /// A `[[middleware]]` table's layer as written; `type` picks it.
         #[derive(Debug, Deserialize)]
         #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
-        pub(crate) enum MiddlewareFile {
+        pub(crate) enum LayerFile {
             $($variant($config),)*
         }
 
@@ -118,16 +130,16 @@ macro_rules! layers {
             $($variant($layer),)*
         }
 
-        impl MiddlewareFile {
+        impl LayerFile {
             pub(crate) fn type_name(&self) -> &'static str {
                 match self {
                     $(Self::$variant(_) => $name,)*
                 }
             }
 
-            /// Checks the entry and compiles what it names (patterns,
-            /// durations, rates) once.
-            pub(crate) fn validate(&self) -> Result<AnyLayer, ConfigError> {
+            /// Checks the layer's settings and compiles what they name
+            /// (patterns, durations, rates) once.
+            fn validate(&self) -> Result<AnyLayer, ConfigError> {
                 Ok(match self {
                     $(Self::$variant(config) => AnyLayer::$variant(config.validate()?),)*
                 })
@@ -165,6 +177,51 @@ macro_rules! layers {
             }
         }
     };
+}
+
+/// One `[[middleware]]` table as written: the layer, and whom it applies
+/// to (`when`, `unless`: see `callers`).
+#[derive(Debug, Deserialize)]
+pub(crate) struct MiddlewareFile {
+    #[serde(flatten)]
+    layer: LayerFile,
+    when: Option<Callers>,
+    unless: Option<Callers>,
+}
+
+/// One validated `[[middleware]]` entry.
+#[derive(Debug, Clone)]
+pub(crate) struct Entry {
+    pub(crate) layer: AnyLayer,
+    pub(crate) applies: Applies,
+}
+
+impl MiddlewareFile {
+    pub(crate) fn type_name(&self) -> &'static str {
+        self.layer.type_name()
+    }
+
+    /// Checks the entry and compiles what it names once.
+    pub(crate) fn validate(&self) -> Result<Entry, ConfigError> {
+        let applies = Applies {
+            when: self.when.clone(),
+            unless: self.unless.clone(),
+        };
+        applies.check()?;
+        Ok(Entry {
+            layer: self.layer.validate()?,
+            applies,
+        })
+    }
+}
+
+/// The layers of `entries` that apply to a session whose caller is `who`.
+pub(crate) fn applying(entries: &[Entry], who: Option<Who<'_>>) -> Vec<AnyLayer> {
+    entries
+        .iter()
+        .filter(|e| e.applies.to(who))
+        .map(|e| e.layer.clone())
+        .collect()
 }
 
 layers! {

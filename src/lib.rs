@@ -38,6 +38,7 @@ pub mod logging;
 pub mod memory;
 pub mod relay;
 
+mod callers;
 mod chain;
 mod check;
 mod connector;

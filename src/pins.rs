@@ -20,7 +20,7 @@ pub(crate) fn run(config: &Config, action: &PinAction) -> ExitCode {
     let files: Vec<&Path> = config
         .chain
         .iter()
-        .filter_map(|layer| match layer {
+        .filter_map(|entry| match &entry.layer {
             AnyLayer::Pin(pin) => Some(pin.pin_file()),
             _ => None,
         })

@@ -25,7 +25,7 @@ pub(crate) use validate::{
     DEFAULT_RESTART_BACKOFF, DEFAULT_SHUTDOWN_GRACE,
 };
 
-use crate::chain::AnyLayer;
+use crate::layers::Entry;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -42,7 +42,7 @@ pub struct Config {
     /// `[front]`: serving the chain over HTTP.
     pub front: FrontConfig,
     /// The layers, in file order: the first is outermost.
-    pub(crate) chain: Vec<AnyLayer>,
+    pub(crate) chain: Vec<Entry>,
     /// The file this came from, for messages.
     pub path: Option<PathBuf>,
 }
@@ -116,7 +116,7 @@ impl Config {
 
     /// Names of the layers, outermost first.
     pub fn layer_names(&self) -> Vec<&'static str> {
-        self.chain.iter().map(AnyLayer::name).collect()
+        self.chain.iter().map(|e| e.layer.name()).collect()
     }
 }
 

@@ -70,9 +70,14 @@ impl Front {
     /// The chain's layers for a new session: what a layer learns about a
     /// session starts empty; what is shared by design (a global rate
     /// limit's buckets, the audit file) stays shared.
+    /// Only the layers that apply to its caller (`when`, `unless`).
     fn layers_for_session(&self, session: &SessionInfo) -> Vec<AnyLayer> {
-        let layers = self.config.chain.iter();
-        layers.map(|layer| layer.for_session(session)).collect()
+        let who = crate::callers::Who::of(session);
+        let layers = crate::layers::applying(&self.config.chain, who);
+        layers
+            .iter()
+            .map(|layer| layer.for_session(session))
+            .collect()
     }
 }
 

@@ -92,7 +92,7 @@ pub(super) struct Restore {
 /// Who a session or a renamed request belongs to: the principal an OAuth
 /// token names (whichever of its tokens it presents), else the static
 /// token that let its caller in, else anyone (no authentication).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(super) enum Owner {
     Anyone,
     Token(usize),

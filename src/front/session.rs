@@ -103,8 +103,8 @@ impl Session {
         };
         let front = front.clone();
         let id = session.id.clone();
-        // A shared session serves many clients: its audit lines cannot
-        // name one.
+        // A shared session serves many clients of one caller: its audit
+        // lines name the caller, not a client.
         let info = SessionInfo {
             id: short(&id).to_owned(),
             client: if shared {
@@ -112,11 +112,8 @@ impl Session {
             } else {
                 caller.peer.to_string()
             },
-            token: caller
-                .token
-                .filter(|_| !shared)
-                .map(|n| front.settings.tokens[n].name.clone()),
-            principal: caller.principal.as_deref().filter(|_| !shared).map(|p| {
+            token: caller.token.map(|n| front.settings.tokens[n].name.clone()),
+            principal: caller.principal.as_deref().map(|p| {
                 mcp_chain_middleware::session::Principal {
                     subject: p.subject.clone(),
                     client_id: p.client_id.clone(),

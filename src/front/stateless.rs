@@ -5,7 +5,10 @@
 //!
 //! Such a request is served by one of a small pool of shared server
 //! sessions (each a session like any other: its own server and chain), so
-//! a server is not started per request. Requests of many clients meet on
+//! a server is not started per request. Each caller (a principal, a
+//! static token, or anyone where the front asks for neither) has a pool of
+//! its own: its sessions' chains know who calls (`when`, `unless`,
+//! per-caller limits apply), and no caller's requests meet another's. Requests of many clients meet on
 //! one server, so the front gives each request an id of its own, and its
 //! progress token too, and gives the client's back in what it relays: two
 //! clients both sending id 1 never see each other's answers.
@@ -29,16 +32,18 @@ use mcp_chain_middleware::message::method;
 use mcp_chain_middleware::message::Incoming;
 use mcp_chain_middleware::{Message, RequestId};
 use serde_json::Value;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 /// Shared server sessions for requests without a session.
 pub(super) const POOL: usize = 2;
 
-/// The pool, and the ids the front gives requests.
+/// The pools, and the ids the front gives requests.
 #[derive(Default)]
 pub(super) struct Pool {
-    sessions: Mutex<Vec<Arc<Session>>>,
+    /// Each caller's pool sessions.
+    sessions: Mutex<HashMap<Owner, Vec<Arc<Session>>>>,
     /// Numbers the requests (`id`); never the turn, or the two would
     /// step together and pick the same session every time.
     next: AtomicU64,
@@ -54,8 +59,12 @@ impl Pool {
     /// A live pool session for the next request (round robin), started
     /// when the pool is not full.
     pub(super) fn session(&self, front: &Arc<Front>, caller: &Caller) -> Option<Arc<Session>> {
-        let mut sessions = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
-        sessions.retain(|s| front.sessions.get(&s.id).is_some());
+        let mut pools = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
+        for pool in pools.values_mut() {
+            pool.retain(|s| front.sessions.get(&s.id).is_some());
+        }
+        pools.retain(|_, pool| !pool.is_empty());
+        let sessions = pools.entry(caller.owner()).or_default();
         let n = self.turn.fetch_add(1, Ordering::Relaxed) as usize;
         if sessions.len() < POOL {
             let session = front.sessions.open(front, Kind::Shared, caller)?;
@@ -84,11 +93,15 @@ impl Pool {
     fn cancellation(&self, owner: &Owner, message: &mut Message) -> Option<Arc<Session>> {
         let named = message.params()?.member("requestId").ok()??;
         let named = RequestId::from_value(&named)?;
-        let sessions = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
-        let mut found = sessions.iter().filter_map(|session| {
-            let (post, ours) = super::routes::lock(&session.routes).renamed(owner, &named)?;
-            Some((session.clone(), post, ours))
-        });
+        let pools = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut found = pools
+            .get(owner)
+            .into_iter()
+            .flatten()
+            .filter_map(|session| {
+                let (post, ours) = super::routes::lock(&session.routes).renamed(owner, &named)?;
+                Some((session.clone(), post, ours))
+            });
         let (session, post, ours) = found.next()?;
         if found.next().is_some() {
             return None;

@@ -77,7 +77,10 @@ pub async fn run(
         sink: queue,
         lifecycle: writer,
     };
-    session(config, &budget, &config.chain, upstream, client, signals).await
+    // Over stdio there is no caller: a layer for some callers only
+    // (`when`) is left out, one that exempts some (`unless`) is in.
+    let layers = crate::layers::applying(&config.chain, None);
+    session(config, &budget, &layers, upstream, client, signals).await
 }
 
 /// The client's end of a session: its messages, the queue of what goes to

@@ -230,3 +230,46 @@ def test_forwarded_headers_count_only_from_a_trusted_proxy(issuer: OAuthFixture,
     with harness.listening(front.argv, front.port, "mcp-chain[front oauth]"):
         _, _, body = front.request("GET", path="/.well-known/oauth-protected-resource/mcp", headers=forged)
         assert json.loads(body)["resource"] == "https://evil.example/mcp", "a trusted proxy's is"
+
+
+def test_policy_by_caller_scopes_subjects_and_per_caller_limits(issuer: OAuthFixture, tmp_path: Path):
+    policy = """
+[[middleware]]
+type = "filter"
+tools = { deny = ["read_secret"] }
+unless = { scopes = ["mcp:admin"] }
+[[middleware]]
+type = "rate_limit"
+scope = "principal"
+rules = [ { tool = "echo", rate = "2/min" } ]
+when = { subjects = ["bob"] }
+"""
+    front = Front(tmp_path, issuer)
+    config = front.argv[2]
+    Path(config).write_text(Path(config).read_text() + policy)
+    with harness.listening(front.argv, front.port, "mcp-chain[front oauth]"):
+        alice = good(issuer, front, scope="mcp:read mcp:admin")
+        bob = good(issuer, front, sub="bob")
+
+        def names(token: str, session: str) -> set[str]:
+            _, _, body = front.request("POST", {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, token,
+                                       headers={"Mcp-Session-Id": session})
+            return {t["name"] for t in rpc(body)["result"]["tools"]}
+
+        def call(token: str, session: str, tool: str, rid: int) -> dict[str, Any]:
+            _, _, body = front.request("POST", {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": {
+                "name": tool, "arguments": {"text": "hi"}}}, token, headers={"Mcp-Session-Id": session})
+            return rpc(body)
+
+        sa, sb = initialize(front, alice), initialize(front, bob)
+        assert "read_secret" in names(alice, sa) and "read_secret" not in names(bob, sb)
+        assert "result" in call(alice, sa, "read_secret", 3)
+        assert "error" in call(bob, sb, "read_secret", 3), "bob is refused what alice may call"
+        # Bob's echo limit is his across his sessions; alice has none.
+        sb2 = initialize(front, bob)
+        answers = [call(bob, s, "echo", 10 + n) for n, s in enumerate((sb, sb2, sb))]
+        assert ["error" in a for a in answers] == [False, False, True], answers
+        assert answers[2]["error"]["code"] == 429
+        assert all("result" in call(alice, sa, "echo", 20 + n) for n in range(4))
+    subjects = {json.loads(line).get("subject") for line in front.audit.read_text().splitlines()}
+    assert subjects == {"alice", "bob"}, subjects

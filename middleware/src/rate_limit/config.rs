@@ -38,6 +38,10 @@ pub enum Scope {
     #[default]
     Global,
     Session,
+    /// Per caller of the HTTP front: every session of one principal (one
+    /// subject of one issuer, or one static token) shares its buckets.
+    /// Without a caller (stdio, an unauthenticated front) one set for all.
+    Principal,
 }
 
 /// `on_limit`: refuse at once, or hold the request for a token.

@@ -61,7 +61,14 @@ pub(super) struct Shared {
 #[derive(Debug, Clone)]
 pub struct RateLimitLayer {
     shared: Arc<Shared>,
+    /// `scope = "principal"`: each caller's rules, kept for the life of
+    /// the process (a caller does not get fresh buckets by reconnecting).
+    principals: Arc<Mutex<HashMap<String, Arc<Settings>>>>,
 }
+
+/// Callers whose buckets are kept at most; past it, the buckets of callers
+/// with no session left go.
+const MAX_PRINCIPALS: usize = 10_000;
 
 // === impl RateLimitLayer ===
 
@@ -76,23 +83,39 @@ impl RateLimitLayer {
                 settings,
                 held: Mutex::default(),
             }),
+            principals: Arc::default(),
         }
     }
 
-    /// The layer for one client session of the HTTP front: requests held
+    /// The layer for one client session of the HTTP front, whose caller is
+    /// `principal` (a key naming it; `None` without one): requests held
     /// are the session's own (ids are per session); the buckets are shared
-    /// by every session, or the session's own with `scope = "session"`.
-    pub fn for_session(&self) -> Self {
+    /// by every session, the session's own with `scope = "session"`, or
+    /// its caller's with `scope = "principal"`.
+    pub fn for_session(&self, principal: Option<&str>) -> Self {
         let settings = &self.shared.settings;
-        match settings.scope {
-            Scope::Global => Self::with(settings.clone()),
-            Scope::Session => Self::new(Settings {
+        let fresh = || {
+            Arc::new(Settings {
                 on_limit: settings.on_limit,
                 max_wait: settings.max_wait,
                 rules: settings.rules.iter().map(Rule::fresh).collect(),
                 scope: settings.scope,
-            }),
-        }
+            })
+        };
+        let mut layer = match settings.scope {
+            Scope::Global => Self::with(settings.clone()),
+            Scope::Session => Self::with(fresh()),
+            Scope::Principal => {
+                let mut principals = lock(&self.principals);
+                if principals.len() >= MAX_PRINCIPALS {
+                    principals.retain(|_, s| Arc::strong_count(s) > 1);
+                }
+                let key = principal.unwrap_or_default().to_owned();
+                Self::with(principals.entry(key).or_insert_with(fresh).clone())
+            }
+        };
+        layer.principals = self.principals.clone();
+        layer
     }
 }
 
