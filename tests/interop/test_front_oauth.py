@@ -25,7 +25,8 @@ STATIC = "static-token-of-the-team-0123456789"
 class Front:
     """mcp-chain --listen with [front.oauth], its issuer, its audit."""
 
-    def __init__(self, tmp: Path, issuer: OAuthFixture, extra_front: str = "", public: bool = True) -> None:
+    def __init__(self, tmp: Path, issuer: OAuthFixture, extra_front: str = "", public: bool = True,
+                 upstream: str = f'command = "{DEMO}"') -> None:
         self.port = harness.free_port()
         self.url = f"http://127.0.0.1:{self.port}/mcp"
         self.audit = tmp / "audit.jsonl"
@@ -34,7 +35,7 @@ class Front:
         config = tmp / "front.toml"
         config.write_text(f"""
 [upstream]
-command = "{DEMO}"
+{upstream}
 [front]
 listen = "127.0.0.1:{self.port}"
 {public_url}
@@ -273,3 +274,20 @@ when = { subjects = ["bob"] }
         assert all("result" in call(alice, sa, "echo", 20 + n) for n in range(4))
     subjects = {json.loads(line).get("subject") for line in front.audit.read_text().splitlines()}
     assert subjects == {"alice", "bob"}, subjects
+
+
+def test_the_callers_token_never_reaches_the_server(issuer: OAuthFixture, tmp_path: Path):
+    from http_fixture import Fixture
+
+    with Fixture() as server:
+        front = Front(tmp_path, issuer, upstream=f'url = "{server.url}"')
+        with harness.listening(front.argv, front.port, "mcp-chain[front oauth]"):
+            token = good(issuer, front)
+            session = initialize(front, token)
+            status, _, body = front.request("POST", {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+                "name": "json", "arguments": {}}}, token, headers={"Mcp-Session-Id": session})
+            assert status == 200, body
+        seen = server.state.posts()
+        assert len(seen) >= 3, "initialize, initialized and the call reached the server"
+        for request in seen:
+            assert token not in json.dumps(request.headers) and "authorization" not in request.headers, request.headers

@@ -179,7 +179,10 @@ def test_a_login_nobody_finishes_is_bounded_and_opens_one_page(
         proxy = Proxy(server.url, "--config", str(path))
         for rid in (1, 2, 3):
             proxy.send({"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": {"name": "whoami", "arguments": {}}})
-        errors = [proxy.answer(rid)["error"] for rid in (1, 2, 3)]
+        # Answers come in any order (they are matched by id).
+        answers = {m["id"]: m for m in (proxy.read() for _ in range(3))}
+        assert sorted(answers) == [1, 2, 3], answers
+        errors = [answers[rid]["error"] for rid in (1, 2, 3)]
         proxy.close()
     assert all("no login within" in e["message"] for e in errors), errors
     assert len(opened.read_text().splitlines()) == 1, "the requests that waited did not each open a page"
