@@ -6,6 +6,19 @@ import { OAuth2Server, Events } from 'oauth2-mock-server';
 
 const server = new OAuth2Server();
 await server.issuer.keys.generate('RS256');
+// As a real provider does: the scope asked at /authorize goes into the
+// token, and the `resource` (RFC 8707) of the token request becomes `aud`.
+const scopes = new Map();
+server.service.on(Events.BeforeAuthorizeRedirect, (redirect, req) => {
+  const asked = new URL(req.url, 'http://x').searchParams.get('scope');
+  const code = redirect.url.searchParams.get('code');
+  if (code && asked) scopes.set(code, asked);
+});
+server.service.on(Events.BeforeTokenSigning, (token, req) => {
+  const body = req.body || {};
+  if (body.resource) token.payload.aud = body.resource;
+  if (body.code && scopes.has(body.code)) token.payload.scope = scopes.get(body.code);
+});
 const ttl = Number(process.env.TOKEN_TTL || 0);
 if (ttl > 0) {
   server.service.on(Events.BeforeTokenSigning, (token) => {

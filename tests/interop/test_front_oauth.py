@@ -291,3 +291,40 @@ def test_the_callers_token_never_reaches_the_server(issuer: OAuthFixture, tmp_pa
         assert len(seen) >= 3, "initialize, initialized and the call reached the server"
         for request in seen:
             assert token not in json.dumps(request.headers) and "authorization" not in request.headers, request.headers
+
+
+def test_the_typescript_sdk_logs_in_from_the_fronts_metadata(tmp_path: Path):
+    """A third-party identity provider (oauth2-mock-server) and the official
+    TypeScript SDK client with its own OAuth: it finds the provider through
+    mcp-chain's metadata, gets a token and uses the front."""
+    import subprocess
+
+    if harness.DIRECT:
+        pytest.skip("MCP_CHAIN_DIRECT=1: these cases test the proxy's own front")
+    harness.require_proxy_binary()
+    here = Path(__file__).resolve().parent
+    mock = subprocess.Popen([str(harness.NODE22), str(here / "mock_as.mjs")], cwd=here, stdout=subprocess.PIPE, text=True)
+    try:
+        assert mock.stdout is not None
+        issuer_url = mock.stdout.readline().strip()
+
+        class External:
+            class state:
+                base = issuer_url
+
+        front = Front(tmp_path, External)  # type: ignore[arg-type]
+        config = Path(front.argv[2])
+        config.write_text(config.read_text().replace('introspection = {', '# introspection = {'))
+        with harness.listening(front.argv, front.port, "mcp-chain[front oauth]"):
+            done = subprocess.run([str(harness.NODE22), str(here / "ts_oauth_client.cjs"), front.url, "interop-ts"],
+                                  cwd=here, capture_output=True, text=True, timeout=60)
+            assert done.returncode == 0, done.stderr
+            seen = json.loads(done.stdout)
+        assert seen["authorizationServer"] == issuer_url.rstrip("/"), seen
+        assert seen["resource"] == front.url and "mcp:read" in (seen["scope"] or ""), seen
+        assert "echo" in seen["tools"] and "with a token" in seen["echo"], seen
+        subjects = {json.loads(line).get("subject") for line in front.audit.read_text().splitlines()}
+        assert subjects == {"johndoe"}, "the provider's subject reached the audit"
+    finally:
+        mock.terminate()
+        mock.wait(10)
