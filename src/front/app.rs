@@ -220,7 +220,7 @@ where
         Either::Right(Box::pin(async move {
             match authenticate(&front, &admitted).await {
                 Ok(principal) => {
-                    admitted.caller.principal = Some(Arc::new(principal));
+                    admitted.caller.principal = Some(principal);
                     inner.call(admitted).await
                 }
                 Err(refused) => Ok(refused.into_answer()),
@@ -230,7 +230,7 @@ where
 }
 
 /// The principal of an admitted request's access token, or why not.
-async fn authenticate(front: &Front, admitted: &Admitted) -> Result<Principal, FrontError> {
+async fn authenticate(front: &Front, admitted: &Admitted) -> Result<Arc<Principal>, FrontError> {
     let Some(resource) = &front.resource else {
         return Err(FrontError::Unauthorized);
     };

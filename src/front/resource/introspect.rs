@@ -1,23 +1,15 @@
 //! Opaque access tokens, asked about at the authorization server's
-//! introspection endpoint (RFC 7662). An answer is kept for at most
-//! [`KEEP_AT_MOST`] and never past the token's `exp`, so a revoked token
-//! stops working within that; the cache is keyed by a hash of the token
-//! (the token itself is not kept) and bounded.
+//! introspection endpoint (RFC 7662). An answer is kept (see `checked`)
+//! for at most [`KEEP_AT_MOST`] and never past the token's `exp`, so a
+//! revoked token stops working within that.
 
 use super::{Principal, Rejection};
 use crate::config::{FrontOAuth, Introspection};
 use serde::Deserialize;
-use sha2::{Digest, Sha256};
-use std::collections::HashMap;
-use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
-use tokio::time::Instant;
 
 /// The longest an introspection answer is believed.
-const KEEP_AT_MOST: Duration = Duration::from_secs(60);
-
-/// Answers kept at most; past it the expired go, then all.
-const MAX_KEPT: usize = 10_000;
+pub(super) const KEEP_AT_MOST: Duration = Duration::from_secs(60);
 
 #[derive(Deserialize)]
 struct Answer {
@@ -40,16 +32,11 @@ enum Audience {
 pub(super) struct Introspector {
     endpoint: Introspection,
     http: reqwest::Client,
-    kept: Mutex<HashMap<[u8; 32], (Principal, Instant)>>,
 }
 
 impl Introspector {
     pub(super) fn new(endpoint: Introspection, http: reqwest::Client) -> Self {
-        Self {
-            endpoint,
-            http,
-            kept: Mutex::new(HashMap::new()),
-        }
+        Self { endpoint, http }
     }
 
     pub(super) async fn check(
@@ -57,35 +44,7 @@ impl Introspector {
         token: &str,
         config: &FrontOAuth,
     ) -> Result<Principal, Rejection> {
-        let key: [u8; 32] = Sha256::digest(token.as_bytes()).into();
-        {
-            let kept = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
-            if let Some((principal, until)) = kept.get(&key) {
-                if Instant::now() < *until {
-                    return Ok(principal.clone());
-                }
-            }
-        }
-        let principal = self.ask(token, config).await?;
-        let now = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
-        let lives = principal
-            .expires_at
-            .map_or(KEEP_AT_MOST, |exp| {
-                Duration::from_secs(exp.saturating_sub(now))
-            })
-            .min(KEEP_AT_MOST);
-        let mut kept = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
-        if kept.len() >= MAX_KEPT {
-            let now = Instant::now();
-            kept.retain(|_, (_, until)| *until > now);
-            if kept.len() >= MAX_KEPT {
-                kept.clear();
-            }
-        }
-        kept.insert(key, (principal.clone(), Instant::now() + lives));
-        Ok(principal)
+        self.ask(token, config).await
     }
 
     async fn ask(&self, token: &str, config: &FrontOAuth) -> Result<Principal, Rejection> {
