@@ -130,6 +130,18 @@ fn request(prefix: &str) -> String {
     format!(r#"{{"jsonrpc":"2.0","id":ID,"method":"tools/call","params":{params}}}"#)
 }
 
+/// The access token the `front-oauth` mode's requests carry (every
+/// request of a run carries it once set; a front without OAuth ignores it).
+static BEARER: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+pub(crate) fn set_bearer(token: String) {
+    let _ = BEARER.set(token);
+}
+
+pub(crate) fn bearer() -> Option<&'static str> {
+    BEARER.get().map(String::as_str)
+}
+
 /// Ids for the calls, unique across every connection of a run.
 static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
@@ -186,6 +198,9 @@ impl Conn {
             head.push_str(&format!(
                 "Mcp-Session-Id: {session}\r\nMCP-Protocol-Version: 2025-06-18\r\n"
             ));
+        }
+        if let Some(token) = bearer() {
+            head.push_str(&format!("Authorization: Bearer {token}\r\n"));
         }
         head.push_str("\r\n");
         head.push_str(body);

@@ -47,6 +47,7 @@
 //! - `report.rs`: the Markdown table, the budget, the JSON.
 
 mod http_load;
+mod issuer;
 mod report;
 mod served;
 mod session;
@@ -345,9 +346,15 @@ fn launch(
             launch.tool_prefix = "b_";
         }
         Mode::HttpEmpty => launch.args = vec!["--".into(), url.into()],
-        Mode::FrontEmpty | Mode::FrontFull | Mode::FrontPeer => {
+        Mode::FrontEmpty | Mode::FrontFull | Mode::FrontPeer | Mode::FrontOAuth => {
             let front = serve_front(mode, fixture, proxy, config, work)?;
             launch.args = vec!["--".into(), front.url.clone().into()];
+            if mode == Mode::FrontOAuth {
+                // mcp-chain as the pipe client sends the token as a header.
+                let token = http_load::bearer().ok_or("no token for the front")?;
+                let header = format!("Authorization: Bearer {token}");
+                launch.args = [vec!["-H".into(), header.into()], launch.args].concat();
+            }
             launch.memory_of = Some(front.pid());
             if mode == Mode::FrontFull {
                 launch.tool_prefix = "b_";
@@ -436,6 +443,28 @@ fn serve_front(
             );
             ("node".into(), args)
         }
+        Mode::FrontOAuth => {
+            let issuer = ISSUER.get().ok_or("no issuer")?;
+            let audience = format!("http://{listen}/mcp");
+            let oauth = work.join("front-oauth.toml");
+            std::fs::write(
+                &oauth,
+                format!(
+                    "[front.oauth]\nissuer = \"{}\"\naudience = \"{audience}\"\nrequired_scopes = [\"mcp:read\"]\n",
+                    issuer.url
+                ),
+            )?;
+            http_load::set_bearer(issuer.token(&audience)?);
+            let args = [
+                "--listen".into(),
+                listen.into(),
+                "--config".into(),
+                oauth.into(),
+                "--".into(),
+                fixture.into(),
+            ];
+            (proxy.to_owned(), args.to_vec())
+        }
         Mode::FrontFull => {
             let args = [
                 "--listen".into(),
@@ -493,8 +522,14 @@ fn check_full(launch: &Launch) -> std::result::Result<(), String> {
     Err(text.lines().take(3).collect::<Vec<_>>().join(" / "))
 }
 
+/// The issuer of the `front-oauth` mode's tokens, for the run.
+static ISSUER: std::sync::OnceLock<issuer::Issuer> = std::sync::OnceLock::new();
+
 fn measure(opts: &Options, fixture: &Path, proxy: &Path, work: &Path) -> Result<Report> {
     let plan = &opts.plan;
+    if opts.modes.contains(&Mode::FrontOAuth) {
+        let _ = ISSUER.set(issuer::Issuer::start()?);
+    }
     let http = match opts.modes.iter().any(|m| m.is_http()) {
         true => Some(served::Served::fixture(fixture)?),
         false => None,

@@ -25,12 +25,15 @@ pub(crate) enum Mode {
     /// The fixture served to HTTP clients by `mcp-chain --listen`.
     FrontEmpty,
     FrontFull,
+    /// `front-empty` as an OAuth resource server: every request carries a
+    /// JWT the front checks.
+    FrontOAuth,
     /// The same, by supergateway's stdio→Streamable HTTP server.
     FrontPeer,
 }
 
 impl Mode {
-    pub(crate) const ALL: [Mode; 11] = [
+    pub(crate) const ALL: [Mode; 12] = [
         Mode::Direct,
         Mode::Relay,
         Mode::Empty,
@@ -41,6 +44,7 @@ impl Mode {
         Mode::HttpPeer,
         Mode::FrontEmpty,
         Mode::FrontFull,
+        Mode::FrontOAuth,
         Mode::FrontPeer,
     ];
 
@@ -56,6 +60,7 @@ impl Mode {
             Self::HttpPeer => "http-supergateway",
             Self::FrontEmpty => "front-empty",
             Self::FrontFull => "front-full",
+            Self::FrontOAuth => "front-oauth",
             Self::FrontPeer => "front-supergateway",
         }
     }
@@ -72,6 +77,7 @@ impl Mode {
             Self::HttpPeer => "HTTP: supergateway",
             Self::FrontEmpty => "front: mcp-chain --listen, empty",
             Self::FrontFull => "front: mcp-chain --listen, full",
+            Self::FrontOAuth => "front: mcp-chain --listen, OAuth",
             Self::FrontPeer => "front: supergateway",
         }
     }
