@@ -242,12 +242,16 @@ async fn authenticate(front: &Front, admitted: &Admitted) -> Result<Arc<Principa
         return Err(FrontError::TokenInQuery);
     }
     let config = resource.config();
-    let public = metadata::public_url(
-        &front.settings,
-        front.listen,
-        admitted.caller.peer,
-        request.headers(),
-    );
+    // The public URL only for a refusal's challenge: a request let in
+    // does not pay for it.
+    let public = || {
+        metadata::public_url(
+            &front.settings,
+            front.listen,
+            admitted.caller.peer,
+            request.headers(),
+        )
+    };
     let bearer = request
         .headers()
         .get(hyper::header::AUTHORIZATION)
@@ -257,7 +261,7 @@ async fn authenticate(front: &Front, admitted: &Admitted) -> Result<Arc<Principa
         .map(|(_, token)| token.trim());
     let refused = |why: &'static str, error: Option<(&str, &str)>| FrontError::TokenRefused {
         why,
-        challenge: metadata::challenge(&public, &config.required_scopes, error),
+        challenge: metadata::challenge(&public(), &config.required_scopes, error),
     };
     let Some(token) = bearer else {
         return Err(refused("an access token is required", None));
@@ -267,7 +271,7 @@ async fn authenticate(front: &Front, admitted: &Admitted) -> Result<Arc<Principa
         Err(Rejection::Invalid(why)) => Err(refused(why, Some(("invalid_token", why)))),
         Err(Rejection::InsufficientScope) => Err(FrontError::InsufficientScope {
             challenge: metadata::challenge(
-                &public,
+                &public(),
                 &config.required_scopes,
                 Some((
                     "insufficient_scope",
