@@ -328,3 +328,31 @@ def test_the_typescript_sdk_logs_in_from_the_fronts_metadata(tmp_path: Path):
     finally:
         mock.terminate()
         mock.wait(10)
+
+
+def test_2026_requests_without_a_session_are_judged_as_their_caller(issuer: OAuthFixture, tmp_path: Path):
+    """A 2026-07-28 request has no session: it is served by a pool of
+    shared sessions of its own caller, so `unless` and the audit know who
+    calls, and one caller's requests never meet another's chain."""
+    policy = '\n[[middleware]]\ntype = "filter"\ntools = { deny = ["read_secret"] }\nunless = { scopes = ["mcp:admin"] }\n'
+    front = Front(tmp_path, issuer)
+    config = Path(front.argv[2])
+    config.write_text(config.read_text() + policy)
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"}}
+    routing = {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "read_secret"}
+    call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "read_secret", "arguments": {}, "_meta": meta}}
+    with harness.listening(front.argv, front.port, "mcp-chain[front oauth]"):
+        alice = good(issuer, front, scope="mcp:read mcp:admin")
+        bob = good(issuer, front, sub="bob")
+        answers = {}
+        for who, token in (("alice", alice), ("bob", bob), ("alice again", alice)):
+            status, _, body = front.request("POST", call, token, headers=routing)
+            assert status == 200, (who, body)
+            answers[who] = rpc(body)
+        assert "result" in answers["alice"] and "result" in answers["alice again"], answers
+        assert "error" in answers["bob"], "bob's stateless call is judged as bob's"
+    subjects = {json.loads(line).get("subject") for line in front.audit.read_text().splitlines()}
+    assert subjects == {"alice", "bob"}, subjects

@@ -330,3 +330,25 @@ def test_websocket_sends_the_token_on_the_upgrade(env: dict[str, str], tmp_path:
         finally:
             ws.terminate()
             ws.wait(10)
+
+
+def test_the_callback_port_is_stable_and_a_changed_one_registers_again(env: dict[str, str], tmp_path: Path):
+    with OAuthFixture() as server:
+        def login_again(extra: str = "") -> None:
+            server.state.access.clear()
+            server.state.refresh.clear()
+            proxy = Proxy(server.url, "--config", str(config(tmp_path, server.url, extra)))
+            proxy.initialize()
+            assert text(proxy.call(1, "whoami")) == "read"
+            proxy.close()
+
+        login_again()
+        login_again()
+        first, second = server.state.authorize[0], server.state.authorize[-1]
+        assert first["redirect_uri"] == second["redirect_uri"], "one port per server, kept"
+        assert len(server.state.registered) == 1, "the registration is reused"
+        port = harness.free_port()
+        login_again(f"callback_port = {port}")
+        assert server.state.authorize[-1]["redirect_uri"] == f"http://127.0.0.1:{port}/callback"
+        assert len(server.state.registered) == 2, "a changed callback registers again"
+        assert server.state.registered[-1]["redirect_uris"] == [f"http://127.0.0.1:{port}/callback"]
