@@ -30,6 +30,10 @@
 //!   The `HTTP clients:` rows load those servers directly over HTTP
 //!   (`http_load.rs`), nothing of ours in between: what a remote client
 //!   sees.
+//! - `front-oauth`: `front-empty` as an OAuth resource server: every
+//!   request carries an RS256 access token the front checks; the bench is
+//!   the issuer (`issuer.rs`), and its pipe client sends the token as a
+//!   header.
 //!
 //! Every round starts fresh processes and runs every workload on every
 //! mode, one after another (A B C D, A B C D, …, the order rotated each
