@@ -376,3 +376,70 @@ login_timeout = "0s"
     let said = problems("[upstream]\ncommand = \"x\"\n[upstream.oauth]\n").join("\n");
     assert!(said.contains("oauth: only for a URL upstream"), "{said}");
 }
+
+#[test]
+fn front_oauth_is_read_and_its_secrets_never_shown() {
+    let config = load(
+        r#"
+[front]
+public_url = "https://mcp.example.com/mcp"
+trusted_proxies = ["10.0.0.0/8", "::1"]
+[front.oauth]
+issuer = "https://login.example.com/realms/eng"
+scopes_supported = ["mcp:read", "mcp:admin"]
+required_scopes = ["mcp:read"]
+introspection = { url = "https://login.example.com/introspect", client_id = "mcp-chain", client_secret = "intro-s3cret" }
+hmac_secret = "hmac-s3cret"
+leeway = "30s"
+"#,
+    )
+    .expect("valid");
+    let front = &config.front;
+    let oauth = front.oauth.as_deref().expect("oauth");
+    assert_eq!(
+        oauth.audience, "https://mcp.example.com/mcp",
+        "the audience defaults to public_url"
+    );
+    assert!(
+        oauth.algorithms.iter().any(|a| a == "HS256"),
+        "HMAC with its secret"
+    );
+    assert!(!oauth.algorithms.iter().any(|a| a == "none"));
+    assert_eq!(oauth.leeway, std::time::Duration::from_secs(30));
+    let shown = format!("{config:?}");
+    assert!(!shown.contains("s3cret"), "{shown}");
+    let ten = Network::parse("10.0.0.0/8").expect("a network");
+    assert!(ten.contains("10.1.2.3".parse().expect("ip")));
+    assert!(
+        ten.contains("::ffff:10.1.2.3".parse().expect("ip")),
+        "IPv4-mapped"
+    );
+    assert!(!ten.contains("11.0.0.1".parse().expect("ip")));
+    assert!(front.trusted_proxies[1].contains("::1".parse().expect("ip")));
+    assert!(Network::parse("10.0.0.0/33").is_none() && Network::parse("evil").is_none());
+}
+
+#[test]
+fn front_oauth_mistakes_are_named() {
+    let said = problems(
+        r#"
+[front]
+trusted_proxies = ["not a network"]
+[front.oauth]
+issuer = "http://login.example.com"
+algorithms = ["HS256", "none"]
+scopes_supported = ["two words"]
+"#,
+    )
+    .join("\n");
+    for expected in [
+        "front.trusted_proxies",
+        "front.oauth.issuer",
+        "front.oauth.audience",
+        "\"HS256\" needs hmac_secret",
+        "\"none\" is not a signature algorithm",
+        "front.oauth.scopes_supported",
+    ] {
+        assert!(said.contains(expected), "{expected}: {said}");
+    }
+}

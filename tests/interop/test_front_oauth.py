@@ -356,3 +356,18 @@ def test_2026_requests_without_a_session_are_judged_as_their_caller(issuer: OAut
         assert "error" in answers["bob"], "bob's stateless call is judged as bob's"
     subjects = {json.loads(line).get("subject") for line in front.audit.read_text().splitlines()}
     assert subjects == {"alice", "bob"}, subjects
+
+
+def test_an_issuer_that_cannot_be_reached_is_503_not_a_pass(issuer: OAuthFixture, tmp_path: Path):
+    class Down:
+        class state:
+            base = "http://127.0.0.1:9"
+
+    front = Front(tmp_path, Down)  # type: ignore[arg-type]
+    config = Path(front.argv[2])
+    config.write_text(config.read_text().replace("introspection = {", "# introspection = {"))
+    with harness.listening(front.argv, front.port, "mcp-chain[front oauth]"):
+        token = issuer.state.mint({"iss": "http://127.0.0.1:9", "sub": "x", "aud": front.url, "scope": "mcp:read"})
+        status, headers, body = front.request("POST", {"jsonrpc": "2.0", "id": 1, "method": "ping"}, token)
+        assert status == 503 and headers.get("Retry-After") == "5", (status, body)
+        initialize(front, STATIC)  # a static token still works
