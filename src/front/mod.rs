@@ -87,7 +87,7 @@ pub(crate) enum StartError {
     #[error("{0} is not a loopback address: anyone who can reach it could use the server. Set front.tokens (a bearer token each client must send), listen on 127.0.0.1, or pass --allow-unauthenticated")]
     Exposed(SocketAddr),
     #[error("front.oauth: {0}")]
-    OAuth(String),
+    OAuth(#[from] resource::SetupError),
     #[error("cannot listen on {listen}: {source}")]
     Listen {
         listen: SocketAddr,
@@ -123,9 +123,7 @@ pub(crate) async fn run(
     let settings = config.front.clone();
     let budget = Budget::new(config.max_bytes_in_flight);
     let resource = match settings.oauth.as_deref() {
-        Some(oauth) => {
-            Some(resource::ResourceServer::new(oauth.clone()).map_err(StartError::OAuth)?)
-        }
+        Some(oauth) => Some(resource::ResourceServer::new(oauth.clone())?),
         None => None,
     };
     let front = Arc::new(Front {

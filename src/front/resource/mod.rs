@@ -37,6 +37,17 @@ pub(crate) enum Rejection {
     Unavailable(&'static str),
 }
 
+/// Why the resource server cannot be set up.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum SetupError {
+    /// The HTTP client that fetches the issuer's keys (its TLS, mostly).
+    #[error("cannot set up the HTTP client for the issuer: {0}")]
+    Client(String),
+    #[cfg(not(feature = "remote"))]
+    #[error("this mcp-chain was built without the `remote` feature, which [front.oauth] needs")]
+    NoRemote,
+}
+
 /// Without the `remote` feature there is no HTTP client to fetch keys
 /// with, and so no resource server: one cannot be made (`new` says why),
 /// and nothing that holds one can be reached.
@@ -45,11 +56,8 @@ pub(crate) enum ResourceServer {}
 
 #[cfg(not(feature = "remote"))]
 impl ResourceServer {
-    pub(crate) fn new(_: crate::config::FrontOAuth) -> Result<Self, String> {
-        Err(
-            "this mcp-chain was built without the `remote` feature, which [front.oauth] needs"
-                .into(),
-        )
+    pub(crate) fn new(_: crate::config::FrontOAuth) -> Result<Self, SetupError> {
+        Err(SetupError::NoRemote)
     }
 
     pub(crate) fn config(&self) -> &crate::config::FrontOAuth {

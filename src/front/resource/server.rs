@@ -6,7 +6,7 @@ use super::checked::Checked;
 use super::introspect;
 use super::introspect::Introspector;
 use super::keys::Keys;
-use super::{Principal, Rejection};
+use super::{Principal, Rejection, SetupError};
 use crate::config::FrontOAuth;
 use jsonwebtoken::{decode, decode_header, Algorithm, DecodingKey, Validation};
 use serde::Deserialize;
@@ -46,14 +46,14 @@ enum Scp {
 }
 
 impl ResourceServer {
-    pub(crate) fn new(config: FrontOAuth) -> Result<Self, String> {
+    pub(crate) fn new(config: FrontOAuth) -> Result<Self, SetupError> {
         let _ = rustls::crypto::ring::default_provider().install_default();
         let http = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
             .timeout(ISSUER_TIMEOUT)
             .tls_backend_rustls()
             .build()
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| SetupError::Client(e.to_string()))?;
         let hmac = config
             .hmac_secret
             .as_deref()
