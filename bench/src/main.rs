@@ -30,6 +30,10 @@
 //!   The `HTTP clients:` rows load those servers directly over HTTP
 //!   (`http_load.rs`), nothing of ours in between: what a remote client
 //!   sees.
+//! - `front-shared-floor`: the fixture served to HTTP clients by a
+//!   minimal bridge that shares one child among them (`bench-shared-bridge`:
+//!   one handshake, ids renamed, nothing else): the floor for a shared
+//!   upstream.
 //! - `front-oauth`: `front-empty` as an OAuth resource server: every
 //!   request carries an RS256 access token the front checks; the bench is
 //!   the issuer (`issuer.rs`), and its pipe client sends the token as a
@@ -350,7 +354,11 @@ fn launch(
             launch.tool_prefix = "b_";
         }
         Mode::HttpEmpty => launch.args = vec!["--".into(), url.into()],
-        Mode::FrontEmpty | Mode::FrontFull | Mode::FrontPeer | Mode::FrontOAuth => {
+        Mode::FrontEmpty
+        | Mode::FrontFull
+        | Mode::FrontPeer
+        | Mode::FrontOAuth
+        | Mode::FrontSharedFloor => {
             let front = serve_front(mode, fixture, proxy, config, work)?;
             launch.args = vec!["--".into(), front.url.clone().into()];
             if mode == Mode::FrontOAuth {
@@ -417,6 +425,9 @@ fn serve_front(
     config: &Path,
     work: &Path,
 ) -> Result<served::Served> {
+    if mode == Mode::FrontSharedFloor {
+        return served::Served::printing(&sibling("bench-shared-bridge")?, &[fixture.into()]);
+    }
     let port = served::free_port()?;
     let log = work.join(format!("{}-server.log", mode.key()));
     let listen = format!("127.0.0.1:{port}");

@@ -30,10 +30,13 @@ pub(crate) enum Mode {
     FrontOAuth,
     /// The same, by supergateway's stdio→Streamable HTTP server.
     FrontPeer,
+    /// The floor for a shared upstream: a minimal bridge serving every
+    /// client from one child (`bench-shared-bridge`).
+    FrontSharedFloor,
 }
 
 impl Mode {
-    pub(crate) const ALL: [Mode; 12] = [
+    pub(crate) const ALL: [Mode; 13] = [
         Mode::Direct,
         Mode::Relay,
         Mode::Empty,
@@ -46,6 +49,7 @@ impl Mode {
         Mode::FrontFull,
         Mode::FrontOAuth,
         Mode::FrontPeer,
+        Mode::FrontSharedFloor,
     ];
 
     pub(crate) fn key(self) -> &'static str {
@@ -62,6 +66,7 @@ impl Mode {
             Self::FrontFull => "front-full",
             Self::FrontOAuth => "front-oauth",
             Self::FrontPeer => "front-supergateway",
+            Self::FrontSharedFloor => "front-shared-floor",
         }
     }
 
@@ -79,6 +84,7 @@ impl Mode {
             Self::FrontFull => "front: mcp-chain --listen, full",
             Self::FrontOAuth => "front: mcp-chain --listen, OAuth",
             Self::FrontPeer => "front: supergateway",
+            Self::FrontSharedFloor => "front: one shared child (floor)",
         }
     }
 

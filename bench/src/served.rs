@@ -23,20 +23,22 @@ pub(crate) struct Served {
 impl Served {
     /// The fixture serving Streamable HTTP; it prints its URL.
     pub(crate) fn fixture(fixture: &Path) -> Result<Self> {
-        let mut child = Command::new(fixture)
-            .arg("--http")
+        Self::printing(fixture, &["--http".into()])
+    }
+
+    /// `program args`, which prints the URL it serves at on its first line.
+    pub(crate) fn printing(program: &Path, args: &[OsString]) -> Result<Self> {
+        let mut child = Command::new(program)
+            .args(args)
             .stdout(Stdio::piped())
             .spawn()?;
-        let stdout = child
-            .stdout
-            .take()
-            .ok_or("the HTTP fixture has no stdout")?;
+        let stdout = child.stdout.take().ok_or("no stdout")?;
         let mut url = String::new();
         std::io::BufReader::new(stdout).read_line(&mut url)?;
         let url = url.trim().to_owned();
         if !url.starts_with("http://") {
             let _ = child.kill();
-            return Err(format!("the HTTP fixture said {url:?}").into());
+            return Err(format!("{} said {url:?}", program.display()).into());
         }
         Ok(Self { child, url })
     }
