@@ -34,6 +34,8 @@ pub(crate) struct FrontFile {
     #[serde(default)]
     trusted_proxies: Vec<String>,
     oauth: Option<super::front_oauth::FrontOAuthFile>,
+    upstream_sessions: Option<String>,
+    shared_pool: Option<usize>,
 }
 
 /// One `tokens` entry: the token, or a table naming it for the audit.
@@ -87,9 +89,14 @@ pub struct FrontConfig {
     pub trusted_proxies: Vec<Network>,
     /// The front as an OAuth resource server.
     pub oauth: Option<Box<FrontOAuth>>,
+    /// 2025-era sessions share a pool of server connections (`"shared"`)
+    /// rather than each starting its own; this many in the pool.
+    pub shared_pool: Option<usize>,
 }
 
 pub(crate) const DEFAULT_PATH: &str = "/mcp";
+/// Server connections in a shared pool unless `shared_pool` says.
+pub(crate) const DEFAULT_SHARED_POOL: usize = 2;
 pub(crate) const DEFAULT_MAX_SESSIONS: usize = 64;
 pub(crate) const DEFAULT_SESSION_IDLE: Duration = Duration::from_secs(30 * 60);
 pub(crate) const DEFAULT_INIT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -114,6 +121,7 @@ impl Default for FrontConfig {
             public_url: None,
             trusted_proxies: Vec::new(),
             oauth: None,
+            shared_pool: None,
         }
     }
 }
@@ -138,6 +146,7 @@ impl fmt::Debug for FrontConfig {
             )
             .field("trusted_proxies", &self.trusted_proxies)
             .field("oauth", &self.oauth)
+            .field("shared_pool", &self.shared_pool)
             .finish()
     }
 }
@@ -240,6 +249,17 @@ pub(super) fn front(file: FrontFile, problems: &mut Vec<Problem>) -> FrontConfig
                 "trusted_proxies: {proxy:?} is not an address or a network (10.0.0.0/8)"
             )),
         }
+    }
+    match (file.upstream_sessions.as_deref(), file.shared_pool) {
+        (None | Some("per-session"), None) => {}
+        (None | Some("per-session"), Some(_)) => {
+            problem("shared_pool: only with upstream_sessions = \"shared\"".into())
+        }
+        (Some("shared"), Some(0)) => problem("shared_pool: must be at least 1".into()),
+        (Some("shared"), n) => front.shared_pool = Some(n.unwrap_or(DEFAULT_SHARED_POOL)),
+        (Some(other), _) => problem(format!(
+            "upstream_sessions: {other:?} is not \"per-session\" or \"shared\""
+        )),
     }
     if let Some(oauth) = file.oauth {
         front.oauth = front_oauth(oauth, front.public_url.as_ref(), problems).map(Box::new);

@@ -24,6 +24,7 @@ mod resource;
 mod router;
 mod routes;
 mod session;
+mod shared;
 mod stateless;
 
 use crate::chain::AnyLayer;
@@ -64,6 +65,8 @@ pub(crate) struct Front {
     listen: SocketAddr,
     /// The OAuth resource server, with `[front.oauth]`.
     resource: Option<resource::ResourceServer>,
+    /// The shared pool of server connections, in shared mode.
+    shared: Option<Arc<shared::Pool>>,
 }
 
 impl Front {
@@ -126,9 +129,13 @@ pub(crate) async fn run(
         Some(oauth) => Some(resource::ResourceServer::new(oauth.clone())?),
         None => None,
     };
+    let config = Arc::new(config);
+    let shared = settings
+        .shared_pool
+        .map(|size| shared::Pool::start(size, config.clone(), budget.clone(), upstream.clone()));
     let front = Arc::new(Front {
         guard: Guard::new(&settings, bound),
-        config: Arc::new(config),
+        config,
         settings,
         upstream,
         sessions: Sessions::default(),
@@ -136,6 +143,7 @@ pub(crate) async fn run(
         budget,
         listen: bound,
         resource,
+        shared,
     });
     let path = &front.settings.path;
     let legacy = if front.settings.legacy_sse {
@@ -173,6 +181,9 @@ pub(crate) async fn run(
             true
         }
     };
+    if let Some(pool) = &front.shared {
+        pool.stop();
+    }
     // Every session's streams have ended; each connection finishes the
     // response it is writing (an answer owed, a stream's last events),
     // idle ones close. A client that stops reading is not waited for

@@ -126,7 +126,13 @@ impl Session {
         let layers = front.layers_for_session(&info);
         let tasks = front.sessions.tasks.clone();
         tasks.spawn(async move {
-            let ending = relay::session(&front.config, &front.budget, &layers, &front.upstream, client, signals).await;
+            // In shared mode the session's server is a port into the pool.
+            let port = front.shared.clone().map(super::shared::Port);
+            let server: &dyn crate::upstream::Starts = match &port {
+                Some(port) => port,
+                None => &front.upstream,
+            };
+            let ending = relay::session(&front.config, &front.budget, &layers, server, client, signals).await;
             match ending {
                 Ok(Ending::Clean) => tracing::info!(session = %short(&id), "session ended"),
                 Ok(Ending::ServerGone(reason)) => {

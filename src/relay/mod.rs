@@ -36,7 +36,7 @@ use crate::transport::codec::FrameReader;
 use crate::transport::queue::Queue;
 use crate::transport::stdio::{Reader, Writer};
 use crate::transport::writer;
-use crate::upstream::{End, Restarted, StartError, Upstream};
+use crate::upstream::{End, Restarted, StartError, Starts, Upstream};
 use mcp_chain_middleware::{Direction, Envelope, Message};
 use std::future::Future;
 use std::sync::Arc;
@@ -94,7 +94,7 @@ pub(crate) async fn session<S: Source>(
     config: &Config,
     budget: &Arc<Budget>,
     layers: &[AnyLayer],
-    upstream: &UpstreamConfig,
+    upstream: &dyn Starts,
     client: Client<S>,
     mut signals: mpsc::Receiver<()>,
 ) -> Result<Ending, RunError> {
@@ -104,9 +104,9 @@ pub(crate) async fn session<S: Source>(
         lifecycle: client_writer,
     } = client;
     // A pipe takes bytes; a server at a URL takes messages (see the queue).
-    let server_queue = match upstream {
-        UpstreamConfig::Command(_) => Queue::default(),
-        UpstreamConfig::Url(_) => Queue::of_messages(),
+    let server_queue = match upstream.takes_messages() {
+        false => Queue::default(),
+        true => Queue::of_messages(),
     };
     let upstream_conn = Connector::new(server_queue.clone(), "server").recording();
     let downstream_conn = Connector::new(client_queue.clone(), "client");
@@ -123,8 +123,8 @@ pub(crate) async fn session<S: Source>(
         downstream: downstream_conn.clone(),
         queue: server_queue,
         hurry: hurry.clone(),
-    }
-    .start(upstream, server_stop);
+    };
+    let started = upstream.start(started, server_stop);
     let server = match started {
         Ok(server) => server,
         Err(why) => {

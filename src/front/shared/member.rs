@@ -1,0 +1,325 @@
+//! One server connection of the shared pool: a relay with no layers to one
+//! server (a child, or a URL), initialized once by mcp-chain, started
+//! again when it ends. What its server says is routed to the sessions
+//! (see the module above); what the sessions send reaches it through
+//! [`Member::send`].
+
+use super::state::{deliver, severity, Asked};
+use super::{read, Pool, ASKED_REVISION};
+use crate::config::{Config, UpstreamConfig};
+use crate::peer::{Peer, Read};
+use crate::relay;
+use crate::transport::budget::Budget;
+use crate::transport::queue::{Outgoing, Queue, Taken};
+use mcp_chain_middleware::message::method;
+use mcp_chain_middleware::{ErrorCode, ErrorObject, Message, RequestId};
+use serde_json::{json, Value};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+use tokio::sync::mpsc;
+
+/// How many of the sessions' messages wait for a member's relay.
+const INBOX: usize = 256;
+
+/// The longest wait before a member that ended starts again.
+const MAX_BACKOFF: Duration = Duration::from_secs(30);
+
+pub(super) struct Member {
+    pub(super) index: usize,
+    /// The current relay's input, while it runs.
+    inbox: Mutex<Option<mpsc::Sender<Read>>>,
+    /// Asks the current relay to stop.
+    stopper: Mutex<Option<mpsc::Sender<()>>>,
+    stopping: AtomicBool,
+    /// The id of the pool's `initialize` on the current relay.
+    init_id: Mutex<Option<RequestId>>,
+}
+
+impl Member {
+    pub(super) fn new(index: usize) -> Arc<Self> {
+        Arc::new(Self {
+            index,
+            inbox: Mutex::new(None),
+            stopper: Mutex::new(None),
+            stopping: AtomicBool::new(false),
+            init_id: Mutex::new(None),
+        })
+    }
+
+    pub(super) fn is_up(&self) -> bool {
+        lock(&self.inbox).is_some()
+    }
+
+    /// Hands a message to the member's server; `false` when it is down.
+    pub(super) async fn send(&self, read: Read) -> bool {
+        let inbox = lock(&self.inbox).clone();
+        match inbox {
+            Some(inbox) => inbox.send(read).await.is_ok(),
+            None => false,
+        }
+    }
+
+    pub(super) fn stop(&self) {
+        self.stopping.store(true, Ordering::Relaxed);
+        if let Some(stopper) = lock(&self.stopper).as_ref() {
+            let _ = stopper.try_send(());
+        }
+    }
+
+    /// Runs the member's relays, one after the other, until stopped.
+    pub(super) fn run(
+        self: Arc<Self>,
+        pool: Arc<Pool>,
+        config: Arc<Config>,
+        budget: Arc<Budget>,
+        upstream: UpstreamConfig,
+    ) {
+        tokio::spawn(async move {
+            let mut backoff = Duration::from_millis(500);
+            while !self.stopping.load(Ordering::Relaxed) {
+                let started = tokio::time::Instant::now();
+                let (inbox, source) = mpsc::channel(INBOX);
+                let (stopper, signals) = mpsc::channel(4);
+                let queue = Queue::of_messages();
+                let init = pool.id("init");
+                let hello = json!({
+                    "protocolVersion": ASKED_REVISION,
+                    "capabilities": {"sampling": {}, "elicitation": {}, "roots": {"listChanged": true}},
+                    "clientInfo": {"name": "mcp-chain", "version": env!("CARGO_PKG_VERSION")},
+                });
+                let _ = inbox.try_send(read(Message::request(
+                    init.clone(),
+                    method::INITIALIZE,
+                    Some(hello),
+                )));
+                let initialized = Message::notification(method::NOTIFICATION_INITIALIZED, None);
+                let _ = inbox.try_send(read(initialized));
+                *lock(&self.init_id) = Some(init);
+                *lock(&self.stopper) = Some(stopper);
+                *lock(&self.inbox) = Some(inbox);
+                let router = tokio::spawn(route(pool.clone(), self.clone(), queue.clone()));
+                let client = Peer {
+                    source,
+                    sink: queue,
+                    lifecycle: router,
+                };
+                let ending =
+                    relay::session(&config, &budget, &[], &upstream, client, signals).await;
+                *lock(&self.inbox) = None;
+                match ending {
+                    Ok(relay::Ending::Clean) => {}
+                    Ok(relay::Ending::ServerGone(reason)) => {
+                        tracing::warn!(member = self.index, %reason, "a server of the shared pool is gone; starting another");
+                    }
+                    Err(e) => {
+                        tracing::warn!(member = self.index, error = %e, "a server of the shared pool could not start")
+                    }
+                }
+                if started.elapsed() > MAX_BACKOFF {
+                    backoff = Duration::from_millis(500);
+                }
+                if !self.stopping.load(Ordering::Relaxed) {
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(MAX_BACKOFF);
+                }
+            }
+        });
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Takes what the member's server says (after its relay) and routes it.
+async fn route(pool: Arc<Pool>, member: Arc<Member>, queue: Queue) {
+    let mut taken = Taken::default();
+    while queue.take(&mut taken).await {
+        for outgoing in taken.messages.drain(..) {
+            match outgoing {
+                Outgoing::One(message) => pool.server_said(&member, message).await,
+                Outgoing::Batch(messages) => {
+                    for message in messages {
+                        pool.server_said(&member, message).await;
+                    }
+                }
+            }
+        }
+        taken.clear();
+    }
+}
+
+impl Pool {
+    /// One message from a member's server, to the sessions it is for.
+    async fn server_said(&self, member: &Member, message: Message) {
+        match message {
+            Message::Response(_) | Message::Error(_) => self.answer(member, message),
+            Message::Notification(_) => self.notify(member, message),
+            Message::Request(mut request) => {
+                if request.method == method::PING {
+                    let pong = Message::response(request.id, json!({}));
+                    member.send(read(pong)).await;
+                    return;
+                }
+                let Some(port) = self.whose(member.index, &request) else {
+                    tracing::warn!(member = member.index, method = %request.method, "a shared server asked something of a client, and which one cannot be told; answered with an error");
+                    let error = ErrorObject::new(
+                        ErrorCode::INTERNAL_ERROR,
+                        "mcp-chain: this server is shared by several clients, and which one this request is for cannot be told",
+                    );
+                    member
+                        .send(read(Message::error(Some(request.id), error)))
+                        .await;
+                    return;
+                };
+                let ours = self.id("ask");
+                let theirs = std::mem::replace(&mut request.id, ours.clone());
+                let mut state = self.state();
+                state.asked.insert(
+                    ours,
+                    Asked {
+                        member: member.index,
+                        theirs,
+                        port,
+                    },
+                );
+                if let Some(entry) = state.ports.get(&port) {
+                    deliver(&entry.inbox, read(Message::Request(request)), true);
+                }
+            }
+        }
+    }
+
+    fn answer(&self, member: &Member, mut message: Message) {
+        let Some(id) = message.id().cloned() else {
+            return;
+        };
+        if lock(&member.init_id).as_ref() == Some(&id) {
+            if let Message::Response(response) = &message {
+                let result = response.result.to_value().ok().map(Arc::new);
+                self.handshake_tx.send_replace(result);
+            }
+            return;
+        }
+        let mut state = self.state();
+        let Some(route) = state.answered(&id) else {
+            return;
+        };
+        let Some(entry) = route.port.and_then(|port| state.ports.get(&port)) else {
+            return;
+        };
+        set_id(&mut message, route.theirs);
+        deliver(&entry.inbox, read(message), true);
+    }
+
+    fn notify(&self, member: &Member, mut message: Message) {
+        let name = message.method().unwrap_or_default().to_owned();
+        let params = message
+            .params()
+            .and_then(|p| p.to_value().ok())
+            .unwrap_or(Value::Null);
+        let state = self.state();
+        let mut to: Vec<u64> = Vec::new();
+        match name.as_str() {
+            method::NOTIFICATION_PROGRESS => {
+                let token = params.get("progressToken").map(Value::to_string);
+                if let Some((port, theirs)) = token.and_then(|t| state.tokens.get(&t)) {
+                    if let Some(p) = message.params_mut() {
+                        let _ = p.set_member("progressToken", theirs.clone());
+                    }
+                    to.push(*port);
+                }
+            }
+            method::NOTIFICATION_MESSAGE => {
+                let level = params
+                    .get("level")
+                    .and_then(Value::as_str)
+                    .and_then(severity);
+                to = state
+                    .ports
+                    .iter()
+                    .filter(|(_, e)| e.level.is_none_or(|min| level.is_none_or(|l| l >= min)))
+                    .map(|(p, _)| *p)
+                    .collect();
+            }
+            method::NOTIFICATION_RESOURCES_UPDATED => {
+                let uri = params
+                    .get("uri")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                to = state
+                    .ports
+                    .iter()
+                    .filter(|(_, e)| e.subscribed.contains(uri))
+                    .map(|(p, _)| *p)
+                    .collect();
+            }
+            m if m.ends_with("/list_changed") => to = state.ports.keys().copied().collect(),
+            method::NOTIFICATION_CANCELLED => {
+                let named = params.get("requestId").and_then(RequestId::from_value);
+                let found = state
+                    .asked
+                    .iter()
+                    .find(|(_, a)| a.member == member.index && Some(&a.theirs) == named.as_ref());
+                if let Some((ours, asked)) = found {
+                    if let Some(p) = message.params_mut() {
+                        let _ = p.set_member("requestId", ours.to_value());
+                    }
+                    to.push(asked.port);
+                }
+            }
+            _ => tracing::debug!(
+                member = member.index,
+                "a notification of a shared server that belongs to no one session; dropped"
+            ),
+        }
+        for port in to {
+            if let Some(entry) = state.ports.get(&port) {
+                deliver(&entry.inbox, read(message.clone()), false);
+            }
+        }
+    }
+
+    /// The session a server's request belongs to: the one its metadata or
+    /// progress token names, else the only one with a request in flight
+    /// on that server.
+    fn whose(
+        &self,
+        member: usize,
+        request: &mcp_chain_middleware::message::Request,
+    ) -> Option<u64> {
+        let state = self.state();
+        let meta = request
+            .params
+            .as_ref()
+            .and_then(|p| p.member("_meta").ok().flatten())
+            .unwrap_or(Value::Null);
+        if let Some(related) = meta
+            .get("io.modelcontextprotocol/related-request-id")
+            .and_then(RequestId::from_value)
+        {
+            return state.routes.get(&related).and_then(|r| r.port);
+        }
+        if let Some(token) = meta.get("progressToken").map(Value::to_string) {
+            return state.tokens.get(&token).map(|(port, _)| *port);
+        }
+        let mut ports = state.in_flight_on(member);
+        ports.sort_unstable();
+        ports.dedup();
+        match ports.as_slice() {
+            [one] => Some(*one),
+            _ => None,
+        }
+    }
+}
+
+/// Gives an answer the id its session knows.
+pub(super) fn set_id(message: &mut Message, id: RequestId) {
+    match message {
+        Message::Response(r) => r.id = id,
+        Message::Error(e) => e.id = Some(id),
+        Message::Request(r) => r.id = id,
+        Message::Notification(_) => {}
+    }
+}
