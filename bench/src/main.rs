@@ -34,6 +34,8 @@
 //!   minimal bridge that shares one child among them (`bench-shared-bridge`:
 //!   one handshake, ids renamed, nothing else): the floor for a shared
 //!   upstream.
+//! - `front-shared`: `front-empty` in shared mode, every session served by
+//!   a pool of two children (`upstream_sessions = "shared"`).
 //! - `front-oauth`: `front-empty` as an OAuth resource server: every
 //!   request carries an RS256 access token the front checks; the bench is
 //!   the issuer (`issuer.rs`), and its pipe client sends the token as a
@@ -358,7 +360,8 @@ fn launch(
         | Mode::FrontFull
         | Mode::FrontPeer
         | Mode::FrontOAuth
-        | Mode::FrontSharedFloor => {
+        | Mode::FrontSharedFloor
+        | Mode::FrontShared => {
             let front = serve_front(mode, fixture, proxy, config, work)?;
             launch.args = vec!["--".into(), front.url.clone().into()];
             if mode == Mode::FrontOAuth {
@@ -457,6 +460,22 @@ fn serve_front(
                 .map(Into::into),
             );
             ("node".into(), args)
+        }
+        Mode::FrontShared => {
+            let shared = work.join("front-shared.toml");
+            std::fs::write(
+                &shared,
+                "[front]\nupstream_sessions = \"shared\"\nshared_pool = 2\n",
+            )?;
+            let args = [
+                "--listen".into(),
+                listen.into(),
+                "--config".into(),
+                shared.into(),
+                "--".into(),
+                fixture.into(),
+            ];
+            (proxy.to_owned(), args.to_vec())
         }
         Mode::FrontOAuth => {
             let issuer = ISSUER.get().ok_or("no issuer")?;

@@ -33,10 +33,13 @@ pub(crate) enum Mode {
     /// The floor for a shared upstream: a minimal bridge serving every
     /// client from one child (`bench-shared-bridge`).
     FrontSharedFloor,
+    /// `front-empty` in shared mode: every session served by a pool of two
+    /// children.
+    FrontShared,
 }
 
 impl Mode {
-    pub(crate) const ALL: [Mode; 13] = [
+    pub(crate) const ALL: [Mode; 14] = [
         Mode::Direct,
         Mode::Relay,
         Mode::Empty,
@@ -50,6 +53,7 @@ impl Mode {
         Mode::FrontOAuth,
         Mode::FrontPeer,
         Mode::FrontSharedFloor,
+        Mode::FrontShared,
     ];
 
     pub(crate) fn key(self) -> &'static str {
@@ -67,6 +71,7 @@ impl Mode {
             Self::FrontOAuth => "front-oauth",
             Self::FrontPeer => "front-supergateway",
             Self::FrontSharedFloor => "front-shared-floor",
+            Self::FrontShared => "front-shared",
         }
     }
 
@@ -85,6 +90,7 @@ impl Mode {
             Self::FrontOAuth => "front: mcp-chain --listen, OAuth",
             Self::FrontPeer => "front: supergateway",
             Self::FrontSharedFloor => "front: one shared child (floor)",
+            Self::FrontShared => "front: mcp-chain --listen, shared",
         }
     }
 
