@@ -319,3 +319,70 @@ def test_a_server_request_that_could_be_anyones_is_refused_not_guessed():
         text = answer["result"]["content"][0]["text"]
         assert "cannot be told" in text, answer
         assert "cannot be told" in stderr.read_text()
+
+
+def test_updates_and_log_messages_reach_only_the_sessions_that_asked():
+    """resources/updated goes to the sessions subscribed to that resource;
+    a log message to the sessions whose level lets it through; what every
+    session may see (list_changed) to all. The server's lines come in this
+    order, so once every session has heard the last, each has heard what
+    was for it."""
+    from mcp.client.session import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    with shared([str(FAKE), "--label", harness.RUN_MARKER]) as (port, _):
+        url = f"http://127.0.0.1:{port}/mcp"
+        heard: dict[int, list[str]] = {0: [], 1: [], 2: []}
+
+        def handler(n: int):
+            async def handle(message) -> None:
+                root = getattr(message, "root", message)
+                name = getattr(root, "method", None)
+                if name:
+                    heard[n].append(name)
+            return handle
+
+        readme = "file:///srv/readme.txt"
+        lines = [
+            {"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": readme}},
+            {"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "debug", "data": "x"}},
+            {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"},
+        ]
+
+        async def scenario() -> None:
+            async with contextlib.AsyncExitStack() as stack:
+                sessions = []
+                for n in range(3):
+                    read, write = await stack.enter_async_context(streamable_http_client(url))
+                    session = await stack.enter_async_context(ClientSession(read, write, message_handler=handler(n)))
+                    with anyio.fail_after(30):
+                        await session.initialize()
+                    sessions.append(session)
+                with anyio.fail_after(30):
+                    await sessions[0].subscribe_resource(readme)
+                    await sessions[1].set_logging_level("error")
+                    await sessions[2].call_tool("send", {"lines": lines})
+                    while not all("notifications/tools/list_changed" in h for h in heard.values()):
+                        await anyio.sleep(0.05)
+
+        anyio.run(scenario)
+        updated = [n for n, h in heard.items() if "notifications/resources/updated" in h]
+        logged = [n for n, h in heard.items() if "notifications/message" in h]
+        assert updated == [0], heard
+        assert logged == [0, 2], heard
+
+
+def test_a_session_cannot_cancel_another_sessions_request():
+    import threading
+
+    with shared([str(FAKE), "--label", harness.RUN_MARKER], pool=1) as (port, _):
+        a, b = open_session(port), open_session(port)
+        got: dict = {}
+        slow = threading.Thread(target=lambda: got.update(a=call(port, a, 5, "delay", {"ms": 800})))
+        slow.start()
+        time.sleep(0.2)
+        status, _, _ = post(port, {"jsonrpc": "2.0", "method": "notifications/cancelled",
+                                   "params": {"requestId": 5, "reason": "not yours"}}, b)
+        assert status == 202
+        slow.join(30)
+        assert "result" in got["a"], got
