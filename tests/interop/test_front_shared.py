@@ -298,7 +298,9 @@ def test_a_session_costs_little_and_what_it_held_is_reused():
         print(f"process tree RSS: {before} KiB; {first} KiB with 200 idle sessions ({per_session:.0f} KiB each); "
               f"{second} KiB with 200 others after those closed")
         assert per_session <= 100, f"{per_session:.0f} KiB per idle session"
-        assert second - first <= max(512, (first - before) // 10), (before, first, second)
+        # A leak would grow the tree by the first round's amount again;
+        # reuse leaves a little fragmentation (about a tenth of it here).
+        assert second - first <= (first - before) // 4, (before, first, second)
         assert len(children()) == 2
 
 
