@@ -50,6 +50,7 @@ mod oauth;
 mod peer;
 mod pins;
 mod platform;
+mod pool;
 mod transport;
 mod upstream;
 

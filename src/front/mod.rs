@@ -24,7 +24,6 @@ mod resource;
 mod router;
 mod routes;
 mod session;
-mod shared;
 mod stateless;
 
 use crate::chain::AnyLayer;
@@ -66,7 +65,7 @@ pub(crate) struct Front {
     /// The OAuth resource server, with `[front.oauth]`.
     resource: Option<resource::ResourceServer>,
     /// The shared pool of server connections, in shared mode.
-    shared: Option<Arc<shared::Pool>>,
+    shared: Option<Arc<crate::pool::Pool>>,
 }
 
 impl Front {
@@ -130,9 +129,9 @@ pub(crate) async fn run(
         None => None,
     };
     let config = Arc::new(config);
-    let shared = settings
-        .shared_pool
-        .map(|size| shared::Pool::start(size, config.clone(), budget.clone(), upstream.clone()));
+    let shared = settings.shared_pool.map(|size| {
+        crate::pool::Pool::start(size, config.clone(), budget.clone(), upstream.clone())
+    });
     let front = Arc::new(Front {
         guard: Guard::new(&settings, bound),
         config,

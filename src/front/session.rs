@@ -127,8 +127,8 @@ impl Session {
         let tasks = front.sessions.tasks.clone();
         tasks.spawn(async move {
             // In shared mode the session's server is a port into the pool.
-            let port = front.shared.clone().map(super::shared::Port);
-            let server: &dyn crate::upstream::Starts = match &port {
+            let port = front.shared.clone().map(crate::pool::Port);
+            let server: &dyn relay::Starts = match &port {
                 Some(port) => port,
                 None => &front.upstream,
             };

@@ -27,11 +27,11 @@ use super::session::{Caller, Kind, Session};
 use super::Front;
 use crate::mcp_http::{Routing, ToolParams};
 use crate::peer::Read;
+use crate::pool::remap;
 use hyper::{HeaderMap, StatusCode};
 use mcp_chain_middleware::message::method;
 use mcp_chain_middleware::message::Incoming;
 use mcp_chain_middleware::{Message, RequestId};
-use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -113,26 +113,6 @@ impl Pool {
     }
 }
 
-/// The request as the pool session gets it: the front's id for the
-/// client's, and the front's progress token for the client's. Returns what
-/// to give back: the client's id and token.
-pub(super) fn remap(message: &mut Message, id: RequestId) -> (RequestId, Option<(String, Value)>) {
-    let Message::Request(request) = message else {
-        unreachable!("only requests are remapped");
-    };
-    let client_id = std::mem::replace(&mut request.id, id.clone());
-    let token = request.params.as_mut().and_then(|params| {
-        let mut meta = params.member("_meta").ok()??;
-        let original = meta.get("progressToken")?.clone();
-        let ours = id.to_value();
-        meta.as_object_mut()?
-            .insert("progressToken".into(), ours.clone());
-        params.set_member("_meta", meta).ok()?;
-        Some((ours.to_string(), original))
-    });
-    (client_id, token)
-}
-
 /// A request without a session, of a revision without sessions: checked
 /// (routing headers), renamed, and served by a pool session.
 pub(super) async fn post(
@@ -201,7 +181,7 @@ pub(super) async fn post(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{json, Value};
 
     fn request(method: &str, params: Value) -> Message {
         Message::request(1u64, method, Some(params))

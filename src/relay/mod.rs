@@ -36,7 +36,7 @@ use crate::transport::codec::FrameReader;
 use crate::transport::queue::Queue;
 use crate::transport::stdio::{Reader, Writer};
 use crate::transport::writer;
-use crate::upstream::{End, Restarted, StartError, Starts, Upstream};
+use crate::upstream::{End, Restarted, Server, StartError, Upstream};
 use mcp_chain_middleware::{Direction, Envelope, Message};
 use std::future::Future;
 use std::sync::Arc;
@@ -244,6 +244,27 @@ pub(crate) async fn session<S: Source>(
     client_queue.close();
     bounded(grace, client_writer, &mut hurry).await;
     Ok(ending)
+}
+
+/// What a session's server is started from: a configured upstream (a
+/// child, a URL: `Upstream::start`), or a port into a pool of servers
+/// shared by sessions (`pool`). The relay asks for nothing else of it.
+pub(crate) trait Starts: Sync {
+    /// Whether the server takes messages (anything but a pipe): its queue
+    /// is then a queue of messages, written where they leave.
+    fn takes_messages(&self) -> bool;
+
+    fn start(&self, up: Upstream, stop: oneshot::Receiver<()>) -> Result<Server, StartError>;
+}
+
+impl Starts for UpstreamConfig {
+    fn takes_messages(&self) -> bool {
+        matches!(self, Self::Url(_))
+    }
+
+    fn start(&self, up: Upstream, stop: oneshot::Receiver<()>) -> Result<Server, StartError> {
+        up.start(self, stop)
+    }
 }
 
 /// Tells the client, down the to-client chain, to list again what each new

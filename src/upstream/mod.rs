@@ -83,27 +83,6 @@ impl Source for ServerSource {
     }
 }
 
-/// What a session's server is started from: a configured upstream (a
-/// child, a URL), or a connection to servers shared with other sessions
-/// (the HTTP front's shared mode).
-pub(crate) trait Starts: Sync {
-    /// Whether the server takes messages (anything but a pipe): its queue
-    /// is then a queue of messages, written where they leave.
-    fn takes_messages(&self) -> bool;
-
-    fn start(&self, up: Upstream, stop: oneshot::Receiver<()>) -> Result<Server, StartError>;
-}
-
-impl Starts for UpstreamConfig {
-    fn takes_messages(&self) -> bool {
-        matches!(self, Self::Url(_))
-    }
-
-    fn start(&self, up: Upstream, stop: oneshot::Receiver<()>) -> Result<Server, StartError> {
-        up.start(self, stop)
-    }
-}
-
 /// How the server's side of a session ended.
 #[derive(Debug)]
 pub(crate) enum End {

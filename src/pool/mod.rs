@@ -1,6 +1,8 @@
 //! Many clients, few servers (`[front] upstream_sessions = "shared"`): the
 //! 2025-era sessions of the HTTP front share a pool of server connections
-//! instead of each starting its own.
+//! instead of each starting its own. Beside the front, above the relay:
+//! the front's sessions start their server through it, and its members
+//! are relays of their own.
 //!
 //! Each client session is still a relay with its own chain (what a layer
 //! learns about a session stays the session's); what it would start as its
@@ -152,6 +154,26 @@ impl Pool {
         result["protocolVersion"] = version.into();
         Message::response(id, result)
     }
+}
+
+/// The request as the pool session gets it: the front's id for the
+/// client's, and the front's progress token for the client's. Returns what
+/// to give back: the client's id and token.
+pub(crate) fn remap(message: &mut Message, id: RequestId) -> (RequestId, Option<(String, Value)>) {
+    let Message::Request(request) = message else {
+        unreachable!("only requests are remapped");
+    };
+    let client_id = std::mem::replace(&mut request.id, id.clone());
+    let token = request.params.as_mut().and_then(|params| {
+        let mut meta = params.member("_meta").ok()??;
+        let original = meta.get("progressToken")?.clone();
+        let ours = id.to_value();
+        meta.as_object_mut()?
+            .insert("progressToken".into(), ours.clone());
+        params.set_member("_meta", meta).ok()?;
+        Some((ours.to_string(), original))
+    });
+    (client_id, token)
 }
 
 /// A message as a relay's source yields it.

@@ -4,13 +4,13 @@
 //! `logging/setLevel`, `resources/unsubscribe`); what the pool routes to
 //! the session comes out of the port's source.
 
-use super::super::stateless::remap;
 use super::member::set_id;
 use super::state::{deliver, severity, PortEntry, Route};
-use super::{read, Pool};
+use super::{read, remap, Pool};
 use crate::peer::Peer;
+use crate::relay::Starts;
 use crate::transport::queue::{Outgoing, Taken};
-use crate::upstream::{End, Lifecycle, Server, ServerSource, StartError, Starts, Upstream};
+use crate::upstream::{End, Lifecycle, Server, ServerSource, StartError, Upstream};
 use mcp_chain_middleware::message::method;
 use mcp_chain_middleware::{ErrorCode, ErrorObject, Message, RequestId};
 use serde_json::{json, Value};
