@@ -215,15 +215,17 @@ impl Pool {
 
     fn notify(&self, member: &Member, mut message: Message) {
         let name = message.method().unwrap_or_default().to_owned();
-        let params = message
-            .params()
-            .and_then(|p| p.to_value().ok())
-            .unwrap_or(Value::Null);
+        // The one member each kind is routed by: progress, the most
+        // frequent, is not read whole.
+        let member_of = |message: &Message, key: &str| {
+            let params = message.params()?;
+            params.member(key).ok().flatten()
+        };
         let state = self.state();
         let mut to: Vec<u64> = Vec::new();
         match name.as_str() {
             method::NOTIFICATION_PROGRESS => {
-                let token = params.get("progressToken").map(Value::to_string);
+                let token = member_of(&message, "progressToken").map(|t| t.to_string());
                 if let Some((port, theirs)) = token.and_then(|t| state.tokens.get(&t)) {
                     if let Some(p) = message.params_mut() {
                         let _ = p.set_member("progressToken", theirs.clone());
@@ -232,10 +234,8 @@ impl Pool {
                 }
             }
             method::NOTIFICATION_MESSAGE => {
-                let level = params
-                    .get("level")
-                    .and_then(Value::as_str)
-                    .and_then(severity);
+                let level = member_of(&message, "level");
+                let level = level.as_ref().and_then(Value::as_str).and_then(severity);
                 to = state
                     .ports
                     .iter()
@@ -244,10 +244,8 @@ impl Pool {
                     .collect();
             }
             method::NOTIFICATION_RESOURCES_UPDATED => {
-                let uri = params
-                    .get("uri")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default();
+                let uri = member_of(&message, "uri");
+                let uri = uri.as_ref().and_then(Value::as_str).unwrap_or_default();
                 to = state
                     .ports
                     .iter()
@@ -257,7 +255,8 @@ impl Pool {
             }
             m if m.ends_with("/list_changed") => to = state.ports.keys().copied().collect(),
             method::NOTIFICATION_CANCELLED => {
-                let named = params.get("requestId").and_then(RequestId::from_value);
+                let named =
+                    member_of(&message, "requestId").and_then(|v| RequestId::from_value(&v));
                 let found = state
                     .asked
                     .iter()

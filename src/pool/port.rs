@@ -110,50 +110,40 @@ impl Pool {
     }
 
     async fn request(&self, port: u64, request: mcp_chain_middleware::message::Request) {
-        let params = request.params.as_ref().and_then(|p| p.to_value().ok());
+        // One member of the params, for the few requests the pool answers
+        // itself: nothing else is read (a call's arguments pass as text).
+        let member = |name: &str| {
+            let params = request.params.as_ref()?;
+            params
+                .str_member(name)
+                .ok()
+                .flatten()
+                .map(|v| v.into_owned())
+        };
         let answer = |result: Value| Message::response(request.id.clone(), result);
         let local = match request.method.as_str() {
             method::INITIALIZE => {
-                let asked = params
-                    .as_ref()
-                    .and_then(|p| p.get("protocolVersion"))
-                    .and_then(Value::as_str)
-                    .map(str::to_owned);
+                let asked = member("protocolVersion");
                 Some(self.initialize(request.id.clone(), asked).await)
             }
             method::LOGGING_SET_LEVEL => {
-                let level = params
-                    .as_ref()
-                    .and_then(|p| p.get("level"))
-                    .and_then(Value::as_str)
-                    .and_then(severity);
-                let mut state = self.state();
-                if let Some(entry) = state.ports.get_mut(&port) {
+                let level = member("level").as_deref().and_then(severity);
+                if let Some(entry) = self.state().ports.get_mut(&port) {
                     entry.level = level;
                 }
                 Some(answer(json!({})))
             }
-            method::RESOURCES_UNSUBSCRIBE => {
-                let uri = params
-                    .as_ref()
-                    .and_then(|p| p.get("uri"))
-                    .and_then(Value::as_str);
-                let mut state = self.state();
-                if let (Some(entry), Some(uri)) = (state.ports.get_mut(&port), uri) {
-                    entry.subscribed.remove(uri);
+            method::RESOURCES_SUBSCRIBE | method::RESOURCES_UNSUBSCRIBE => {
+                let subscribe = request.method == method::RESOURCES_SUBSCRIBE;
+                if let (Some(entry), Some(uri)) = (self.state().ports.get_mut(&port), member("uri"))
+                {
+                    match subscribe {
+                        true => entry.subscribed.insert(uri),
+                        false => entry.subscribed.remove(&uri),
+                    };
                 }
-                Some(answer(json!({})))
-            }
-            method::RESOURCES_SUBSCRIBE => {
-                let uri = params
-                    .as_ref()
-                    .and_then(|p| p.get("uri"))
-                    .and_then(Value::as_str);
-                let mut state = self.state();
-                if let (Some(entry), Some(uri)) = (state.ports.get_mut(&port), uri) {
-                    entry.subscribed.insert(uri.to_owned());
-                }
-                None
+                // The servers stay subscribed; each session gets only its own.
+                (!subscribe).then(|| answer(json!({})))
             }
             _ => None,
         };

@@ -134,6 +134,31 @@ async def sdk_tour(url: str, n: int, sampling=None) -> dict:
     return seen
 
 
+async def sdk_sessions(stack: contextlib.AsyncExitStack, url: str, callbacks: list[dict]) -> list:
+    """One initialized SDK session per entry of `callbacks` (ClientSession's
+    keyword arguments), closed with `stack`."""
+    from mcp.client.session import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    sessions = []
+    for kwargs in callbacks:
+        read, write = await stack.enter_async_context(streamable_http_client(url))
+        session = await stack.enter_async_context(ClientSession(read, write, **kwargs))
+        with anyio.fail_after(30):
+            await session.initialize()
+        sessions.append(session)
+    return sessions
+
+
+def recorder(heard: dict[int, list[str]], n: int):
+    """A message handler noting the methods session `n` hears."""
+    async def handle(message) -> None:
+        name = getattr(getattr(message, "root", message), "method", None)
+        if name:
+            heard[n].append(name)
+    return handle
+
+
 def test_six_python_sdk_clients_tour_server_everything_on_two_servers():
     with shared(harness.everything_argv()) as (port, _):
         url = f"http://127.0.0.1:{port}/mcp"
@@ -161,8 +186,6 @@ def test_a_sampling_request_reaches_the_client_whose_call_it_is():
     """The server asks for sampling during one client's call (the fake
     server's `ask`): that client answers it, no other is asked."""
     from mcp import types
-    from mcp.client.session import ClientSession
-    from mcp.client.streamable_http import streamable_http_client
 
     with shared([str(FAKE), "--label", harness.RUN_MARKER]) as (port, stderr):
         url = f"http://127.0.0.1:{port}/mcp"
@@ -179,13 +202,7 @@ def test_a_sampling_request_reaches_the_client_whose_call_it_is():
 
         async def scenario() -> str:
             async with contextlib.AsyncExitStack() as stack:
-                sessions = []
-                for n in range(3):
-                    read, write = await stack.enter_async_context(streamable_http_client(url))
-                    session = await stack.enter_async_context(ClientSession(read, write, sampling_callback=sampler(n)))
-                    with anyio.fail_after(30):
-                        await session.initialize()
-                    sessions.append(session)
+                sessions = await sdk_sessions(stack, url, [{"sampling_callback": sampler(n)} for n in range(3)])
                 with anyio.fail_after(30):
                     result = await sessions[1].call_tool("ask", {"method": "sampling/createMessage", "params": params})
                 return json.dumps([c.model_dump() for c in result.content])
@@ -196,30 +213,15 @@ def test_a_sampling_request_reaches_the_client_whose_call_it_is():
 
 
 def test_list_changed_reaches_every_session():
-    from mcp.client.session import ClientSession
-    from mcp.client.streamable_http import streamable_http_client
 
     with shared([str(FAKE), "--label", harness.RUN_MARKER]) as (port, _):
         url = f"http://127.0.0.1:{port}/mcp"
         heard: dict[int, list[str]] = {0: [], 1: [], 2: []}
 
-        def handler(n: int):
-            async def handle(message) -> None:
-                root = getattr(message, "root", message)
-                name = getattr(root, "method", None)
-                if name:
-                    heard[n].append(name)
-            return handle
 
         async def scenario() -> None:
             async with contextlib.AsyncExitStack() as stack:
-                sessions = []
-                for n in range(3):
-                    read, write = await stack.enter_async_context(streamable_http_client(url))
-                    session = await stack.enter_async_context(ClientSession(read, write, message_handler=handler(n)))
-                    with anyio.fail_after(30):
-                        await session.initialize()
-                    sessions.append(session)
+                sessions = await sdk_sessions(stack, url, [{"message_handler": recorder(heard, n)} for n in range(3)])
                 with anyio.fail_after(30):
                     await sessions[0].call_tool("list_changed", {"echo_description": "changed"})
                     await anyio.sleep(0)
@@ -329,20 +331,11 @@ def test_updates_and_log_messages_reach_only_the_sessions_that_asked():
     session may see (list_changed) to all. The server's lines come in this
     order, so once every session has heard the last, each has heard what
     was for it."""
-    from mcp.client.session import ClientSession
-    from mcp.client.streamable_http import streamable_http_client
 
     with shared([str(FAKE), "--label", harness.RUN_MARKER]) as (port, _):
         url = f"http://127.0.0.1:{port}/mcp"
         heard: dict[int, list[str]] = {0: [], 1: [], 2: []}
 
-        def handler(n: int):
-            async def handle(message) -> None:
-                root = getattr(message, "root", message)
-                name = getattr(root, "method", None)
-                if name:
-                    heard[n].append(name)
-            return handle
 
         readme = "file:///srv/readme.txt"
         lines = [
@@ -353,13 +346,7 @@ def test_updates_and_log_messages_reach_only_the_sessions_that_asked():
 
         async def scenario() -> None:
             async with contextlib.AsyncExitStack() as stack:
-                sessions = []
-                for n in range(3):
-                    read, write = await stack.enter_async_context(streamable_http_client(url))
-                    session = await stack.enter_async_context(ClientSession(read, write, message_handler=handler(n)))
-                    with anyio.fail_after(30):
-                        await session.initialize()
-                    sessions.append(session)
+                sessions = await sdk_sessions(stack, url, [{"message_handler": recorder(heard, n)} for n in range(3)])
                 with anyio.fail_after(30):
                     await sessions[0].subscribe_resource(readme)
                     await sessions[1].set_logging_level("error")
