@@ -2,8 +2,7 @@
 front: a client that pipelines its first lines (initialize, then at once
 notifications/initialized and tools/list) through it gets its answers, with
 a server that takes its time to start (server-everything on node, one per
-session), and in shared mode, where the pool's servers are up already and
-`initialize` is answered from their handshake. The front sends a new session's id on the headers of the
+session). The front sends a new session's id on the headers of the
 initialize answer's event stream at once, before its server has started,
 so the lines that follow go out with it."""
 
@@ -11,11 +10,7 @@ from __future__ import annotations
 
 import json
 import subprocess
-import tempfile
 import threading
-from pathlib import Path
-
-import pytest
 
 import harness
 
@@ -28,12 +23,9 @@ LINES = [
 ]
 
 
-@pytest.mark.parametrize("sessions", ["per-session", "shared"])
-def test_a_pipelined_session_through_mcp_remote_gets_its_answers(sessions: str):
+def test_a_pipelined_session_through_mcp_remote_gets_its_answers():
     port = harness.free_port()
-    config = Path(tempfile.mkdtemp()) / "front.toml"
-    config.write_text(f'[front]\nupstream_sessions = "{sessions}"\n')
-    argv = [str(harness.MCP_CHAIN), "--listen", f"127.0.0.1:{port}", "--config", str(config), "--", *harness.everything_argv()]
+    argv = [str(harness.MCP_CHAIN), "--listen", f"127.0.0.1:{port}", "--", *harness.everything_argv()]
     with harness.listening(argv, port, "mcp-chain --listen"):
         stderr = harness.new_stderr_file("mcp-remote")
         with open(stderr, "w") as errlog:
