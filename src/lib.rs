@@ -51,6 +51,8 @@ mod peer;
 mod pins;
 mod platform;
 mod pool;
+#[cfg(feature = "telemetry")]
+mod telemetry;
 mod transport;
 mod upstream;
 
@@ -59,15 +61,98 @@ use config::{CommandConfig, Config, Transport, UpstreamConfig, UrlConfig};
 use relay::Ending;
 use std::process::ExitCode;
 
+/// A task serving beside the sessions (telemetry's `/metrics`).
+type Background = Option<std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>>;
+
+/// Telemetry as `main` runs it: on when configured, nothing otherwise.
+#[derive(Default)]
+struct Telemetry {
+    #[cfg(feature = "telemetry")]
+    on: Option<telemetry::Telemetry>,
+}
+
+impl Telemetry {
+    #[cfg(feature = "telemetry")]
+    fn start(config: &Config) -> Result<Self, telemetry::TelemetryError> {
+        let settings = config.telemetry.resolve(|name| std::env::var(name).ok());
+        let on = settings
+            .as_ref()
+            .map(telemetry::Telemetry::start)
+            .transpose()?;
+        Ok(Self { on })
+    }
+
+    /// Without the `telemetry` feature, a `[telemetry]` table is refused
+    /// at start rather than ignored.
+    #[cfg(not(feature = "telemetry"))]
+    fn start(config: &Config) -> Result<Self, &'static str> {
+        match config.telemetry.resolve(|name| std::env::var(name).ok()) {
+            Some(_) => Err("telemetry is configured, but this mcp-chain was built without it (the `telemetry` feature)"),
+            None => Ok(Self::default()),
+        }
+    }
+
+    fn tracing_layer(&mut self) -> Option<logging::Telemetry> {
+        #[cfg(feature = "telemetry")]
+        return self
+            .on
+            .as_mut()
+            .and_then(telemetry::Telemetry::tracing_layer);
+        #[cfg(not(feature = "telemetry"))]
+        None
+    }
+
+    fn background(&mut self) -> Background {
+        #[cfg(feature = "telemetry")]
+        if let Some(task) = self
+            .on
+            .as_mut()
+            .and_then(telemetry::Telemetry::serve_metrics)
+        {
+            return Some(Box::pin(task));
+        }
+        None
+    }
+
+    fn shutdown(self) {
+        #[cfg(feature = "telemetry")]
+        if let Some(on) = self.on {
+            on.shutdown();
+        }
+    }
+}
+
 /// Runs the command line; the exit code says how it went.
 pub fn main(cli: Cli) -> ExitCode {
+    let level = cli.log_level.as_deref();
     let config = match effective_config(&cli) {
         Ok(config) => config,
         Err(message) => {
+            logging::init(level, None);
             eprintln!("mcp-chain: {message}");
             return ExitCode::FAILURE;
         }
     };
+    // Telemetry is for serving: `check`, `pin`, `login` export nothing.
+    let mut telemetry = match cli.command.is_none() {
+        true => match Telemetry::start(&config) {
+            Ok(telemetry) => telemetry,
+            Err(message) => {
+                logging::init(level, None);
+                eprintln!("mcp-chain: {message}");
+                return ExitCode::FAILURE;
+            }
+        },
+        false => Telemetry::default(),
+    };
+    logging::init(level, telemetry.tracing_layer());
+    let code = run(&cli, config, telemetry.background());
+    telemetry.shutdown();
+    code
+}
+
+/// What `cli` asks for, logging and telemetry up.
+fn run(cli: &Cli, config: Config, background: Background) -> ExitCode {
     match &cli.command {
         Some(Command::Check { server }) => {
             check::run(&config, &upstream_for(&config, &cli, server))
@@ -78,9 +163,9 @@ pub fn main(cli: Cli) -> ExitCode {
         }
         None => match upstream_for(&config, &cli, &cli.server) {
             Ok(upstream) if config.front.listen.is_some() => {
-                listen(config, upstream, cli.allow_unauthenticated)
+                listen(config, upstream, cli.allow_unauthenticated, background)
             }
-            Ok(upstream) => serve(&config, &upstream),
+            Ok(upstream) => serve(&config, &upstream, background),
             Err(message) => {
                 eprintln!("mcp-chain: {message}");
                 ExitCode::FAILURE
@@ -185,7 +270,12 @@ fn runtime() -> Result<tokio::runtime::Runtime, ExitCode> {
 }
 
 /// Serves the chain over HTTP (`--listen`, `[front] listen`).
-fn listen(config: Config, upstream: UpstreamConfig, allow_unauthenticated: bool) -> ExitCode {
+fn listen(
+    config: Config,
+    upstream: UpstreamConfig,
+    allow_unauthenticated: bool,
+    background: Background,
+) -> ExitCode {
     let Some(addr) = config.front.listen else {
         return ExitCode::FAILURE;
     };
@@ -197,6 +287,9 @@ fn listen(config: Config, upstream: UpstreamConfig, allow_unauthenticated: bool)
         Ok(rt) => rt,
         Err(code) => return code,
     };
+    if let Some(task) = background {
+        runtime.spawn(task);
+    }
     let stop = || platform::signals::shutdown(false);
     match runtime.block_on(async { front::run(config, upstream, addr, stop()).await }) {
         Ok(()) => ExitCode::SUCCESS,
@@ -207,11 +300,14 @@ fn listen(config: Config, upstream: UpstreamConfig, allow_unauthenticated: bool)
     }
 }
 
-fn serve(config: &Config, upstream: &UpstreamConfig) -> ExitCode {
+fn serve(config: &Config, upstream: &UpstreamConfig, background: Background) -> ExitCode {
     let runtime = match runtime() {
         Ok(rt) => rt,
         Err(code) => return code,
     };
+    if let Some(task) = background {
+        runtime.spawn(task);
+    }
     let result = runtime.block_on(async {
         let stdin = transport::stdio::stdin().map_err(|e| format!("stdin: {e}"))?;
         let stdout = transport::stdio::stdout().map_err(|e| format!("stdout: {e}"))?;

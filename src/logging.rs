@@ -9,8 +9,12 @@
 
 use mcp_chain_middleware::shown;
 use std::io::{self, Write};
-use tracing_subscriber::fmt::MakeWriter;
-use tracing_subscriber::EnvFilter;
+use tracing_subscriber::fmt::format::Writer;
+use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields, MakeWriter};
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::registry::LookupSpan;
+use tracing_subscriber::util::SubscriberInitExt;
+use tracing_subscriber::{EnvFilter, Layer};
 
 /// The longest a log line gets, in characters.
 const MAX_EVENT_CHARS: usize = 16 * 1024;
@@ -25,7 +29,10 @@ const DEFAULT_LEVEL: &str = "warn,mcp_chain::messages=trace";
 /// see it (`--log-level debug,hyper_util=debug`).
 const QUIET_LIBRARIES: &str = "hyper=info,hyper_util=info,reqwest=info,rustls=info";
 
-pub fn init(level: Option<&str>) {
+/// Starts logging; with `telemetry`, its layer (OpenTelemetry's, the count
+/// of decisions) is stacked beside the log lines, and each line written
+/// inside a span carries its trace and span ids.
+pub fn init(level: Option<&str>, telemetry: Option<Telemetry>) {
     let filter = match level {
         Some(level) if !level.contains('=') => {
             EnvFilter::try_new(format!("{level},{QUIET_LIBRARIES}"))
@@ -38,12 +45,48 @@ pub fn init(level: Option<&str>) {
         eprintln!("mcp-chain: bad log level ({e}); using {DEFAULT_LEVEL}");
         EnvFilter::new(DEFAULT_LEVEL)
     });
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    let format = tracing_subscriber::fmt::format()
+        .with_ansi(false)
+        .with_target(false);
+    let ids = telemetry.is_some();
+    let lines = tracing_subscriber::fmt::layer()
         .with_writer(Lines)
         .with_ansi(false)
-        .with_target(false)
-        .init();
+        .event_format(WithIds { format, ids })
+        .with_filter(filter);
+    let _ = tracing_subscriber::registry()
+        .with(telemetry)
+        .with(lines)
+        .try_init();
+}
+
+/// The telemetry layer logging stacks.
+pub type Telemetry = Box<dyn tracing_subscriber::Layer<tracing_subscriber::Registry> + Send + Sync>;
+
+/// The line format, with trace and span ids first when telemetry is on.
+struct WithIds<F> {
+    format: F,
+    ids: bool,
+}
+
+impl<S, N, F> FormatEvent<S, N> for WithIds<F>
+where
+    S: tracing::Subscriber + for<'a> LookupSpan<'a>,
+    N: for<'a> FormatFields<'a> + 'static,
+    F: FormatEvent<S, N>,
+{
+    fn format_event(
+        &self,
+        ctx: &FmtContext<'_, S, N>,
+        mut writer: Writer<'_>,
+        event: &tracing::Event<'_>,
+    ) -> std::fmt::Result {
+        #[cfg(feature = "telemetry")]
+        if self.ids {
+            crate::telemetry::logs::write_ids(&mut writer)?;
+        }
+        self.format.format_event(ctx, writer, event)
+    }
 }
 
 /// Makes the writer of one event: stderr, one safe line.

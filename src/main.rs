@@ -6,7 +6,6 @@ use std::process::ExitCode;
 fn main() -> ExitCode {
     mcp_chain::memory::tune_allocator();
     let cli = mcp_chain::cli::Cli::parse();
-    mcp_chain::logging::init(cli.log_level.as_deref());
     let code = mcp_chain::main(cli);
     if std::env::var_os("MCP_CHAIN_COUNT_LINES").is_some() {
         // For tests of the one-parse rule: every message parsed once where

@@ -42,6 +42,8 @@
 //!   before the server sees them.
 //! - [`limit`]: results that fit: refused or cut past a size, listings
 //!   trimmed to a number of items.
+//! - [`decision`]: what a layer decided, as an event telemetry turns
+//!   into a span event and a count.
 //! - [`note`]: what a layer decided, left for the audit line of the
 //!   request it answered.
 //! - [`session`]: who a session of the HTTP front serves (the audit says).
@@ -56,6 +58,7 @@ pub mod approve;
 pub mod audit;
 pub mod config_error;
 pub mod counts;
+pub mod decision;
 pub mod embedded;
 pub mod envelope;
 pub mod filter;

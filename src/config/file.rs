@@ -13,6 +13,7 @@ pub(crate) struct ConfigFile {
     pub(crate) proxy: ProxyFile,
     #[serde(default)]
     pub(crate) front: super::front::FrontFile,
+    pub(crate) telemetry: Option<super::telemetry::TelemetryFile>,
     #[serde(default)]
     pub(crate) middleware: Vec<toml::Spanned<MiddlewareFile>>,
 }

@@ -9,6 +9,7 @@ mod front;
 mod front_oauth;
 mod oauth;
 mod place;
+mod telemetry;
 mod upstream;
 mod validate;
 
@@ -16,6 +17,7 @@ pub use error::ConfigError;
 pub use front::{parse_listen, BadListen, FrontConfig, Token};
 pub use front_oauth::{FrontOAuth, Introspection, Network};
 pub use oauth::{is_secure, ClientId, Grant, OAuthConfig, Resource};
+pub use telemetry::{shown_endpoint, Otlp, Telemetry, TelemetryConfig};
 pub use upstream::{
     is_url, BadUrlUpstream, CommandConfig, Envelope, RestartPolicy, Transport, UpstreamConfig,
     UrlConfig,
@@ -41,6 +43,8 @@ pub struct Config {
     pub shutdown_grace: Duration,
     /// `[front]`: serving the chain over HTTP.
     pub front: FrontConfig,
+    /// `[telemetry]`: traces and metrics (off unless configured).
+    pub telemetry: TelemetryConfig,
     /// The layers, in file order: the first is outermost.
     pub(crate) chain: Vec<Entry>,
     /// The file this came from, for messages.
@@ -55,6 +59,7 @@ impl Default for Config {
             max_bytes_in_flight: DEFAULT_MAX_BYTES_IN_FLIGHT,
             shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
             front: FrontConfig::default(),
+            telemetry: TelemetryConfig::default(),
             chain: Vec::new(),
             path: None,
         }

@@ -75,6 +75,13 @@ pub(super) fn validate(file: ConfigFile, text: &str) -> Result<Config, Vec<Probl
     };
 
     let front = super::front::front(file.front, &mut problems);
+    let telemetry = super::telemetry::telemetry(file.telemetry, &mut problems);
+    if telemetry.metrics_listen.is_some() && telemetry.metrics_listen == front.listen {
+        problems.push((
+            None,
+            "telemetry.metrics_listen: the front listens there; metrics need an address of their own".to_owned(),
+        ));
+    }
 
     let mut chain = Vec::with_capacity(file.middleware.len());
     for (index, entry) in file.middleware.into_iter().enumerate() {
@@ -97,6 +104,7 @@ pub(super) fn validate(file: ConfigFile, text: &str) -> Result<Config, Vec<Probl
             max_bytes_in_flight,
             shutdown_grace,
             front,
+            telemetry,
             chain,
             path: None,
         })

@@ -132,7 +132,14 @@ impl Session {
                 Some(port) => port,
                 None => &front.upstream,
             };
-            let ending = relay::session(&front.config, &front.budget, &layers, server, client, signals).await;
+            // In shared mode, the server a session's telemetry names is
+            // the pool's (what the port leads to).
+            let seen = relay::Seen {
+                client: "tcp",
+                server: relay::Starts::network_transport(&front.upstream),
+                id: Some(short(&id).to_owned()),
+            };
+            let ending = relay::session(&front.config, &front.budget, &layers, server, client, signals, Some(seen)).await;
             match ending {
                 Ok(Ending::Clean) => tracing::info!(session = %short(&id), "session ended"),
                 Ok(Ending::ServerGone(reason)) => {

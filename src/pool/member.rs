@@ -105,7 +105,7 @@ impl Member {
                     lifecycle: router,
                 };
                 let ending =
-                    relay::session(&config, &budget, &[], &upstream, client, signals).await;
+                    relay::session(&config, &budget, &[], &upstream, client, signals, None).await;
                 *lock(&self.inbox) = None;
                 match ending {
                     Ok(relay::Ending::Clean) => {}

@@ -80,7 +80,30 @@ pub async fn run(
     // Over stdio there is no caller: a layer for some callers only
     // (`when`) is left out, one that exempts some (`unless`) is in.
     let layers = crate::layers::applying(&config.chain, None);
-    session(config, &budget, &layers, upstream, client, signals).await
+    let seen = Seen {
+        client: "pipe",
+        server: upstream.network_transport(),
+        id: None,
+    };
+    session(
+        config,
+        &budget,
+        &layers,
+        upstream,
+        client,
+        signals,
+        Some(seen),
+    )
+    .await
+}
+
+/// How a session's peers are reached and which session it is, as its
+/// telemetry says (`network.transport`: `pipe` or `tcp`).
+pub(crate) struct Seen {
+    pub(crate) client: &'static str,
+    pub(crate) server: &'static str,
+    /// The front session's id, shortened.
+    pub(crate) id: Option<String>,
 }
 
 /// The client's end of a session: its messages, the queue of what goes to
@@ -89,7 +112,8 @@ pub async fn run(
 pub(crate) type Client<S> = Peer<S, JoinHandle<()>>;
 
 /// [`run`] for any client end, through `layers`. The first message on
-/// `signals` asks for a graceful stop, the next one cuts it short.
+/// `signals` asks for a graceful stop, the next one cuts it short. With
+/// `seen`, and telemetry on, the session is traced and measured.
 pub(crate) async fn session<S: Source>(
     config: &Config,
     budget: &Arc<Budget>,
@@ -97,6 +121,7 @@ pub(crate) async fn session<S: Source>(
     upstream: &dyn Starts,
     client: Client<S>,
     mut signals: mpsc::Receiver<()>,
+    seen: Option<Seen>,
 ) -> Result<Ending, RunError> {
     let Peer {
         source,
@@ -110,8 +135,7 @@ pub(crate) async fn session<S: Source>(
     };
     let upstream_conn = Connector::new(server_queue.clone(), "server").recording();
     let downstream_conn = Connector::new(client_queue.clone(), "client");
-    let to_server = chain::to_server(layers, ChainService::new(upstream_conn.clone()));
-    let to_client = chain::to_client(layers, ChainService::new(downstream_conn.clone()));
+    let (to_server, to_client, _telemetry) = chains(layers, &upstream_conn, &downstream_conn, seen);
 
     let (stop_server, server_stop) = oneshot::channel();
     let (hurry_tx, hurry) = watch::channel(false);
@@ -246,6 +270,39 @@ pub(crate) async fn session<S: Source>(
     Ok(ending)
 }
 
+/// The session's two chains, each between its connectors; traced at both
+/// ends when telemetry is on (the session's telemetry is kept as long as
+/// the session: its duration is measured when it is dropped).
+fn chains(
+    layers: &[AnyLayer],
+    upstream: &Connector,
+    downstream: &Connector,
+    seen: Option<Seen>,
+) -> (ChainService, ChainService, Option<Telemetry>) {
+    let upstream = ChainService::new(upstream.clone());
+    let downstream = ChainService::new(downstream.clone());
+    #[cfg(feature = "telemetry")]
+    if let Some(t) = seen.and_then(|s| Telemetry::open(s.client, s.server, s.id.as_deref())) {
+        use crate::telemetry::Facing;
+        let to_server = chain::to_server(layers, t.sent(Facing::Server, upstream));
+        let to_client = chain::to_client(layers, t.sent(Facing::Client, downstream));
+        let to_server = t.received(Facing::Client, to_server);
+        let to_client = t.received(Facing::Server, to_client);
+        return (to_server, to_client, Some(t));
+    }
+    #[cfg(not(feature = "telemetry"))]
+    let _ = seen;
+    let to_server = chain::to_server(layers, upstream);
+    let to_client = chain::to_client(layers, downstream);
+    (to_server, to_client, None)
+}
+
+#[cfg(feature = "telemetry")]
+use crate::telemetry::Session as Telemetry;
+/// Without telemetry, nothing is kept.
+#[cfg(not(feature = "telemetry"))]
+enum Telemetry {}
+
 /// What a session's server is started from: a configured upstream (a
 /// child, a URL: `Upstream::start`), or a port into a pool of servers
 /// shared by sessions (`pool`). The relay asks for nothing else of it.
@@ -254,12 +311,24 @@ pub(crate) trait Starts: Sync {
     /// is then a queue of messages, written where they leave.
     fn takes_messages(&self) -> bool;
 
+    /// How the server is reached, as telemetry says (`pipe`, `tcp`).
+    fn network_transport(&self) -> &'static str {
+        "pipe"
+    }
+
     fn start(&self, up: Upstream, stop: oneshot::Receiver<()>) -> Result<Server, StartError>;
 }
 
 impl Starts for UpstreamConfig {
     fn takes_messages(&self) -> bool {
         matches!(self, Self::Url(_))
+    }
+
+    fn network_transport(&self) -> &'static str {
+        match self {
+            Self::Url(_) => "tcp",
+            Self::Command(_) => "pipe",
+        }
     }
 
     fn start(&self, up: Upstream, stop: oneshot::Receiver<()>) -> Result<Server, StartError> {
@@ -271,6 +340,8 @@ impl Starts for UpstreamConfig {
 /// server may list differently.
 async fn announce(mut restarted: mpsc::Receiver<Restarted>, mut to_client: ChainService) {
     while let Some(Restarted { refetch }) = restarted.recv().await {
+        #[cfg(feature = "telemetry")]
+        crate::telemetry::restarted();
         for note in refetch {
             let env = Envelope::new(Direction::ToClient, Message::notification(note, None));
             if let Ok(chain) = to_client.ready().await {

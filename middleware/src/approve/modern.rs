@@ -97,6 +97,7 @@ where
         let answer = self.inner.call(env);
         let layer = self.layer.clone();
         Box::pin(async move {
+            super::service::record(decision);
             note::add(LAYER, json!({"decision": decision}));
             let mut out = answer.await?;
             // The server asks for input of its own: its state rides inside

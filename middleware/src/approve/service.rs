@@ -129,10 +129,20 @@ where
     F: std::future::Future<Output = Result<Option<Message>, BoxError>>,
 {
     let (name, own) = decision;
+    record(name);
     note::add(LAYER, json!({"decision": name}));
     match own {
         Some(own) => Ok(Some(own)),
         None => answer.await,
+    }
+}
+
+/// The decision event of `decision`: remembered from an earlier answer,
+/// or answered now (by the user, or by the fallback when none can be asked).
+pub(super) fn record(decision: &'static str) {
+    match decision {
+        "remembered" | "approved_earlier" => crate::decided!("approve", "remembered", decision),
+        _ => crate::decided!("approve", "answered", decision),
     }
 }
 
@@ -205,6 +215,7 @@ impl ApproveLayer {
     /// Asks the user through the client (2025 era) whether `tool` may run
     /// with what `params` holds.
     async fn ask(&self, id: &RequestId, tool: &str, params: Option<&Payload>) -> Decision {
+        crate::decided!("approve", "asked");
         let session = &self.session;
         let settings = &self.shared.settings;
         let arguments = match params.map(|p| p.member("arguments")) {

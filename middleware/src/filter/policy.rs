@@ -89,6 +89,24 @@ impl Policy {
         }
     }
 
+    /// The rule that refused a request for `target` (its method's, when
+    /// there is none), as configured: what a denial's decision records.
+    pub(super) fn refusing_rule(&self, method: &str, target: Option<&Target<'_>>) -> String {
+        let (kind, rule) = match target {
+            None => ("methods", self.methods.refusing_rule(method)),
+            Some(Target::Tool(name)) => ("tools", self.tools.refusing_rule(name)),
+            Some(Target::Prompt(name)) => ("prompts", self.prompts.refusing_rule(name)),
+            Some(Target::Resource(uri)) => ("resources", self.resources.refusing_rule(uri)),
+            Some(Target::ResourceTemplate(uri)) => (
+                "resource_templates",
+                self.resources
+                    .refusing_rule(uri)
+                    .or_else(|| self.templates.refusing_rule(uri)),
+            ),
+        };
+        format!("{kind}: {}", rule.as_deref().unwrap_or("unreadable"))
+    }
+
     fn allows_template(&self, uri_template: &str) -> bool {
         self.resources.allows(uri_template) && self.templates.allows(uri_template)
     }

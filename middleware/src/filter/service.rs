@@ -59,6 +59,8 @@ impl<S> Filter<S> {
         match msg {
             Message::Request(req) => {
                 if !policy.allows_method(&req.method) {
+                    let rule = policy.refusing_rule(&req.method, None);
+                    crate::decided!("filter", "denied", rule);
                     return Verdict::Answer(Box::new(denial(req.id.clone(), &req.method, None)));
                 }
                 if direction == Direction::ToClient {
@@ -68,10 +70,13 @@ impl<S> Filter<S> {
                 }
                 match Target::of(&req.method, req.params.as_ref()) {
                     Ok(Some(target)) if !policy.allows(&target) => {
+                        let rule = policy.refusing_rule(&req.method, Some(&target));
+                        crate::decided!("filter", "denied", rule);
                         let denial = denial(req.id.clone(), &req.method, Some(&target));
                         return Verdict::Answer(Box::new(denial));
                     }
                     Err(e) if Kind::of(&req.method).is_some_and(|k| policy.judges(k)) => {
+                        crate::decided!("filter", "denied", rule = "unreadable target");
                         let refusal = unreadable_request(req.id.clone(), &req.method, &e);
                         return Verdict::Answer(Box::new(refusal));
                     }
@@ -152,6 +157,7 @@ where
                 Box::pin(ready(Ok(Some(*msg))))
             }
             Verdict::Drop => {
+                crate::decided!("filter", "dropped");
                 tracing::debug!(layer = "filter", direction = %env.direction,
                     method = env.message.method().unwrap_or(""), "dropped notification");
                 Box::pin(ready(Ok(None)))

@@ -120,6 +120,12 @@ impl Rules {
                 return Message::error(Some(response.id), error);
             }
             if seen > max {
+                crate::decided!(
+                    "limit",
+                    "trimmed",
+                    original_items = seen,
+                    delivered_items = max
+                );
                 let items = json!({"original_items": seen, "delivered_items": max});
                 note::add(LAYER, json!({"action": "trimmed", "items": items}));
             }
@@ -182,7 +188,17 @@ impl Rules {
 
 /// The audit's note of a result held to its size: what the server sent,
 /// what the client got (0: refused), the limit.
-fn note_size(action: &str, original: usize, delivered: usize, limit: usize) {
+fn note_size(action: &'static str, original: usize, delivered: usize, limit: usize) {
+    match action {
+        "refused" => crate::decided!("limit", "refused", original_bytes = original, limit),
+        _ => crate::decided!(
+            "limit",
+            "truncated",
+            original_bytes = original,
+            delivered_bytes = delivered,
+            limit
+        ),
+    }
     note::add(
         LAYER,
         json!({"action": action, "original_bytes": original, "delivered_bytes": delivered, "limit": limit}),

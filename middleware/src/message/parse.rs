@@ -71,7 +71,7 @@ impl Incoming {
 }
 
 fn read(line: Line<'_>) -> Result<Incoming, serde_json::Error> {
-    crate::counts::one_parsed();
+    crate::counts::one_parsed(line.line.len());
     // UTF-8 checked once for the whole line, so that serde_json need not
     // check each value it passes over again.
     let Ok(text) = std::str::from_utf8(line.line) else {

@@ -10,10 +10,11 @@ use crate::payload::{Payload, Text, BIG_PAYLOAD_BYTES};
 impl Message {
     /// Appends the message as one line of JSON (with its `\n`).
     pub fn write_line(&self, out: &mut Vec<u8>) {
-        crate::counts::one_written();
+        let start = out.len();
         out.reserve(64 + self.payload().map_or(0, Payload::len_if_known));
         self.write_json(out, false);
         out.push(b'\n');
+        crate::counts::one_written(out.len() - start);
     }
 
     /// [`Self::write_line`], except that a payload of
@@ -39,7 +40,7 @@ impl Message {
             self.write_line(out);
             return None;
         }
-        crate::counts::one_written();
+        let start = out.len();
         let at = self.write_json(out, true);
         out.push(b'\n');
         let text = match big_value {
@@ -50,12 +51,14 @@ impl Message {
             }
             false => self.into_payload().and_then(|p| p.into_text()),
         };
+        let around = out.len() - start;
+        crate::counts::one_written(around + text.as_ref().map_or(0, Text::len));
         Some((at?, text?))
     }
 
     /// Appends `messages` as one line: a JSON array (a batch's answers).
     pub fn write_batch(messages: &[Message], out: &mut Vec<u8>) {
-        crate::counts::one_written();
+        let start = out.len();
         out.push(b'[');
         for (n, message) in messages.iter().enumerate() {
             if n > 0 {
@@ -64,6 +67,7 @@ impl Message {
             message.write_json(out, false);
         }
         out.put(b"]\n");
+        crate::counts::one_written(out.len() - start);
     }
 
     /// About how many bytes [`Self::write_line`] writes, without writing:

@@ -114,6 +114,27 @@ impl PatternList {
         }
     }
 
+    /// The rule that refuses `name`, as configured (the deny pattern it
+    /// matches, or the allow list none of whose patterns does), for a
+    /// decision's record; `None` when `name` passes.
+    pub fn refusing_rule(&self, name: &str) -> Option<String> {
+        if self.allows(name) {
+            return None;
+        }
+        let normal = match self.uris {
+            true => uri::normalize(name).ok(),
+            false => Some(name.into()),
+        };
+        let Some(normal) = normal else {
+            return Some("uri has no normal form".to_owned());
+        };
+        let denied = self.deny_patterns().iter().find(|p| p.is_match(&normal));
+        Some(match denied {
+            Some(pattern) => format!("deny {:?}", pattern.as_str()),
+            None => "allow: no pattern matches".to_owned(),
+        })
+    }
+
     /// True when the list lets everything through, so callers may skip work.
     pub fn allows_all(&self) -> bool {
         self.allow.is_none() && self.deny.is_none()

@@ -196,6 +196,8 @@ impl PinLayer {
         }
         if !drifts.is_empty() || unreadable > 0 {
             for drift in &drifts {
+                crate::decided!("pin", "drift", kind = drift.kind(), name = %drift.name,
+                    fields = %drift.what(), action = self.on_change.as_str());
                 tracing::warn!(layer = LAYER, kind = drift.kind(), name = %drift.name,
                     drift = %drift.what(), action = self.on_change.as_str(), "definition differs from its pin");
             }

@@ -101,6 +101,8 @@ where
                         DisplayDuration(settings.max_wait)
                     ),
                 };
+                let retry_after_ms = retry_after.as_secs_f64() * 1000.0;
+                crate::decided!("rate_limit", "refused", rule, retry_after_ms);
                 let error = refusal(&limit.to_string(), rule, retry_after, &why);
                 return Box::pin(std::future::ready(Ok(Some(Message::error(
                     Some(id),
@@ -108,6 +110,12 @@ where
                 )))));
             }
         };
+        crate::decided!(
+            "rate_limit",
+            "held",
+            rule,
+            wait_ms = wait.as_secs_f64() * 1000.0
+        );
         // Held back on purpose: only this request waits, in its own future;
         // the service stays ready for the messages behind it.
         let hold = self.shared.hold(env.direction, id, rule);

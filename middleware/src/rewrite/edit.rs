@@ -101,6 +101,7 @@ impl Rules {
         };
         let item = names.item(upstream);
         if upstream != name {
+            crate::decided!("rewrite", "renamed", kind, count = 1);
             let upstream = Value::from(upstream);
             params
                 .set_member("name", upstream)
@@ -238,6 +239,9 @@ impl Rules {
         if matches!(listing, Listing::Prompts | Listing::Discover) {
             changed |=
                 result.edit_items("prompts", |item| rename_item(&self.prompts, item, "prompt"))?;
+        }
+        if changed {
+            crate::decided!("rewrite", "renamed", kind = "listing");
         }
         Ok(changed)
     }

@@ -98,6 +98,9 @@ impl Redactor {
         let mut out = Cow::Borrowed(text);
         for rule in &self.rules {
             if let Cow::Owned(s) = rule.regex.replace_all(&out, rule.replacement.as_str()) {
+                // Counted only where something matched: a second pass
+                // over text that held a secret, none over clean text.
+                tally::add(rule.regex.find_iter(&out).count());
                 out = Cow::Owned(s);
             }
         }
@@ -171,6 +174,29 @@ impl Redactor {
             }),
             _ => false,
         }
+    }
+}
+
+/// How many redactions an edit made, for the layer's decision event (a
+/// count, never the text). An edit is synchronous, so a count kept by the
+/// thread for the length of [`tally::counted`] is the edit's alone.
+pub(super) mod tally {
+    use std::cell::Cell;
+
+    thread_local! {
+        static COUNT: Cell<usize> = const { Cell::new(0) };
+    }
+
+    pub(super) fn add(n: usize) {
+        COUNT.with(|c| c.set(c.get() + n));
+    }
+
+    /// Runs `edit`; what it returned, and how many redactions it made.
+    pub(in crate::rewrite) fn counted<T>(edit: impl FnOnce() -> T) -> (T, usize) {
+        let before = COUNT.with(Cell::get);
+        let out = edit();
+        let after = COUNT.with(|c| c.replace(before));
+        (out, after - before)
     }
 }
 

@@ -2,6 +2,7 @@
 //! answer on its way back.
 
 use super::layer::Rules;
+use super::redact::tally;
 use crate::{BoxError, Direction, Envelope, Message, ResponseFuture};
 use std::future::ready;
 use std::sync::Arc;
@@ -53,12 +54,18 @@ where
         // Edited and forwarded here, before the future is returned, so
         // messages leave in the order they arrived (docs/architecture.md, invariant 1).
         let post = match (env.direction, &mut env.message) {
-            (Direction::ToServer, Message::Request(req)) => match self.rules.request(req) {
-                Ok(post) => post,
-                Err(answer) => return Box::pin(ready(Ok(Some(*answer)))),
-            },
+            (Direction::ToServer, Message::Request(req)) => {
+                let (post, redacted) = tally::counted(|| self.rules.request(req));
+                noted_redactions(redacted, "arguments");
+                match post {
+                    Ok(post) => post,
+                    Err(answer) => return Box::pin(ready(Ok(Some(*answer)))),
+                }
+            }
             (Direction::ToClient, msg) => {
-                if !self.rules.server_message(msg) {
+                let (keep, redacted) = tally::counted(|| self.rules.server_message(msg));
+                noted_redactions(redacted, "notification");
+                if !keep {
                     return Box::pin(ready(Ok(None)));
                 }
                 Default::default()
@@ -73,9 +80,17 @@ where
         Box::pin(async move {
             let mut answer = answer.await?;
             if let Some(msg) = &mut answer {
-                rules.answer(post, msg);
+                let ((), redacted) = tally::counted(|| rules.answer(post, msg));
+                noted_redactions(redacted, "answer");
             }
             Ok(answer)
         })
+    }
+}
+
+/// The decision event of the redactions an edit made, if it made any.
+fn noted_redactions(count: usize, what: &'static str) {
+    if count > 0 {
+        crate::decided!("rewrite", "redacted", count, what);
     }
 }

@@ -129,6 +129,12 @@ where
                 Some(total) if hit_cap => total,
                 _ => limit,
             };
+            crate::decided!(
+                "timeout",
+                "fired",
+                waited_ms = waited.as_secs_f64() * 1000.0,
+                cap = hit_cap
+            );
             cancel(canceller, direction, &id, waited).await;
             Ok(Some(Message::error(Some(id), expired(waited))))
         })

@@ -50,6 +50,9 @@ pub(super) struct Invalid {
     pub(super) errors: Value,
     /// The check ran out of its budget: nothing is known of the instance.
     pub(super) over_budget: bool,
+    /// Where in the schema the first error was found (`/properties/path/type`):
+    /// the schema's words, never the arguments', for the decision's record.
+    pub(super) schema_pointer: Option<String>,
 }
 
 impl Invalid {
@@ -58,6 +61,7 @@ impl Invalid {
             message,
             errors: json!([]),
             over_budget: false,
+            schema_pointer: None,
         }
     }
 }
@@ -208,6 +212,7 @@ fn check(compiled: &Compiled, instance: &Value, steps: u64, message: &str) -> Re
         message: format!("{message}: the check ran out of its budget of {steps} steps (the schema asks for more work than validate.max_check_steps allows); the call is refused rather than passed unchecked"),
         errors: json!([]),
         over_budget: true,
+        schema_pointer: None,
     }
     };
     match budget::within(steps, || validator.is_valid(instance)) {
@@ -215,7 +220,12 @@ fn check(compiled: &Compiled, instance: &Value, steps: u64, message: &str) -> Re
         Some(true) => return Ok(()),
         Some(false) => {}
     }
-    let describe = |e: jsonschema::ValidationError<'_>| json!({"pointer": e.instance_path().to_string(), "message": e.to_string()});
+    let schema_pointer = std::cell::Cell::new(None);
+    let describe = |e: jsonschema::ValidationError<'_>| {
+        let first = schema_pointer.take();
+        schema_pointer.set(first.or_else(|| Some(e.schema_path().to_string())));
+        json!({"pointer": e.instance_path().to_string(), "message": e.to_string()})
+    };
     let errors = budget::within(steps, || match compiled.every_error {
         true => validator
             .iter_errors(instance)
@@ -236,5 +246,6 @@ fn check(compiled: &Compiled, instance: &Value, steps: u64, message: &str) -> Re
         message: message.to_owned(),
         errors: Value::Array(errors),
         over_budget: false,
+        schema_pointer: schema_pointer.take(),
     })
 }

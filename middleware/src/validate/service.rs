@@ -72,6 +72,8 @@ pub struct Validate<S> {
 
 /// A refusal of this layer's.
 fn refusal(id: RequestId, code: ErrorCode, reason: &str, invalid: Invalid) -> Message {
+    let schema_pointer = invalid.schema_pointer.as_deref().unwrap_or("");
+    crate::decided!("validate", "refused", reason, schema_pointer);
     let error = ErrorObject::new(code, format!("mcp-chain validate: {}", invalid.message))
         .with_data(json!({"layer": LAYER, "reason": reason, "errors": invalid.errors}));
     Message::error(Some(id), error)

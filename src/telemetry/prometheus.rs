@@ -1,0 +1,119 @@
+//! `/metrics` at `[telemetry] metrics_listen`: the metrics in Prometheus
+//! text, from OpenTelemetry's Prometheus exporter (names as Prometheus
+//! writes them: `mcp.server.operation.duration` in seconds is
+//! `mcp_server_operation_duration_seconds`).
+//!
+//! Its own address, never the front's: a scrape needs no MCP session and
+//! no token, so the operator decides who reaches it (loopback, or a network
+//! only Prometheus is on). One small HTTP/1.1 server: `GET /metrics`, and
+//! 404 for anything else; a scrape that takes too long is cut off.
+
+use super::TelemetryError;
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use opentelemetry_prometheus::PrometheusExporter;
+use prometheus::{Encoder, Registry, TextEncoder};
+use std::net::SocketAddr;
+use std::time::Duration;
+
+/// How long a scraper's connection may take to send a request.
+const READ_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Connections served at once; past this a new one waits to be accepted.
+const MAX_CONNECTIONS: usize = 16;
+
+/// The listening socket and the registry it serves.
+pub(super) struct Scrape {
+    listener: std::net::TcpListener,
+    registry: Registry,
+}
+
+impl Scrape {
+    /// Binds `addr` now, so a taken address stops mcp-chain at start with
+    /// a clear message; and the reader the meter provider feeds.
+    pub(super) fn bind(addr: SocketAddr) -> Result<(Self, PrometheusExporter), TelemetryError> {
+        let listen_error = |why| TelemetryError::Listen { addr, why };
+        let listener = std::net::TcpListener::bind(addr).map_err(listen_error)?;
+        listener.set_nonblocking(true).map_err(listen_error)?;
+        let registry = Registry::new();
+        let reader = opentelemetry_prometheus::exporter()
+            .with_registry(registry.clone())
+            .build()
+            .map_err(|e| TelemetryError::Exporter(e.to_string()))?;
+        Ok((Self { listener, registry }, reader))
+    }
+
+    /// Serves scrapes until the runtime ends.
+    pub(super) async fn serve(self) {
+        let listener = match tokio::net::TcpListener::from_std(self.listener) {
+            Ok(listener) => listener,
+            Err(e) => {
+                tracing::warn!(error = %e, "telemetry: /metrics cannot be served");
+                return;
+            }
+        };
+        let slots = std::sync::Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
+        loop {
+            let Ok(slot) = slots.clone().acquire_owned().await else {
+                return;
+            };
+            let stream = match listener.accept().await {
+                Ok((stream, _)) => stream,
+                Err(e) => {
+                    tracing::debug!(error = %e, "telemetry: a scrape connection failed");
+                    continue;
+                }
+            };
+            let registry = self.registry.clone();
+            tokio::spawn(async move {
+                let service = hyper::service::service_fn(move |request| {
+                    let answer = answer(&registry, &request);
+                    async move { Ok::<_, std::convert::Infallible>(answer) }
+                });
+                let connection = hyper::server::conn::http1::Builder::new()
+                    .timer(hyper_util::rt::TokioTimer::new())
+                    .header_read_timeout(READ_TIMEOUT)
+                    .keep_alive(true)
+                    .serve_connection(TokioIo::new(stream), service);
+                let _ = tokio::time::timeout(READ_TIMEOUT * 6, connection).await;
+                drop(slot);
+            });
+        }
+    }
+}
+
+/// `GET /metrics`: the text; anything else: 404 or 405.
+fn answer<B>(registry: &Registry, request: &Request<B>) -> Response<Full<Bytes>> {
+    let plain = |status: StatusCode, text: &'static str| {
+        let mut response = Response::new(Full::new(Bytes::from_static(text.as_bytes())));
+        *response.status_mut() = status;
+        response
+    };
+    if request.uri().path() != "/metrics" {
+        return plain(
+            StatusCode::NOT_FOUND,
+            "not found; metrics are at /metrics\n",
+        );
+    }
+    if request.method() != Method::GET && request.method() != Method::HEAD {
+        return plain(StatusCode::METHOD_NOT_ALLOWED, "GET /metrics\n");
+    }
+    let encoder = TextEncoder::new();
+    let mut text = Vec::new();
+    if let Err(e) = encoder.encode(&registry.gather(), &mut text) {
+        tracing::warn!(error = %e, "telemetry: the metrics cannot be written");
+        return plain(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "the metrics cannot be written\n",
+        );
+    }
+    let mut response = Response::new(Full::new(Bytes::from(text)));
+    if let Ok(kind) = encoder.format_type().parse() {
+        response
+            .headers_mut()
+            .insert(hyper::header::CONTENT_TYPE, kind);
+    }
+    response
+}
