@@ -131,6 +131,7 @@ pub(crate) fn run(config: &Config, upstream: &Result<UpstreamConfig, ArgError>) 
             }
         );
     }
+    telemetry(&mut report, config);
     // `check` prints its report on stdout: it is not a proxy session.
     if std::io::stdout()
         .lock()
@@ -140,6 +141,58 @@ pub(crate) fn run(config: &Config, upstream: &Result<UpstreamConfig, ArgError>) 
         return ExitCode::FAILURE;
     }
     ExitCode::SUCCESS
+}
+
+/// What telemetry would do, the `OTEL_*` variables applied (endpoints
+/// without a password or query; OTLP headers never).
+fn telemetry(report: &mut String, config: &Config) {
+    use crate::config::{shown_endpoint, Otlp};
+    let env = |name: &str| std::env::var(name).ok();
+    let Some(t) = config.telemetry.resolve(env) else {
+        report.push_str("telemetry: off\n");
+        return;
+    };
+    if cfg!(not(feature = "telemetry")) {
+        report.push_str("telemetry: configured, but this build has none (the `telemetry` feature); mcp-chain will not start\n");
+        return;
+    }
+    let otlp = |otlp: &Option<Otlp>, signal: &str| match otlp {
+        Some(Otlp::Url(base)) => format!(
+            "OTLP/HTTP to {}v1/{signal}",
+            shown_endpoint(base).trim_end_matches('/').to_owned() + "/"
+        ),
+        Some(Otlp::FromEnvironment) => {
+            let var = format!("OTEL_EXPORTER_OTLP_{}_ENDPOINT", signal.to_uppercase());
+            let named = env(&var).or_else(|| env("OTEL_EXPORTER_OTLP_ENDPOINT"));
+            let shown = named
+                .and_then(|u| url::Url::parse(u.trim()).ok())
+                .map_or_else(|| "(unreadable)".to_owned(), |u| shown_endpoint(&u));
+            format!("OTLP/HTTP as OTEL_EXPORTER_OTLP_*ENDPOINT say ({shown})")
+        }
+        None => "not exported".to_owned(),
+    };
+    let _ = writeln!(report, "telemetry: service.name = {:?}", t.service_name);
+    let traces = match t.spans {
+        true => otlp(&t.traces, "traces"),
+        false => "off".to_owned(),
+    };
+    let _ = writeln!(report, "  traces: {traces}");
+    let metrics = match (t.metrics, t.metrics_listen) {
+        (false, _) => "off".to_owned(),
+        (true, listen) => {
+            let mut shown = otlp(&t.metrics_otlp, "metrics");
+            if let Some(addr) = listen {
+                let _ = write!(shown, "; Prometheus text at http://{addr}/metrics");
+            }
+            shown
+        }
+    };
+    let _ = writeln!(report, "  metrics: {metrics}");
+    let propagate = match t.propagate && t.spans {
+        true => "on",
+        false => "off",
+    };
+    let _ = writeln!(report, "  trace context through params._meta: {propagate}");
 }
 
 /// How mcp-chain would log in to a URL upstream (never the secret).

@@ -154,14 +154,12 @@ pub fn main(cli: Cli) -> ExitCode {
 /// What `cli` asks for, logging and telemetry up.
 fn run(cli: &Cli, config: Config, background: Background) -> ExitCode {
     match &cli.command {
-        Some(Command::Check { server }) => {
-            check::run(&config, &upstream_for(&config, &cli, server))
-        }
+        Some(Command::Check { server }) => check::run(&config, &upstream_for(&config, cli, server)),
         Some(Command::Pin { action }) => pins::run(&config, action),
         Some(command @ (Command::Login { .. } | Command::Logout { .. } | Command::Auth { .. })) => {
             auth_command(&config, command)
         }
-        None => match upstream_for(&config, &cli, &cli.server) {
+        None => match upstream_for(&config, cli, &cli.server) {
             Ok(upstream) if config.front.listen.is_some() => {
                 listen(config, upstream, cli.allow_unauthenticated, background)
             }

@@ -64,6 +64,7 @@ pub fn init(level: Option<&str>, telemetry: Option<Telemetry>) {
 pub type Telemetry = Box<dyn tracing_subscriber::Layer<tracing_subscriber::Registry> + Send + Sync>;
 
 /// The line format, with trace and span ids first when telemetry is on.
+#[cfg_attr(not(feature = "telemetry"), allow(dead_code))]
 struct WithIds<F> {
     format: F,
     ids: bool,
@@ -78,13 +79,17 @@ where
     fn format_event(
         &self,
         ctx: &FmtContext<'_, S, N>,
-        mut writer: Writer<'_>,
+        writer: Writer<'_>,
         event: &tracing::Event<'_>,
     ) -> std::fmt::Result {
         #[cfg(feature = "telemetry")]
-        if self.ids {
-            crate::telemetry::logs::write_ids(&mut writer)?;
-        }
+        let writer = {
+            let mut writer = writer;
+            if self.ids {
+                crate::telemetry::logs::write_ids(&mut writer)?;
+            }
+            writer
+        };
         self.format.format_event(ctx, writer, event)
     }
 }

@@ -27,3 +27,9 @@ macro_rules! decided {
         )
     };
 }
+
+/// A count or size as a decision records it: OpenTelemetry's integers are
+/// signed, and an unsigned one would be written as text.
+pub fn int(n: usize) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}

@@ -190,3 +190,89 @@ pub fn shown_endpoint(url: &url::Url) -> String {
     shown.set_fragment(None);
     shown.to_string()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+
+    fn load(text: &str) -> Result<Config, String> {
+        Config::from_toml_str(text, "t.toml", |_| None).map_err(|e| e.to_string())
+    }
+
+    fn vars<'a>(set: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
+        |name| {
+            set.iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, v)| (*v).to_owned())
+        }
+    }
+
+    #[test]
+    fn off_unless_configured_or_named_by_the_otel_variables() {
+        let none = load("").expect("empty");
+        assert_eq!(none.telemetry.resolve(vars(&[])), None);
+        let env = [("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4318")];
+        let on = none.telemetry.resolve(vars(&env)).expect("on");
+        assert_eq!(on.traces, Some(Otlp::FromEnvironment));
+        assert_eq!(on.metrics_otlp, Some(Otlp::FromEnvironment));
+        assert_eq!(on.service_name, "mcp-chain");
+        let disabled = [env[0], ("OTEL_SDK_DISABLED", "true")];
+        assert_eq!(none.telemetry.resolve(vars(&disabled)), None);
+    }
+
+    #[test]
+    fn the_file_wins_over_the_variables() {
+        let config = load(
+            "[telemetry]\notlp_endpoint = \"http://127.0.0.1:4318\"\nservice_name = \"files\"\nmetrics_listen = \"127.0.0.1:9464\"\ntraces = false\n",
+        )
+        .expect("valid");
+        let env = [
+            ("OTEL_SERVICE_NAME", "other"),
+            ("OTEL_METRICS_EXPORTER", "none"),
+        ];
+        let t = config.telemetry.resolve(vars(&env)).expect("on");
+        assert_eq!(t.service_name, "files");
+        assert!(!t.spans && t.traces.is_none());
+        assert_eq!(t.metrics_otlp, None, "OTEL_METRICS_EXPORTER=none");
+        assert_eq!(
+            t.metrics_listen,
+            Some("127.0.0.1:9464".parse().expect("addr"))
+        );
+        assert!(t.propagate);
+        let bare = load("[telemetry]\n").expect("valid");
+        let t = bare
+            .telemetry
+            .resolve(vars(&[("OTEL_SERVICE_NAME", "named")]))
+            .expect("on");
+        assert_eq!(
+            (t.service_name.as_str(), t.traces, t.spans),
+            ("named", None, true)
+        );
+    }
+
+    #[test]
+    fn bad_values_are_placed_and_a_secret_in_a_url_is_not_repeated() {
+        let e = load(
+            "[telemetry]\notlp_endpoint = \"ftp://user:hunter2@c\"\nmetrics_listen = \"nowhere\"\n",
+        )
+        .expect_err("invalid");
+        assert!(
+            e.contains("telemetry.otlp_endpoint: not the http(s) URL"),
+            "{e}"
+        );
+        assert!(e.contains("telemetry.metrics_listen"), "{e}");
+        assert!(!e.contains("hunter2"), "{e}");
+        let e = load("[telemetry]\nmetrics_listen = \"127.0.0.1:9000\"\n[front]\nlisten = \"127.0.0.1:9000\"\n")
+            .expect_err("same address");
+        assert!(e.contains("metrics need an address of their own"), "{e}");
+        let e = load("[telemetry]\nexporter = \"jaeger\"\n").expect_err("unknown key");
+        assert!(e.contains("exporter"), "{e}");
+    }
+
+    #[test]
+    fn an_endpoint_is_shown_without_its_secrets() {
+        let url = url::Url::parse("https://user:pw@c.example:4318/otlp?key=s#f").expect("url");
+        assert_eq!(shown_endpoint(&url), "https://c.example:4318/otlp");
+    }
+}

@@ -99,6 +99,7 @@ pub async fn run(
 
 /// How a session's peers are reached and which session it is, as its
 /// telemetry says (`network.transport`: `pipe` or `tcp`).
+#[cfg_attr(not(feature = "telemetry"), allow(dead_code))]
 pub(crate) struct Seen {
     pub(crate) client: &'static str,
     pub(crate) server: &'static str,

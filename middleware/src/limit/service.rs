@@ -123,8 +123,8 @@ impl Rules {
                 crate::decided!(
                     "limit",
                     "trimmed",
-                    original_items = seen,
-                    delivered_items = max
+                    original_items = crate::decision::int(seen),
+                    delivered_items = crate::decision::int(max)
                 );
                 let items = json!({"original_items": seen, "delivered_items": max});
                 note::add(LAYER, json!({"action": "trimmed", "items": items}));
@@ -189,14 +189,16 @@ impl Rules {
 /// The audit's note of a result held to its size: what the server sent,
 /// what the client got (0: refused), the limit.
 fn note_size(action: &'static str, original: usize, delivered: usize, limit: usize) {
+    use crate::decision::int;
+    let (original_bytes, limit_bytes) = (int(original), int(limit));
     match action {
-        "refused" => crate::decided!("limit", "refused", original_bytes = original, limit),
+        "refused" => crate::decided!("limit", "refused", original_bytes, limit = limit_bytes),
         _ => crate::decided!(
             "limit",
             "truncated",
-            original_bytes = original,
-            delivered_bytes = delivered,
-            limit
+            original_bytes,
+            delivered_bytes = int(delivered),
+            limit = limit_bytes
         ),
     }
     note::add(

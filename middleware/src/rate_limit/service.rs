@@ -102,7 +102,12 @@ where
                     ),
                 };
                 let retry_after_ms = retry_after.as_secs_f64() * 1000.0;
-                crate::decided!("rate_limit", "refused", rule, retry_after_ms);
+                crate::decided!(
+                    "rate_limit",
+                    "refused",
+                    rule = crate::decision::int(rule),
+                    retry_after_ms
+                );
                 let error = refusal(&limit.to_string(), rule, retry_after, &why);
                 return Box::pin(std::future::ready(Ok(Some(Message::error(
                     Some(id),
@@ -113,7 +118,7 @@ where
         crate::decided!(
             "rate_limit",
             "held",
-            rule,
+            rule = crate::decision::int(rule),
             wait_ms = wait.as_secs_f64() * 1000.0
         );
         // Held back on purpose: only this request waits, in its own future;

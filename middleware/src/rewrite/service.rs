@@ -91,6 +91,11 @@ where
 /// The decision event of the redactions an edit made, if it made any.
 fn noted_redactions(count: usize, what: &'static str) {
     if count > 0 {
-        crate::decided!("rewrite", "redacted", count, what);
+        crate::decided!(
+            "rewrite",
+            "redacted",
+            count = crate::decision::int(count),
+            what
+        );
     }
 }

@@ -52,7 +52,7 @@ pub(super) struct Invalid {
     pub(super) over_budget: bool,
     /// Where in the schema the first error was found (`/properties/path/type`):
     /// the schema's words, never the arguments', for the decision's record.
-    pub(super) schema_pointer: Option<String>,
+    pub(super) schema_pointer: Option<Box<str>>,
 }
 
 impl Invalid {
@@ -223,7 +223,7 @@ fn check(compiled: &Compiled, instance: &Value, steps: u64, message: &str) -> Re
     let schema_pointer = std::cell::Cell::new(None);
     let describe = |e: jsonschema::ValidationError<'_>| {
         let first = schema_pointer.take();
-        schema_pointer.set(first.or_else(|| Some(e.schema_path().to_string())));
+        schema_pointer.set(first.or_else(|| Some(e.schema_path().as_str().into())));
         json!({"pointer": e.instance_path().to_string(), "message": e.to_string()})
     };
     let errors = budget::within(steps, || match compiled.every_error {
