@@ -12,6 +12,9 @@
 //!   in the middle;
 //! - `empty`: `mcp-chain -- bench-mcp-server`, no layers;
 //! - `full`: `mcp-chain --config bench/configs/full.toml -- bench-mcp-server`
+//! - `full-telemetry`: `full` with `[telemetry]` on: every span exported
+//!   over OTLP/HTTP (to a sink of the bench's, `sink.rs`), metrics recorded,
+//!   exported and served at a `metrics_listen` of its own;
 //! - `guards`: the same with the guard layers (validate, limit, approve,
 //!   pin) added: `bench/configs/guards.toml`
 //!   (audit to a temp file, filter, rewrite with a prefix, rate_limit);
@@ -61,6 +64,7 @@ mod issuer;
 mod report;
 mod served;
 mod session;
+mod sink;
 mod stats;
 mod workload;
 
@@ -334,7 +338,7 @@ fn launch(
             launch.args = vec![fixture_os];
         }
         Mode::Empty => launch.args = vec!["--".into(), fixture_os],
-        Mode::Full | Mode::Guards | Mode::HttpFull => {
+        Mode::Full | Mode::FullTelemetry | Mode::Guards | Mode::HttpFull => {
             let server = if mode == Mode::HttpFull {
                 url.into()
             } else {
@@ -342,6 +346,7 @@ fn launch(
             };
             let config = match mode {
                 Mode::Guards => Path::new(env!("CARGO_MANIFEST_DIR")).join("configs/guards.toml"),
+                Mode::FullTelemetry => telemetry_config(config, work)?,
                 _ => config.to_owned(),
             };
             launch.args = vec!["--config".into(), config.into(), "--".into(), server];
@@ -528,10 +533,27 @@ fn serve_front(
     served::Served::listening(&program, &args, &[audit, pins], port, &log)
 }
 
+/// `config` with telemetry on: spans and metrics exported over OTLP to the
+/// bench's sink, metrics also served as Prometheus text (on a port of
+/// their own, not scraped).
+fn telemetry_config(config: &Path, work: &Path) -> Result<PathBuf> {
+    let mut text = std::fs::read_to_string(config)?;
+    let metrics = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?;
+    text += &format!(
+        "\n[telemetry]\notlp_endpoint = \"{}\"\nservice_name = \"bench\"\nmetrics_listen = \"{metrics}\"\n",
+        sink::url()?
+    );
+    let path = work.join(format!("telemetry-{}.toml", metrics.port()));
+    std::fs::write(&path, text)?;
+    Ok(path)
+}
+
 /// Why a mode cannot run here, if it cannot.
 fn unavailable(mode: Mode, launch: &Launch) -> Option<String> {
     match mode {
-        Mode::Full | Mode::Guards | Mode::HttpFull => check_full(launch).err(),
+        Mode::Full | Mode::FullTelemetry | Mode::Guards | Mode::HttpFull => {
+            check_full(launch).err()
+        }
         Mode::HttpPeer | Mode::FrontPeer if !Path::new(SUPERGATEWAY).is_file() => {
             Some("supergateway is not installed (make test-interop installs it)".into())
         }

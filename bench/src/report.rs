@@ -14,6 +14,9 @@ pub(crate) enum Mode {
     Relay,
     Empty,
     Full,
+    /// The full chain with telemetry on: every span exported (to a sink),
+    /// metrics recorded and served.
+    FullTelemetry,
     /// The full chain with validate, limit, approve and pin
     /// (`configs/guards.toml`).
     Guards,
@@ -39,11 +42,12 @@ pub(crate) enum Mode {
 }
 
 impl Mode {
-    pub(crate) const ALL: [Mode; 14] = [
+    pub(crate) const ALL: [Mode; 15] = [
         Mode::Direct,
         Mode::Relay,
         Mode::Empty,
         Mode::Full,
+        Mode::FullTelemetry,
         Mode::Guards,
         Mode::HttpEmpty,
         Mode::HttpFull,
@@ -62,6 +66,7 @@ impl Mode {
             Self::Relay => "relay",
             Self::Empty => "empty",
             Self::Full => "full",
+            Self::FullTelemetry => "full-telemetry",
             Self::Guards => "guards",
             Self::HttpEmpty => "http-empty",
             Self::HttpFull => "http-full",
@@ -81,6 +86,7 @@ impl Mode {
             Self::Relay => "byte relay (floor)",
             Self::Empty => "mcp-chain, empty chain",
             Self::Full => "mcp-chain, full chain",
+            Self::FullTelemetry => "mcp-chain, full chain, telemetry on",
             Self::Guards => "mcp-chain, full chain + guard layers",
             Self::HttpEmpty => "HTTP: mcp-chain, empty",
             Self::HttpFull => "HTTP: mcp-chain, full",

@@ -162,6 +162,7 @@ impl Telemetry {
                 .with_tracer(provider.tracer(SCOPE))
                 .with_location(false)
                 .with_tracked_inactivity(false)
+                .with_context_activation(false)
                 .with_threads(false)
                 .with_level(false)
                 .with_target(false)
