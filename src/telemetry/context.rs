@@ -78,3 +78,83 @@ impl Injector for Fields {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use opentelemetry::trace::{
+        SpanContext, SpanId, TraceContextExt, TraceFlags, TraceId, TraceState,
+    };
+    use serde_json::json;
+
+    fn context() -> Context {
+        let span = SpanContext::new(
+            TraceId::from_hex("4bf92f3577b34da6a3ce929d0e0e4736").expect("trace id"),
+            SpanId::from_hex("00f067aa0ba902b7").expect("span id"),
+            TraceFlags::SAMPLED,
+            false,
+            TraceState::default(),
+        );
+        Context::new().with_remote_span_context(span)
+    }
+
+    fn params(message: &Message) -> serde_json::Value {
+        message
+            .params()
+            .expect("params")
+            .to_value()
+            .expect("readable")
+    }
+
+    #[test]
+    fn injected_context_replaces_traceparent_and_keeps_the_rest() {
+        let mut message = Message::request(
+            1,
+            "tools/call",
+            Some(
+                json!({"name": "t", "_meta": {"traceparent": "00-forged-01", "progressToken": 7}}),
+            ),
+        );
+        inject(&context(), &mut message);
+        let meta = &params(&message)["_meta"];
+        assert_eq!(
+            meta["traceparent"],
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+        );
+        assert_eq!(meta["progressToken"], 7);
+        assert!(
+            meta.get("tracestate").is_none(),
+            "an empty tracestate is not sent"
+        );
+        assert_eq!(params(&message)["name"], "t");
+    }
+
+    #[test]
+    fn a_request_without_params_gets_them_and_array_params_are_left_alone() {
+        let mut bare = Message::request(1, "tools/list", None);
+        inject(&context(), &mut bare);
+        assert!(params(&bare)["_meta"]["traceparent"].is_string());
+        let mut positional = Message::request(2, "x", Some(json!([1, 2])));
+        inject(&context(), &mut positional);
+        assert_eq!(params(&positional), json!([1, 2]));
+    }
+
+    #[test]
+    fn only_a_valid_traceparent_is_a_parent() {
+        let valid = Message::request(
+            1,
+            "ping",
+            Some(
+                json!({"_meta": {"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}}),
+            ),
+        );
+        let parent = extract(&valid).expect("a context");
+        assert!(parent.span().span_context().is_valid());
+        for bad in [json!("00-zz-00f067aa0ba902b7-01"), json!(7), json!("")] {
+            let message = Message::request(1, "ping", Some(json!({"_meta": {"traceparent": bad}})));
+            let found = extract(&message).map(|c| c.span().span_context().is_valid());
+            assert_ne!(found, Some(true), "{message:?}");
+        }
+        assert!(extract(&Message::request(1, "ping", None)).is_none());
+    }
+}
