@@ -215,6 +215,23 @@ impl MiddlewareFile {
     }
 }
 
+/// The layers every session's chain is built from, as the config names
+/// them now. A reload makes the next one: an entry whose table is what it
+/// was, at the same place, is the running one (the same `Arc`, so its
+/// state is kept, here and in every session); any other is new.
+#[derive(Debug, Default)]
+pub(crate) struct Policy {
+    pub(crate) entries: Vec<std::sync::Arc<Entry>>,
+}
+
+impl Policy {
+    pub(crate) fn of(entries: &[Entry]) -> Self {
+        Self {
+            entries: entries.iter().cloned().map(std::sync::Arc::new).collect(),
+        }
+    }
+}
+
 /// The layers of `entries` that apply to a session whose caller is `who`.
 pub(crate) fn applying(entries: &[Entry], who: Option<Who<'_>>) -> Vec<AnyLayer> {
     entries

@@ -51,6 +51,7 @@ mod peer;
 mod pins;
 mod platform;
 mod pool;
+mod reload;
 #[cfg(feature = "telemetry")]
 mod telemetry;
 mod transport;
@@ -60,6 +61,44 @@ use cli::{ArgError, Cli, Command};
 use config::{CommandConfig, Config, Transport, UpstreamConfig, UrlConfig};
 use relay::Ending;
 use std::process::ExitCode;
+
+/// Reloading the config while serving: a config read from a file can be
+/// read again (SIGHUP, `[proxy] watch_config`).
+#[derive(Default)]
+struct Reloading(
+    Option<(
+        reload::Reloader,
+        tokio::sync::watch::Receiver<std::sync::Arc<layers::Policy>>,
+    )>,
+);
+
+impl Reloading {
+    fn of(config: &Config) -> Self {
+        Self(reload::Reloader::new(config))
+    }
+
+    /// Starts following the triggers (within the runtime); the policy the
+    /// sessions follow. Without a file, a SIGHUP is said to change nothing
+    /// (rather than end mcp-chain, its default action).
+    fn start(
+        self,
+        watch: bool,
+    ) -> Option<tokio::sync::watch::Receiver<std::sync::Arc<layers::Policy>>> {
+        let Some((reloader, policy)) = self.0 else {
+            let (tx, mut rx) = tokio::sync::mpsc::channel(1);
+            platform::signals::reloads(tx);
+            tokio::spawn(async move {
+                while rx.recv().await.is_some() {
+                    tracing::warn!("SIGHUP: no config file to read again (--config names one)");
+                }
+            });
+            return None;
+        };
+        let triggers = reload::Triggers::new(reloader.path(), watch);
+        tokio::spawn(reloader.run(triggers));
+        Some(policy)
+    }
+}
 
 /// A task serving beside the sessions (telemetry's `/metrics`).
 type Background = Option<std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>>;
@@ -153,6 +192,10 @@ pub fn main(cli: Cli) -> ExitCode {
 
 /// What `cli` asks for, logging and telemetry up.
 fn run(cli: &Cli, config: Config, background: Background) -> ExitCode {
+    let reloading = match cli.command {
+        None => Reloading::of(&config),
+        Some(_) => Reloading::default(),
+    };
     match &cli.command {
         Some(Command::Check { server }) => check::run(&config, &upstream_for(&config, cli, server)),
         Some(Command::Pin { action }) => pins::run(&config, action),
@@ -160,10 +203,14 @@ fn run(cli: &Cli, config: Config, background: Background) -> ExitCode {
             auth_command(&config, command)
         }
         None => match upstream_for(&config, cli, &cli.server) {
-            Ok(upstream) if config.front.listen.is_some() => {
-                listen(config, upstream, cli.allow_unauthenticated, background)
-            }
-            Ok(upstream) => serve(&config, &upstream, background),
+            Ok(upstream) if config.front.listen.is_some() => listen(
+                config,
+                upstream,
+                cli.allow_unauthenticated,
+                background,
+                reloading,
+            ),
+            Ok(upstream) => serve(&config, &upstream, background, reloading),
             Err(message) => {
                 eprintln!("mcp-chain: {message}");
                 ExitCode::FAILURE
@@ -273,6 +320,7 @@ fn listen(
     upstream: UpstreamConfig,
     allow_unauthenticated: bool,
     background: Background,
+    reloading: Reloading,
 ) -> ExitCode {
     let Some(addr) = config.front.listen else {
         return ExitCode::FAILURE;
@@ -289,7 +337,12 @@ fn listen(
         runtime.spawn(task);
     }
     let stop = || platform::signals::shutdown(false);
-    match runtime.block_on(async { front::run(config, upstream, addr, stop()).await }) {
+    let watch = config.watch_config;
+    let served = runtime.block_on(async {
+        let policy = reloading.start(watch);
+        front::run(config, upstream, addr, stop(), policy).await
+    });
+    match served {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
             eprintln!("mcp-chain: {message}");
@@ -298,7 +351,12 @@ fn listen(
     }
 }
 
-fn serve(config: &Config, upstream: &UpstreamConfig, background: Background) -> ExitCode {
+fn serve(
+    config: &Config,
+    upstream: &UpstreamConfig,
+    background: Background,
+    reloading: Reloading,
+) -> ExitCode {
     let runtime = match runtime() {
         Ok(rt) => rt,
         Err(code) => return code,
@@ -311,7 +369,8 @@ fn serve(config: &Config, upstream: &UpstreamConfig, background: Background) -> 
         let stdout = transport::stdio::stdout().map_err(|e| format!("stdout: {e}"))?;
         // If whoever started us dies without closing our stdin, stop anyway.
         let stop = platform::signals::shutdown(true);
-        relay::run(config, upstream, stdin, stdout, stop)
+        let policy = reloading.start(config.watch_config);
+        relay::run(config, upstream, stdin, stdout, stop, policy)
             .await
             .map_err(|e| e.to_string())
     });

@@ -60,4 +60,6 @@ pub(crate) struct ProxyFile {
     /// How long to wait at shutdown for answers still owed, then for the
     /// server to exit ("250ms", "5s").
     pub(crate) shutdown_grace: Option<String>,
+    /// Reload the config when the file (or one it names) changes.
+    pub(crate) watch_config: Option<bool>,
 }

@@ -49,6 +49,11 @@ pub struct Config {
     pub(crate) chain: Vec<Entry>,
     /// The file this came from, for messages.
     pub path: Option<PathBuf>,
+    /// `[proxy] watch_config`: reload when the file changes (SIGHUP
+    /// reloads either way).
+    pub watch_config: bool,
+    /// Each table as written (variables expanded): what a reload compares.
+    pub(crate) sources: Sources,
 }
 
 impl Default for Config {
@@ -62,6 +67,8 @@ impl Default for Config {
             telemetry: TelemetryConfig::default(),
             chain: Vec::new(),
             path: None,
+            watch_config: false,
+            sources: Sources::default(),
         }
     }
 }
@@ -111,12 +118,15 @@ impl Config {
             toml::from_str(&expanded).map_err(|e| ConfigError::Invalid {
                 problems: vec![at(e.span().map(|s| s.start), &expanded, e.message())],
             })?;
-        validate::validate(file, &expanded).map_err(|problems| ConfigError::Invalid {
-            problems: problems
-                .iter()
-                .map(|(offset, message)| at(*offset, &expanded, message))
-                .collect(),
-        })
+        let mut config =
+            validate::validate(file, &expanded).map_err(|problems| ConfigError::Invalid {
+                problems: problems
+                    .iter()
+                    .map(|(offset, message)| at(*offset, &expanded, message))
+                    .collect(),
+            })?;
+        config.sources = Sources::of(&expanded);
+        Ok(config)
     }
 
     /// Names of the layers, outermost first.
@@ -126,6 +136,39 @@ impl Config {
 }
 
 /// 1-based line and column (in characters) of a byte offset.
+/// The tables of a config as written, variables expanded: what a reload
+/// compares to tell what changed (a layer whose table is the same keeps
+/// its state; a changed `[upstream]` needs a restart).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct Sources {
+    pub(crate) upstream: Option<toml::Value>,
+    pub(crate) proxy: Option<toml::Value>,
+    pub(crate) front: Option<toml::Value>,
+    pub(crate) telemetry: Option<toml::Value>,
+    /// One per `[[middleware]]` entry, in order.
+    pub(crate) middleware: Vec<toml::Value>,
+}
+
+impl Sources {
+    /// Read from text that has already parsed and validated.
+    fn of(expanded: &str) -> Self {
+        let Ok(toml::Value::Table(mut table)) = expanded.parse::<toml::Value>() else {
+            return Self::default();
+        };
+        let middleware = match table.remove("middleware") {
+            Some(toml::Value::Array(entries)) => entries,
+            _ => Vec::new(),
+        };
+        Self {
+            upstream: table.remove("upstream"),
+            proxy: table.remove("proxy"),
+            front: table.remove("front"),
+            telemetry: table.remove("telemetry"),
+            middleware,
+        }
+    }
+}
+
 fn line_col(text: &str, offset: usize) -> (usize, usize) {
     let before = text.get(..offset).unwrap_or(text);
     let line = before.matches('\n').count() + 1;

@@ -74,6 +74,7 @@ pub(super) fn validate(file: ConfigFile, text: &str) -> Result<Config, Vec<Probl
         }
     };
 
+    let watch_config = file.proxy.watch_config;
     let front = super::front::front(file.front, &mut problems);
     let telemetry = super::telemetry::telemetry(file.telemetry, &mut problems);
     if telemetry.metrics_listen.is_some() && telemetry.metrics_listen == front.listen {
@@ -107,6 +108,8 @@ pub(super) fn validate(file: ConfigFile, text: &str) -> Result<Config, Vec<Probl
             telemetry,
             chain,
             path: None,
+            watch_config: watch_config.unwrap_or(false),
+            sources: super::Sources::default(),
         })
     } else {
         Err(problems)

@@ -26,8 +26,9 @@ mod routes;
 mod session;
 mod stateless;
 
-use crate::chain::AnyLayer;
 use crate::config::{Config, FrontConfig, UpstreamConfig};
+use crate::layers::Policy;
+use crate::relay::{Make, SessionLayers};
 use crate::transport::budget::Budget;
 use guard::Guard;
 use hyper::server::conn::http1;
@@ -40,7 +41,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 
 /// Most headers a request may carry, and most bytes of its head.
 const MAX_HEADERS: usize = 64;
@@ -66,20 +67,31 @@ pub(crate) struct Front {
     resource: Option<resource::ResourceServer>,
     /// The shared pool of server connections, in shared mode.
     shared: Option<Arc<crate::pool::Pool>>,
+    /// Where the layers come from when the config can be reloaded.
+    policy: Option<watch::Receiver<Arc<Policy>>>,
 }
 
 impl Front {
     /// The chain's layers for a new session: what a layer learns about a
     /// session starts empty; what is shared by design (a global rate
     /// limit's buckets, the audit file) stays shared.
-    /// Only the layers that apply to its caller (`when`, `unless`).
-    fn layers_for_session(&self, session: &SessionInfo) -> Vec<AnyLayer> {
-        let who = crate::callers::Who::of(session);
-        let layers = crate::layers::applying(&self.config.chain, who);
-        layers
-            .iter()
-            .map(|layer| layer.for_session(session))
-            .collect()
+    /// Only the layers that apply to its caller (`when`, `unless`); they
+    /// follow the policy when the config can be reloaded.
+    fn layers_for_session(&self, session: &SessionInfo) -> SessionLayers {
+        let Some(policy) = &self.policy else {
+            let who = crate::callers::Who::of(session);
+            let layers = crate::layers::applying(&self.config.chain, who);
+            return SessionLayers::fixed(layers.iter().map(|l| l.for_session(session)).collect());
+        };
+        let session = session.clone();
+        let make: Make = Box::new(move |entry| {
+            let who = crate::callers::Who::of(&session);
+            entry
+                .applies
+                .to(who)
+                .then(|| entry.layer.for_session(&session))
+        });
+        SessionLayers::following(policy.clone(), make)
     }
 }
 
@@ -118,6 +130,7 @@ pub(crate) async fn run(
     upstream: UpstreamConfig,
     listen: SocketAddr,
     mut signals: mpsc::Receiver<()>,
+    policy: Option<watch::Receiver<Arc<Policy>>>,
 ) -> Result<(), StartError> {
     let failed = |source| StartError::Listen { listen, source };
     let listener = TcpListener::bind(listen).await.map_err(failed)?;
@@ -143,6 +156,7 @@ pub(crate) async fn run(
         listen: bound,
         resource,
         shared,
+        policy,
     });
     let path = &front.settings.path;
     let legacy = if front.settings.legacy_sse {

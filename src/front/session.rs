@@ -139,7 +139,7 @@ impl Session {
                 server: relay::Starts::network_transport(&front.upstream),
                 id: Some(short(&id).to_owned()),
             };
-            let ending = relay::session(&front.config, &front.budget, &layers, server, client, signals, Some(seen)).await;
+            let ending = relay::session(&front.config, &front.budget, layers, server, client, signals, Some(seen)).await;
             match ending {
                 Ok(Ending::Clean) => tracing::info!(session = %short(&id), "session ended"),
                 Ok(Ending::ServerGone(reason)) => {

@@ -2,9 +2,10 @@
 //! starts a graceful shutdown (answers owed are finished within the grace,
 //! then the server's tree is ended), a second cuts it short.
 //!
-//! - Unix: SIGINT (Ctrl-C in a terminal), SIGTERM (what a client or a
-//!   service manager sends) and SIGHUP (the terminal went away); without
-//!   a handler SIGHUP would end mcp-chain at once, owed answers unsent.
+//! - Unix: SIGINT (Ctrl-C in a terminal) and SIGTERM (what a client or a
+//!   service manager sends). SIGHUP asks for the config to be read again
+//!   ([`reloads`]), as daemons take it; a terminal that goes away closes
+//!   stdin as well, which ends a stdio session anyway.
 //! - Windows: Ctrl-C and Ctrl-Break in a console, and the console being
 //!   closed, the user logging off or the system shutting down (the last
 //!   three give a process a few seconds, so they hurry at once).
@@ -32,15 +33,13 @@ fn listen(tx: mpsc::Sender<()>) {
     match (
         signal(SignalKind::interrupt()),
         signal(SignalKind::terminate()),
-        signal(SignalKind::hangup()),
     ) {
-        (Ok(mut int), Ok(mut term), Ok(mut hup)) => {
+        (Ok(mut int), Ok(mut term)) => {
             tokio::spawn(async move {
                 loop {
                     tokio::select! {
                         _ = int.recv() => {}
                         _ = term.recv() => {}
-                        _ = hup.recv() => {}
                     }
                     if tx.send(()).await.is_err() {
                         break;
@@ -49,10 +48,32 @@ fn listen(tx: mpsc::Sender<()>) {
             });
         }
         _ => tracing::warn!(
-            "cannot listen for signals; SIGINT, SIGTERM and SIGHUP will end mcp-chain at once"
+            "cannot listen for signals; SIGINT and SIGTERM will end mcp-chain at once"
         ),
     }
 }
+
+/// Sends one message on `tx` per SIGHUP: read the config again. Listened
+/// for from the start, so a SIGHUP never ends mcp-chain (the default
+/// action) even before a config could be reloaded.
+#[cfg(unix)]
+pub(crate) fn reloads(tx: mpsc::Sender<()>) {
+    use tokio::signal::unix::{signal, SignalKind};
+    let Ok(mut hup) = signal(SignalKind::hangup()) else {
+        tracing::warn!("cannot listen for SIGHUP; it will end mcp-chain at once");
+        return;
+    };
+    tokio::spawn(async move {
+        while hup.recv().await.is_some() {
+            // A reload is already waiting: this one adds nothing.
+            let _ = tx.try_send(());
+        }
+    });
+}
+
+/// Windows has no SIGHUP: `[proxy] watch_config` is the way to reload.
+#[cfg(windows)]
+pub(crate) fn reloads(_: mpsc::Sender<()>) {}
 
 #[cfg(windows)]
 fn listen(tx: mpsc::Sender<()>) {

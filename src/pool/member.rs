@@ -104,8 +104,16 @@ impl Member {
                     sink: queue,
                     lifecycle: router,
                 };
-                let ending =
-                    relay::session(&config, &budget, &[], &upstream, client, signals, None).await;
+                let ending = relay::session(
+                    &config,
+                    &budget,
+                    relay::SessionLayers::fixed(Vec::new()),
+                    &upstream,
+                    client,
+                    signals,
+                    None,
+                )
+                .await;
                 *lock(&self.inbox) = None;
                 match ending {
                     Ok(relay::Ending::Clean) => {}

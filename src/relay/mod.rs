@@ -21,15 +21,21 @@
 //! of what carries their bytes.
 
 mod answer;
+mod build;
+mod layers;
+mod lists;
 mod owed;
 mod side;
+
+pub(crate) use layers::{Make, SessionLayers};
 
 use owed::Owed;
 use side::{Side, Unwritten};
 
-use crate::chain::{self, AnyLayer, ChainService};
+use crate::chain::ChainService;
 use crate::config::{Config, UpstreamConfig};
 use crate::connector::Connector;
+use crate::layers::Policy;
 use crate::peer::{Peer, Source};
 use crate::transport::budget::Budget;
 use crate::transport::codec::FrameReader;
@@ -62,12 +68,13 @@ pub struct RunError(#[from] StartError);
 
 /// Runs one session: starts the server, relays until the client leaves, a
 /// signal arrives or the server is gone for good, then shuts down in order.
-pub async fn run(
+pub(crate) async fn run(
     config: &Config,
     upstream: &UpstreamConfig,
     client_in: Reader,
     client_out: Writer,
     signals: mpsc::Receiver<()>,
+    policy: Option<watch::Receiver<Arc<Policy>>>,
 ) -> Result<Ending, RunError> {
     let queue = Queue::default();
     let writer = tokio::spawn(writer::run(queue.clone(), client_out, "client", true));
@@ -79,7 +86,13 @@ pub async fn run(
     };
     // Over stdio there is no caller: a layer for some callers only
     // (`when`) is left out, one that exempts some (`unless`) is in.
-    let layers = crate::layers::applying(&config.chain, None);
+    let layers = match policy {
+        Some(policy) => SessionLayers::following(
+            policy,
+            Box::new(|entry| entry.applies.to(None).then(|| entry.layer.clone())),
+        ),
+        None => SessionLayers::fixed(crate::layers::applying(&config.chain, None)),
+    };
     let seen = Seen {
         client: "pipe",
         server: upstream.network_transport(),
@@ -88,7 +101,7 @@ pub async fn run(
     session(
         config,
         &budget,
-        &layers,
+        layers,
         upstream,
         client,
         signals,
@@ -118,7 +131,7 @@ pub(crate) type Client<S> = Peer<S, JoinHandle<()>>;
 pub(crate) async fn session<S: Source>(
     config: &Config,
     budget: &Arc<Budget>,
-    layers: &[AnyLayer],
+    layers: SessionLayers,
     upstream: &dyn Starts,
     client: Client<S>,
     mut signals: mpsc::Receiver<()>,
@@ -136,7 +149,22 @@ pub(crate) async fn session<S: Source>(
     };
     let upstream_conn = Connector::new(server_queue.clone(), "server").recording();
     let downstream_conn = Connector::new(client_queue.clone(), "client");
-    let (to_server, to_client, _telemetry) = chains(layers, &upstream_conn, &downstream_conn, seen);
+    let reloadable = layers.updates.is_some();
+    let ends = build::Ends::new(&upstream_conn, &downstream_conn, seen, reloadable);
+    let built = build::start(layers, ends);
+    let (to_server, to_client) = (built.to_server, built.to_client);
+    let _ends = built.ends;
+    let (follow, next_server, next_client, next_announcer) = match built.follow {
+        Some((task, server, client, announcer)) => (
+            Some(tokio::spawn(task)),
+            Some(server),
+            Some(client),
+            Some(announcer),
+        ),
+        None => (None, None, None, None),
+    };
+    // Whatever way the session ends, it stops following the policy.
+    let _follow = follow.map(AbortOnDrop);
 
     let (stop_server, server_stop) = oneshot::channel();
     let (hurry_tx, hurry) = watch::channel(false);
@@ -173,6 +201,7 @@ pub(crate) async fn session<S: Source>(
     let mut server_side = Side {
         source: server_source,
         chain: to_client.clone(),
+        next: next_client,
         own: upstream_conn.clone(),
         reply: server_sink,
         direction: Direction::ToClient,
@@ -180,13 +209,14 @@ pub(crate) async fn session<S: Source>(
         unwritten: Unwritten::default(),
     };
     let server_reader = tokio::spawn(async move { server_side.run().await });
-    tokio::spawn(announce(server_life.restarted, to_client));
+    tokio::spawn(announce(server_life.restarted, to_client, next_announcer));
 
     // Answers owed to the client: shutdown waits for these.
     let owed = TaskTracker::new();
     let mut client_side = Side {
         source,
         chain: to_server,
+        next: next_server,
         own: downstream_conn.clone(),
         reply: client_queue.clone(),
         direction: Direction::ToServer,
@@ -271,38 +301,14 @@ pub(crate) async fn session<S: Source>(
     Ok(ending)
 }
 
-/// The session's two chains, each between its connectors; traced at both
-/// ends when telemetry is on (the session's telemetry is kept as long as
-/// the session: its duration is measured when it is dropped).
-fn chains(
-    layers: &[AnyLayer],
-    upstream: &Connector,
-    downstream: &Connector,
-    seen: Option<Seen>,
-) -> (ChainService, ChainService, Option<Telemetry>) {
-    let upstream = ChainService::new(upstream.clone());
-    let downstream = ChainService::new(downstream.clone());
-    #[cfg(feature = "telemetry")]
-    if let Some(t) = seen.and_then(|s| Telemetry::open(s.client, s.server, s.id.as_deref())) {
-        use crate::telemetry::Facing;
-        let to_server = chain::to_server(layers, t.sent(Facing::Server, upstream));
-        let to_client = chain::to_client(layers, t.sent(Facing::Client, downstream));
-        let to_server = t.received(Facing::Client, to_server);
-        let to_client = t.received(Facing::Server, to_client);
-        return (to_server, to_client, Some(t));
-    }
-    #[cfg(not(feature = "telemetry"))]
-    let _ = seen;
-    let to_server = chain::to_server(layers, upstream);
-    let to_client = chain::to_client(layers, downstream);
-    (to_server, to_client, None)
-}
+/// Aborts a task when dropped.
+struct AbortOnDrop(JoinHandle<()>);
 
-#[cfg(feature = "telemetry")]
-use crate::telemetry::Session as Telemetry;
-/// Without telemetry, nothing is kept.
-#[cfg(not(feature = "telemetry"))]
-enum Telemetry {}
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
 
 /// What a session's server is started from: a configured upstream (a
 /// child, a URL: `Upstream::start`), or a port into a pool of servers
@@ -339,8 +345,15 @@ impl Starts for UpstreamConfig {
 
 /// Tells the client, down the to-client chain, to list again what each new
 /// server may list differently.
-async fn announce(mut restarted: mpsc::Receiver<Restarted>, mut to_client: ChainService) {
+async fn announce(
+    mut restarted: mpsc::Receiver<Restarted>,
+    mut to_client: ChainService,
+    mut next: Option<build::Next>,
+) {
     while let Some(Restarted { refetch }) = restarted.recv().await {
+        if let Some(next) = &mut next {
+            next.update(&mut to_client);
+        }
         #[cfg(feature = "telemetry")]
         crate::telemetry::restarted();
         for note in refetch {

@@ -21,6 +21,8 @@ use tower::{Service, ServiceExt};
 pub(crate) struct Side<S> {
     pub(crate) source: S,
     pub(crate) chain: ChainService,
+    /// Where a reload's chain comes from, when the layers can change.
+    pub(crate) next: Option<super::build::Next>,
     /// The connector that sends requests *to* this peer.
     pub(crate) own: Connector,
     pub(crate) reply: Queue,
@@ -152,6 +154,10 @@ impl<S: Source> Side<S> {
             delivered,
             message: msg,
         };
+        // A reload's chain is taken up here, between messages.
+        if let Some(next) = &mut self.next {
+            next.update(&mut self.chain);
+        }
         let future = match self.chain.ready().await {
             Ok(svc) => svc.call(env),
             Err(e) => Box::pin(async move { Err(e) }) as ResponseFuture,

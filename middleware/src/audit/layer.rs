@@ -55,6 +55,17 @@ impl AuditLayer {
     }
 }
 
+impl AuditLayer {
+    /// Writes a line about mcp-chain itself, not a message:
+    /// `{"time":…,"kind":"event","event":event,…fields}` (a config reload,
+    /// and why one was refused), to the file every session shares.
+    pub fn event(&self, event: &str, fields: &[(&str, &str)]) -> std::io::Result<()> {
+        self.shared.sink.write_now(|out| {
+            super::record::event_line(out, event, fields);
+        })
+    }
+}
+
 impl<S> Layer<S> for AuditLayer {
     type Service = Audit<S>;
 

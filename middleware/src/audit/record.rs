@@ -253,6 +253,18 @@ impl<'a> Record<'a> {
     }
 }
 
+/// A line about mcp-chain itself (see `AuditLayer::event`).
+pub(super) fn event_line(out: &mut Vec<u8>, event: &str, fields: &[(&str, &str)]) {
+    out.extend_from_slice(b"{\"time\":\"");
+    Timestamp::now().write(out);
+    out.extend_from_slice(b"\",\"kind\":\"event\"");
+    string_field(out, "event", Some(event));
+    for (name, value) in fields {
+        string_field(out, name, Some(value));
+    }
+    out.extend_from_slice(b"}\n");
+}
+
 /// `,"name":` and the value as JSON, when there is one.
 fn json_field<T: Serialize + ?Sized>(out: &mut Vec<u8>, name: &str, value: Option<&T>) {
     if let Some(value) = value {

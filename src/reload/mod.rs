@@ -1,0 +1,161 @@
+//! Changing the policy without restarting: on SIGHUP (or, with `[proxy]
+//! watch_config = true`, when the file changes) the config is read and
+//! checked exactly as `mcp-chain check` does, and only then taken up.
+//!
+//! - Invalid: nothing changes; the problems (file:line:col) go to stderr
+//!   and, as an event line, to every audit file the running chain writes.
+//!   The next valid save applies.
+//! - Something that needs a restart changed (`[upstream]`, `[proxy]`
+//!   limits, `[front]`, `[telemetry]`): refused the same way, saying what;
+//!   nothing is applied, so what runs is always one config.
+//! - Valid: a new [`Policy`] is published. An entry whose table is the
+//!   same, at the same place, is the running one (its state kept); any
+//!   other starts fresh. Every session takes it up between messages (see
+//!   the relay's `build.rs`); requests in flight finish in the chain they
+//!   started in; clients are told to list again when a layer that shapes
+//!   listings changed.
+//!
+//! - `triggers`: SIGHUP and the file watcher, debounced.
+
+mod triggers;
+
+pub(crate) use triggers::Triggers;
+
+use crate::config::{Config, ConfigError, Sources};
+use crate::layers::Policy;
+use std::path::PathBuf;
+use std::sync::Arc;
+use tokio::sync::watch;
+
+/// The running config's tables and the policy every session follows.
+pub(crate) struct Reloader {
+    path: PathBuf,
+    running: Sources,
+    policy: watch::Sender<Arc<Policy>>,
+}
+
+/// Why a reload changed nothing.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum Refused {
+    #[error("{0}")]
+    Invalid(#[from] ConfigError),
+    #[error("{0} changed; restart mcp-chain to apply it (nothing was applied)")]
+    NeedsRestart(&'static str),
+}
+
+/// What a reload did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Applied {
+    /// Layers that kept their state.
+    pub(crate) kept: usize,
+    /// Layers new or changed: fresh state.
+    pub(crate) fresh: usize,
+}
+
+impl Reloader {
+    /// For a config read from a file; `None` without one (nothing to read
+    /// again).
+    pub(crate) fn new(config: &Config) -> Option<(Self, watch::Receiver<Arc<Policy>>)> {
+        let path = config.path.clone()?;
+        let (policy, followed) = watch::channel(Arc::new(Policy::of(&config.chain)));
+        let reloader = Self {
+            path,
+            running: config.sources.clone(),
+            policy,
+        };
+        Some((reloader, followed))
+    }
+
+    pub(crate) fn path(&self) -> &std::path::Path {
+        &self.path
+    }
+
+    /// Reads the file again and, if it is valid and changes only what can
+    /// change live, publishes the policy it names.
+    pub(crate) fn reload(&mut self) -> Result<Applied, Refused> {
+        let config = Config::load(&self.path)?;
+        if let Some(what) = needs_restart(&self.running, &config.sources) {
+            return Err(Refused::NeedsRestart(what));
+        }
+        let running = self.policy.borrow().clone();
+        let mut applied = Applied { kept: 0, fresh: 0 };
+        let entries = config
+            .chain
+            .into_iter()
+            .enumerate()
+            .map(|(n, entry)| {
+                let same = self.running.middleware.get(n) == config.sources.middleware.get(n);
+                match running.entries.get(n).filter(|_| same) {
+                    Some(kept) => {
+                        applied.kept += 1;
+                        kept.clone()
+                    }
+                    None => {
+                        applied.fresh += 1;
+                        Arc::new(entry)
+                    }
+                }
+            })
+            .collect();
+        self.running = config.sources;
+        self.policy.send_replace(Arc::new(Policy { entries }));
+        Ok(applied)
+    }
+
+    /// Writes `fields` as an event line to every audit file the running
+    /// chain writes.
+    fn audit(&self, fields: &[(&str, &str)]) {
+        for entry in &self.policy.borrow().entries {
+            if let crate::chain::AnyLayer::Audit(audit) = &entry.layer {
+                if let Err(e) = audit.event("config_reload", fields) {
+                    tracing::warn!(error = %e, "the reload's audit line was not written");
+                }
+            }
+        }
+    }
+
+    /// Reloads on every trigger until there are none.
+    pub(crate) async fn run(mut self, mut triggers: Triggers) {
+        let file = self.path.display().to_string();
+        while triggers.next().await {
+            match self.reload() {
+                Ok(Applied { kept, fresh }) => {
+                    tracing::warn!(config = %file, kept, fresh, "config reloaded: {fresh} layers new or changed, {kept} kept with their state");
+                    let (kept, fresh) = (kept.to_string(), fresh.to_string());
+                    self.audit(&[("outcome", "applied"), ("kept", &kept), ("fresh", &fresh)]);
+                }
+                Err(why) => {
+                    // Each problem with its place in the file.
+                    tracing::error!(config = %file, "config not reloaded: {why}");
+                    self.audit(&[("outcome", "refused"), ("error", &why.to_string())]);
+                }
+            }
+        }
+    }
+}
+
+/// What changed that needs a restart, if anything: the server, the relay's
+/// limits, the front, telemetry. `watch_config` may change live.
+fn needs_restart(running: &Sources, next: &Sources) -> Option<&'static str> {
+    let proxy = |s: &Sources| {
+        let mut proxy = s.proxy.clone();
+        if let Some(toml::Value::Table(table)) = &mut proxy {
+            table.remove("watch_config");
+        }
+        proxy.filter(|p| p.as_table().is_none_or(|t| !t.is_empty()))
+    };
+    if running.upstream != next.upstream {
+        Some("[upstream]")
+    } else if proxy(running) != proxy(next) {
+        Some("[proxy]")
+    } else if running.front != next.front {
+        Some("[front]")
+    } else if running.telemetry != next.telemetry {
+        Some("[telemetry]")
+    } else {
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests;
