@@ -114,10 +114,11 @@ impl Reloader {
         }
     }
 
-    /// Reloads on every trigger until there are none.
+    /// Reloads on every trigger, as long as mcp-chain runs.
     pub(crate) async fn run(mut self, mut triggers: Triggers) {
         let file = self.path.display().to_string();
-        while triggers.next().await {
+        loop {
+            triggers.next().await;
             match self.reload() {
                 Ok(Applied { kept, fresh }) => {
                     tracing::warn!(config = %file, kept, fresh, "config reloaded: {fresh} layers new or changed, {kept} kept with their state");

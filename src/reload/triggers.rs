@@ -4,7 +4,7 @@
 //! renaming it over the old one replaces what a watch on the file would
 //! follow. Bursts (an editor's write, rename and attribute change; several
 //! saves in a row) become one reload once the file has been quiet for
-//! [`QUIET`].
+//! [`QUIET`]. A SIGHUP is someone asking now: it reloads at once.
 
 use notify::{EventKind, RecommendedWatcher, RecursiveMode, Watcher};
 use std::path::Path;
@@ -16,18 +16,23 @@ const QUIET: Duration = Duration::from_millis(200);
 
 /// Reload requests, debounced.
 pub(crate) struct Triggers {
-    rx: mpsc::Receiver<()>,
+    signals: mpsc::Receiver<()>,
+    files: mpsc::Receiver<()>,
     _watcher: Option<RecommendedWatcher>,
+    /// Kept, so that neither stream ends where nothing feeds it (no SIGHUP
+    /// on Windows, no watcher unless asked).
+    _open: [mpsc::Sender<()>; 2],
 }
 
 impl Triggers {
     /// SIGHUP, and the file at `path` when `watch` is set. A file that
     /// cannot be watched is said once; SIGHUP still works.
     pub(crate) fn new(path: &Path, watch: bool) -> Self {
-        let (tx, rx) = mpsc::channel(1);
-        crate::platform::signals::reloads(tx.clone());
+        let (signalled, signals) = mpsc::channel(1);
+        crate::platform::signals::reloads(signalled.clone());
+        let (changed, files) = mpsc::channel(1);
         let watcher = match watch {
-            true => match watching(path, tx) {
+            true => match watching(path, changed.clone()) {
                 Ok(watcher) => Some(watcher),
                 Err(e) => {
                     tracing::warn!(config = %path.display(), error = %e, "cannot watch the config file; SIGHUP still reloads it");
@@ -37,21 +42,26 @@ impl Triggers {
             false => None,
         };
         Self {
-            rx,
+            signals,
+            files,
             _watcher: watcher,
+            _open: [signalled, changed],
         }
     }
 
-    /// Waits for a request, then for the file to be quiet; `false` when no
-    /// request can come any more.
-    pub(crate) async fn next(&mut self) -> bool {
-        if self.rx.recv().await.is_none() {
-            return false;
+    /// Waits for a SIGHUP, or for the file to change and then be quiet.
+    pub(crate) async fn next(&mut self) {
+        tokio::select! {
+            Some(()) = self.signals.recv() => return,
+            Some(()) = self.files.recv() => {}
         }
         loop {
-            match tokio::time::timeout(QUIET, self.rx.recv()).await {
-                Ok(Some(())) => continue,
-                Ok(None) | Err(_) => return true,
+            tokio::select! {
+                Some(()) = self.signals.recv() => return,
+                quiet = tokio::time::timeout(QUIET, self.files.recv()) => match quiet {
+                    Ok(Some(())) => continue,
+                    Ok(None) | Err(_) => return,
+                },
             }
         }
     }
