@@ -67,8 +67,8 @@ pub(crate) fn run(config: &Config, upstream: &Result<UpstreamConfig, ArgError>) 
     }
     let _ = writeln!(
         report,
-        "proxy: max_message_bytes = {}, shutdown_grace = {:?}",
-        config.max_message_bytes, config.shutdown_grace
+        "proxy: max_message_bytes = {}, shutdown_grace = {:?}, watch_config = {}",
+        config.max_message_bytes, config.shutdown_grace, config.watch_config
     );
     let state = match crate::platform::dirs::state_dir() {
         Ok(dir) => dir.display().to_string(),

@@ -65,12 +65,7 @@ use std::process::ExitCode;
 /// Reloading the config while serving: a config read from a file can be
 /// read again (SIGHUP, `[proxy] watch_config`).
 #[derive(Default)]
-struct Reloading(
-    Option<(
-        reload::Reloader,
-        tokio::sync::watch::Receiver<std::sync::Arc<layers::Policy>>,
-    )>,
-);
+struct Reloading(Option<(reload::Reloader, reload::Followed)>);
 
 impl Reloading {
     fn of(config: &Config) -> Self {
@@ -80,11 +75,8 @@ impl Reloading {
     /// Starts following the triggers (within the runtime); the policy the
     /// sessions follow. Without a file, a SIGHUP is said to change nothing
     /// (rather than end mcp-chain, its default action).
-    fn start(
-        self,
-        watch: bool,
-    ) -> Option<tokio::sync::watch::Receiver<std::sync::Arc<layers::Policy>>> {
-        let Some((reloader, policy)) = self.0 else {
+    fn start(self, watch: bool) -> Option<reload::Followed> {
+        let Some((reloader, followed)) = self.0 else {
             let (tx, mut rx) = tokio::sync::mpsc::channel(1);
             platform::signals::reloads(tx);
             tokio::spawn(async move {
@@ -96,7 +88,7 @@ impl Reloading {
         };
         let triggers = reload::Triggers::new(reloader.path(), watch);
         tokio::spawn(reloader.run(triggers));
-        Some(policy)
+        Some(followed)
     }
 }
 
@@ -369,7 +361,7 @@ fn serve(
         let stdout = transport::stdio::stdout().map_err(|e| format!("stdout: {e}"))?;
         // If whoever started us dies without closing our stdin, stop anyway.
         let stop = platform::signals::shutdown(true);
-        let policy = reloading.start(config.watch_config);
+        let policy = reloading.start(config.watch_config).map(|f| f.policy);
         relay::run(config, upstream, stdin, stdout, stop, policy)
             .await
             .map_err(|e| e.to_string())

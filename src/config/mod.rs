@@ -139,7 +139,7 @@ impl Config {
 /// The tables of a config as written, variables expanded: what a reload
 /// compares to tell what changed (a layer whose table is the same keeps
 /// its state; a changed `[upstream]` needs a restart).
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Clone, Default, PartialEq)]
 pub(crate) struct Sources {
     pub(crate) upstream: Option<toml::Value>,
     pub(crate) proxy: Option<toml::Value>,
@@ -147,6 +147,13 @@ pub(crate) struct Sources {
     pub(crate) telemetry: Option<toml::Value>,
     /// One per `[[middleware]]` entry, in order.
     pub(crate) middleware: Vec<toml::Value>,
+}
+
+/// Not shown: the tables hold the config's secrets as written.
+impl std::fmt::Debug for Sources {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Sources { .. }")
+    }
 }
 
 impl Sources {

@@ -143,7 +143,7 @@ pub(super) struct Guarded<S> {
 impl<S> Guarded<S> {
     fn admit(&self, request: Request<Incoming>) -> Result<Admitted, FrontError> {
         let (head, body) = request.into_parts();
-        let token = self.guard.front.guard.check(&head)?;
+        let token = self.guard.front.guard().check(&head)?;
         if let Some(version) = head.headers.get(PROTOCOL_VERSION) {
             if !mcp_http::is_known(version.as_bytes()) {
                 return Err(FrontError::UnsupportedVersion);

@@ -7,8 +7,26 @@
 use crate::config::FrontConfig;
 use hyper::header::{AUTHORIZATION, HOST, ORIGIN};
 use hyper::http::request::Parts;
+use std::fmt;
 use std::net::SocketAddr;
+use std::sync::Arc;
 use subtle::ConstantTimeEq;
+
+/// The static token that let a request in: its name (for the audit and
+/// the logs) and its secret, which its sessions belong to, so that a
+/// reload that renames, reorders or removes tokens cannot hand a session
+/// to another token. Never shown: its `Debug` is the name.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub(super) struct Pass {
+    pub(super) name: Arc<str>,
+    secret: Arc<[u8]>,
+}
+
+impl fmt::Debug for Pass {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Pass({})", self.name)
+    }
+}
 
 /// Why a request is turned away.
 #[derive(Debug, PartialEq, Eq)]
@@ -26,7 +44,7 @@ pub(super) enum Refusal {
 /// The checks, compiled from `[front]` and the address listened on.
 #[derive(Debug)]
 pub(super) struct Guard {
-    tokens: Vec<Vec<u8>>,
+    tokens: Vec<Pass>,
     /// `None`: any host.
     hosts: Option<Vec<String>>,
     origins: Vec<String>,
@@ -51,7 +69,10 @@ impl Guard {
             tokens: front
                 .tokens
                 .iter()
-                .map(|t| t.secret.as_bytes().to_vec())
+                .map(|t| Pass {
+                    name: t.name.as_str().into(),
+                    secret: t.secret.as_bytes().into(),
+                })
                 .collect(),
             hosts,
             origins: front.allowed_origins.clone(),
@@ -60,9 +81,8 @@ impl Guard {
         }
     }
 
-    /// Checks a request's head. `Ok` carries which token let it in (its
-    /// index in `[front] tokens`); never the token itself.
-    pub(super) fn check(&self, head: &Parts) -> Result<Option<usize>, Refusal> {
+    /// Checks a request's head. `Ok` carries the token that let it in.
+    pub(super) fn check(&self, head: &Parts) -> Result<Option<Pass>, Refusal> {
         let host = authority(head)?;
         if let Some(hosts) = &self.hosts {
             let name = host.map(|(name, _)| name.to_ascii_lowercase());
@@ -97,13 +117,13 @@ impl Guard {
         // Every token is compared, each in constant time, so the time taken
         // says nothing about which one came close.
         let mut found = None;
-        for (n, token) in self.tokens.iter().enumerate() {
-            if bool::from(token.as_slice().ct_eq(given)) && found.is_none() {
-                found = Some(n);
+        for token in &self.tokens {
+            if bool::from(token.secret.as_ref().ct_eq(given)) && found.is_none() {
+                found = Some(token);
             }
         }
         match found {
-            Some(n) => Ok(Some(n)),
+            Some(pass) => Ok(Some(pass.clone())),
             None if self.oauth => Ok(None),
             None => Err(Refusal::Unauthorized),
         }
@@ -213,8 +233,9 @@ mod tests {
         let front = FrontConfig {
             tokens: tokens
                 .iter()
-                .map(|t| crate::config::Token {
-                    name: String::new(),
+                .enumerate()
+                .map(|(n, t)| crate::config::Token {
+                    name: (n + 1).to_string(),
                     secret: t.to_string(),
                 })
                 .collect(),
@@ -292,7 +313,12 @@ mod tests {
             "0.0.0.0:8080",
         );
         let with = |auth: &str| head(&[("host", "mcp.example.com"), ("authorization", auth)]);
-        assert_eq!(g.check(&with("Bearer second-token-012345678")), Ok(Some(1)));
+        let pass = g
+            .check(&with("Bearer second-token-012345678"))
+            .expect("let in")
+            .expect("a token");
+        assert_eq!(&*pass.name, "2", "named by position");
+        assert_eq!(format!("{pass:?}"), "Pass(2)", "never the secret");
         for wrong in [
             "Bearer second-token-01234567",
             "Bearer ",

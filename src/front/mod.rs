@@ -54,7 +54,9 @@ pub(crate) struct Front {
     config: Arc<Config>,
     settings: FrontConfig,
     upstream: UpstreamConfig,
-    guard: Guard,
+    /// Host, Origin and token checks; a reload replaces them (`[front]`
+    /// tokens, allowed_hosts, allowed_origins), for requests after it.
+    guard: std::sync::RwLock<Arc<Guard>>,
     sessions: Sessions,
     /// Shared sessions for requests without one (2026-07-28).
     pool: stateless::Pool,
@@ -72,6 +74,26 @@ pub(crate) struct Front {
 }
 
 impl Front {
+    /// The checks a request goes through now.
+    fn guard(&self) -> Arc<Guard> {
+        self.guard
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Takes up each `[front]` a reload publishes: its checks apply to the
+    /// requests after it (sessions already open keep their owner).
+    async fn follow(self: Arc<Self>, mut settings: watch::Receiver<Arc<FrontConfig>>) {
+        while settings.changed().await.is_ok() {
+            let guard = Arc::new(Guard::new(&settings.borrow_and_update(), self.listen));
+            *self
+                .guard
+                .write()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = guard;
+        }
+    }
+
     /// The chain's layers for a new session: what a layer learns about a
     /// session starts empty; what is shared by design (a global rate
     /// limit's buckets, the audit file) stays shared.
@@ -130,8 +152,12 @@ pub(crate) async fn run(
     upstream: UpstreamConfig,
     listen: SocketAddr,
     mut signals: mpsc::Receiver<()>,
-    policy: Option<watch::Receiver<Arc<Policy>>>,
+    followed: Option<crate::reload::Followed>,
 ) -> Result<(), StartError> {
+    let (policy, live) = match followed {
+        Some(f) => (Some(f.policy), Some(f.front)),
+        None => (None, None),
+    };
     let failed = |source| StartError::Listen { listen, source };
     let listener = TcpListener::bind(listen).await.map_err(failed)?;
     let bound = listener.local_addr().map_err(failed)?;
@@ -146,7 +172,7 @@ pub(crate) async fn run(
         crate::pool::Pool::start(size, config.clone(), budget.clone(), upstream.clone())
     });
     let front = Arc::new(Front {
-        guard: Guard::new(&settings, bound),
+        guard: std::sync::RwLock::new(Arc::new(Guard::new(&settings, bound))),
         config,
         settings,
         upstream,
@@ -166,6 +192,7 @@ pub(crate) async fn run(
     };
     tracing::warn!("mcp-chain serving Streamable HTTP at http://{bound}{path}{legacy}");
     let reaper = tokio::spawn(Sessions::reap(front.clone()));
+    let following = live.map(|live| tokio::spawn(front.clone().follow(live)));
     let connections = GracefulShutdown::new();
     loop {
         tokio::select! {
@@ -182,6 +209,9 @@ pub(crate) async fn run(
     }
     drop(listener);
     reaper.abort();
+    if let Some(following) = following {
+        following.abort();
+    }
     tracing::info!("asked to stop; ending every session");
     front.sessions.stop_all(false);
     front.sessions.tasks.close();

@@ -95,7 +95,7 @@ pub(super) struct Restore {
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(super) enum Owner {
     Anyone,
-    Token(usize),
+    Token(super::guard::Pass),
     Principal(String),
 }
 

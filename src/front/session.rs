@@ -42,16 +42,16 @@ pub(super) enum Kind {
 #[derive(Debug, Clone)]
 pub(super) struct Caller {
     pub(super) peer: SocketAddr,
-    pub(super) token: Option<usize>,
+    pub(super) token: Option<super::guard::Pass>,
     pub(super) principal: Option<Arc<Principal>>,
 }
 
 impl Caller {
     /// What the caller's sessions and requests belong to.
     pub(super) fn owner(&self) -> Owner {
-        match (&self.principal, self.token) {
+        match (&self.principal, &self.token) {
             (Some(principal), _) => Owner::Principal(principal.owner_key()),
-            (None, Some(n)) => Owner::Token(n),
+            (None, Some(pass)) => Owner::Token(pass.clone()),
             (None, None) => Owner::Anyone,
         }
     }
@@ -112,7 +112,7 @@ impl Session {
             } else {
                 caller.peer.to_string()
             },
-            token: caller.token.map(|n| front.settings.tokens[n].name.clone()),
+            token: caller.token.as_ref().map(|pass| pass.name.to_string()),
             principal: caller.principal.as_deref().map(|p| {
                 mcp_chain_middleware::session::Principal {
                     subject: p.subject.clone(),

@@ -6,9 +6,12 @@
 //!   and, as an event line, to every audit file the running chain writes.
 //!   The next valid save applies.
 //! - Something that needs a restart changed (`[upstream]`, `[proxy]`
-//!   limits, `[front]`, `[telemetry]`): refused the same way, saying what;
-//!   nothing is applied, so what runs is always one config.
-//! - Valid: a new [`Policy`] is published. An entry whose table is the
+//!   limits, `[front]` but its tokens, allowed hosts and origins,
+//!   `[telemetry]`): refused the same way, saying what; nothing is
+//!   applied, so what runs is always one config. So is a change that
+//!   would leave a front off loopback open to anyone (fail closed).
+//! - Valid: the front's checks are published (they apply to the requests
+//!   after), and a new [`Policy`]. An entry whose table is the
 //!   same, at the same place, is the running one (its state kept); any
 //!   other starts fresh. Every session takes it up between messages (see
 //!   the relay's `build.rs`); requests in flight finish in the chain they
@@ -21,8 +24,9 @@ mod triggers;
 
 pub(crate) use triggers::Triggers;
 
-use crate::config::{Config, ConfigError, Sources};
+use crate::config::{Config, ConfigError, FrontConfig, Sources};
 use crate::layers::Policy;
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 use tokio::sync::watch;
@@ -32,7 +36,19 @@ pub(crate) struct Reloader {
     path: PathBuf,
     running: Sources,
     policy: watch::Sender<Arc<Policy>>,
+    front: watch::Sender<Arc<FrontConfig>>,
+    /// Where the front listens (the file's, or `--listen`'s), if it does.
+    listen: Option<SocketAddr>,
 }
+
+/// What the running parts follow: the layers, and the front's checks.
+pub(crate) struct Followed {
+    pub(crate) policy: watch::Receiver<Arc<Policy>>,
+    pub(crate) front: watch::Receiver<Arc<FrontConfig>>,
+}
+
+/// The `[front]` keys a reload applies live.
+const LIVE_FRONT_KEYS: [&str; 3] = ["tokens", "allowed_hosts", "allowed_origins"];
 
 /// Why a reload changed nothing.
 #[derive(Debug, thiserror::Error)]
@@ -41,6 +57,8 @@ pub(crate) enum Refused {
     Invalid(#[from] ConfigError),
     #[error("{0} changed; restart mcp-chain to apply it (nothing was applied)")]
     NeedsRestart(&'static str),
+    #[error("front.tokens: the front listens on {0}, off loopback, and would be open to anyone without a token; nothing was applied (restart with --allow-unauthenticated to mean it)")]
+    Exposed(SocketAddr),
 }
 
 /// What a reload did.
@@ -55,13 +73,20 @@ pub(crate) struct Applied {
 impl Reloader {
     /// For a config read from a file; `None` without one (nothing to read
     /// again).
-    pub(crate) fn new(config: &Config) -> Option<(Self, watch::Receiver<Arc<Policy>>)> {
+    pub(crate) fn new(config: &Config) -> Option<(Self, Followed)> {
         let path = config.path.clone()?;
         let (policy, followed) = watch::channel(Arc::new(Policy::of(&config.chain)));
+        let (front, front_followed) = watch::channel(Arc::new(config.front.clone()));
         let reloader = Self {
             path,
             running: config.sources.clone(),
             policy,
+            front,
+            listen: config.front.listen,
+        };
+        let followed = Followed {
+            policy: followed,
+            front: front_followed,
         };
         Some((reloader, followed))
     }
@@ -76,6 +101,14 @@ impl Reloader {
         let config = Config::load(&self.path)?;
         if let Some(what) = needs_restart(&self.running, &config.sources) {
             return Err(Refused::NeedsRestart(what));
+        }
+        let mut front = config.front.clone();
+        front.listen = self.listen;
+        let open = front.tokens.is_empty() && front.oauth.is_none();
+        if let Some(listen) = self.listen.filter(|l| open && !l.ip().is_loopback()) {
+            if self.running.front != config.sources.front {
+                return Err(Refused::Exposed(listen));
+            }
         }
         let running = self.policy.borrow().clone();
         let mut applied = Applied { kept: 0, fresh: 0 };
@@ -97,6 +130,9 @@ impl Reloader {
                 }
             })
             .collect();
+        if self.running.front != config.sources.front {
+            self.front.send_replace(Arc::new(front));
+        }
         self.running = config.sources;
         self.policy.send_replace(Arc::new(Policy { entries }));
         Ok(applied)
@@ -138,24 +174,29 @@ impl Reloader {
 /// What changed that needs a restart, if anything: the server, the relay's
 /// limits, the front, telemetry. `watch_config` may change live.
 fn needs_restart(running: &Sources, next: &Sources) -> Option<&'static str> {
-    let proxy = |s: &Sources| {
-        let mut proxy = s.proxy.clone();
-        if let Some(toml::Value::Table(table)) = &mut proxy {
-            table.remove("watch_config");
-        }
-        proxy.filter(|p| p.as_table().is_none_or(|t| !t.is_empty()))
-    };
     if running.upstream != next.upstream {
         Some("[upstream]")
-    } else if proxy(running) != proxy(next) {
+    } else if without(&running.proxy, &["watch_config"]) != without(&next.proxy, &["watch_config"])
+    {
         Some("[proxy]")
-    } else if running.front != next.front {
+    } else if without(&running.front, &LIVE_FRONT_KEYS) != without(&next.front, &LIVE_FRONT_KEYS) {
         Some("[front]")
     } else if running.telemetry != next.telemetry {
         Some("[telemetry]")
     } else {
         None
     }
+}
+
+/// `table` without `keys` (an empty table is none).
+fn without(table: &Option<toml::Value>, keys: &[&str]) -> Option<toml::Value> {
+    let mut table = table.clone();
+    if let Some(toml::Value::Table(t)) = &mut table {
+        for key in keys {
+            t.remove(*key);
+        }
+    }
+    table.filter(|t| t.as_table().is_none_or(|t| !t.is_empty()))
 }
 
 #[cfg(test)]

@@ -43,7 +43,8 @@ const LIMIT: &str =
 
 fn reloader(file: &File) -> (Reloader, watch::Receiver<Arc<Policy>>) {
     let config = Config::load(&file.0).expect("valid");
-    Reloader::new(&config).expect("a file")
+    let (reloader, followed) = Reloader::new(&config).expect("a file");
+    (reloader, followed.policy)
 }
 
 #[test]
@@ -130,4 +131,41 @@ fn what_needs_a_restart_is_refused_whole() {
         "[upstream]\ncommand = \"a\"\n[proxy]\nwatch_config = true\n{FILTER}"
     ));
     assert!(reloader.reload().is_ok(), "watch_config changes live");
+}
+
+#[test]
+fn the_fronts_tokens_hosts_and_origins_apply_live_but_never_open_it() {
+    let front =
+        |tokens: &str| format!("[front]\nlisten = \"0.0.0.0:8080\"\ntokens = [{tokens}]\n{FILTER}");
+    let file = File::new(&front("\"first-token-0123456789\""));
+    let config = Config::load(&file.0).expect("valid");
+    let (mut reloader, mut followed) = Reloader::new(&config).expect("a file");
+    followed.front.mark_unchanged();
+    file.write(&front(
+        "{ name = \"ci\", token = \"second-token-012345678\" }",
+    ));
+    reloader.reload().expect("tokens apply live");
+    assert!(followed.front.has_changed().expect("open"));
+    let live = followed.front.borrow_and_update().clone();
+    assert_eq!(live.tokens[0].name, "ci");
+    assert_eq!(live.listen, Some("0.0.0.0:8080".parse().expect("addr")));
+    file.write(&front(""));
+    let why = reloader
+        .reload()
+        .expect_err("no token off loopback")
+        .to_string();
+    assert!(
+        why.contains("open to anyone") && !why.contains("second-token"),
+        "{why}"
+    );
+    assert!(
+        !followed.front.has_changed().expect("open"),
+        "nothing published"
+    );
+    file.write(&format!("[front]\nlisten = \"0.0.0.0:8080\"\npath = \"/other\"\ntokens = [\"second-token-012345678\"]\n{FILTER}"));
+    assert!(reloader
+        .reload()
+        .expect_err("path")
+        .to_string()
+        .starts_with("[front]"));
 }

@@ -279,3 +279,43 @@ async def test_a_hundred_reloads_under_load_lose_nothing_and_leak_nothing():
         # A leak of a chain per reload would be hundreds of KiB; what is
         # left is fragmentation, bounded.
         assert after - before < 1024, (before, after)
+
+
+def test_the_fronts_tokens_change_live_for_the_requests_after():
+    import urllib.error
+    import urllib.request
+
+    harness.require_proxy_binary()
+    first, second = "reload-token-first-0123456789", "reload-token-second-012345678"
+    p = Policy(["crash"], extra=f'[front]\ntokens = ["{first}"]')
+    port = harness.free_port()
+    argv = [str(harness.MCP_CHAIN), "--config", str(p.path), "--listen", f"127.0.0.1:{port}"]
+
+    def initialize(token: str) -> int:
+        body = json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}).encode()
+        request = urllib.request.Request(f"http://127.0.0.1:{port}/mcp", data=body, method="POST", headers={
+            "Authorization": f"Bearer {token}", "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream"})
+        try:
+            with urllib.request.urlopen(request, timeout=20) as r:
+                r.read()
+                return r.status
+        except urllib.error.HTTPError as e:
+            return e.code
+
+    with harness.listening(argv, port, "reload-tokens"):
+        assert (initialize(first), initialize(second)) == (200, 401)
+        p.extra = f'[front]\ntokens = ["{second}"]'
+        p.write(["crash"])
+        p.hup()
+        harness.wait_until(lambda: p.reloads("applied"), timeout=10)
+        assert (initialize(first), initialize(second)) == (401, 200)
+        # Removing every token would open a loopback front only: allowed,
+        # but a reload can never change where it listens.
+        p.extra = '[front]\nlisten = "127.0.0.1:9"'
+        p.write(["crash"])
+        p.hup()
+        refused = harness.wait_until(lambda: p.reloads("refused"), timeout=10)
+        assert "[front] changed; restart" in refused[0]["error"]
+        assert initialize(second) == 200
