@@ -194,7 +194,7 @@ async fn answers_still_owed_after_the_grace_get_an_error() {
 
 #[tokio::test]
 async fn a_signal_shuts_down_like_end_of_input() {
-    for signal in ["TERM", "INT", "HUP"] {
+    for signal in ["TERM", "INT"] {
         let mut proxy = Proxy::fake(&[], &[]);
         let answer = proxy.call_tool(json!(1), "grandchild", json!({})).await;
         let pid = answer["result"]["structuredContent"]["pid"]
@@ -211,6 +211,21 @@ async fn a_signal_shuts_down_like_end_of_input() {
         assert!(proxy.wait().await.success(), "{signal}: {}", proxy.stderr());
         eventually("the grandchild to be gone", || !alive(pid)).await;
     }
+}
+
+#[tokio::test]
+async fn a_hangup_asks_for_a_reload_and_never_stops_the_session() {
+    // No --config: nothing to read again, which is said; the session goes on.
+    let mut proxy = Proxy::fake(&[], &[]);
+    assert_eq!(proxy.request(json!(1), "ping", json!({})).await["id"], 1);
+    proxy.signal("HUP");
+    eventually("the hangup to be logged", || {
+        proxy.stderr().contains("no config file to read again")
+    })
+    .await;
+    assert_eq!(proxy.request(json!(2), "ping", json!({})).await["id"], 2);
+    let (status, _) = proxy.finish().await;
+    assert!(status.success(), "{}", proxy.stderr());
 }
 
 #[tokio::test]
