@@ -30,8 +30,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-/// Where a listen stream's notification names its subscription.
-const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
+mod subscriptions;
 
 /// Events a POST stream holds before the router waits for its client.
 const POST_EVENTS: usize = 64;
@@ -74,6 +73,9 @@ struct Post {
     restore: Option<Restore>,
     /// A `subscriptions/listen` stream.
     listen: bool,
+    /// The `list_changed` kinds its server acknowledged (see
+    /// `subscriptions.rs`).
+    kinds: u8,
     /// Its request is a `tools/list`: its answer teaches `marked`.
     lists_tools: bool,
     /// Progress dropped because its reader fell behind (shared sessions).
@@ -144,6 +146,7 @@ impl Routes {
             events: waiting.events,
             restore: waiting.restore,
             listen: waiting.listen,
+            kinds: 0,
             lists_tools: waiting.lists_tools,
             dropped: 0,
         };
@@ -191,65 +194,6 @@ impl Routes {
         }
     }
 
-    /// A shared session's notification that is not progress: it belongs
-    /// to the `subscriptions/listen` stream its `_meta` names (the server
-    /// stamps the listen request's id, the front's, given back here). A
-    /// `notifications/cancelled` for a listen request ends its stream, as
-    /// a stdio server ends one.
-    fn subscription(
-        &mut self,
-        message: &Message,
-        line: &Bytes,
-    ) -> Vec<(mpsc::Sender<Outgoing>, Outgoing)> {
-        let params = message.params();
-        if message.method() == Some(method::NOTIFICATION_CANCELLED) {
-            let id = params.and_then(|p| p.member("requestId").ok().flatten());
-            let listen = id
-                .as_ref()
-                .and_then(RequestId::from_value)
-                .and_then(|id| self.listen_post(&id));
-            if let Some(n) = listen {
-                self.close_post(n);
-                return Vec::new();
-            }
-        }
-        let meta = params.and_then(|p| p.member("_meta").ok().flatten());
-        let stamped = meta
-            .as_ref()
-            .and_then(|m| m.get(SUBSCRIPTION_ID))
-            .and_then(RequestId::from_value);
-        let Some((n, post)) = stamped
-            .and_then(|id| self.listen_post(&id))
-            .and_then(|n| Some((n, self.posts.get(&n)?)))
-        else {
-            tracing::debug!(
-                method = message.method(),
-                "a shared session's notification no listen stream asked for; dropped"
-            );
-            return Vec::new();
-        };
-        let bytes = match (&post.restore, meta) {
-            (Some(restore), Some(mut meta)) => {
-                meta[SUBSCRIPTION_ID] = restore.id.to_value();
-                rewrite(message, |m| {
-                    if let Some(params) = m.params_mut() {
-                        let _ = params.set_member("_meta", meta);
-                    }
-                })
-            }
-            // Not renamed: the line as it came.
-            _ => line.clone(),
-        };
-        if !has_room(post) {
-            // A listener that stopped reading is not waited for: its
-            // stream ends, and the client listens (and lists) anew.
-            tracing::debug!("a listen stream's reader fell behind; its stream is ended");
-            self.close_post(n);
-            return Vec::new();
-        }
-        vec![(post.tx.clone(), Outgoing::event(None, bytes))]
-    }
-
     /// The POST and the front's id of the request `owner` sent as `id`
     /// and still waits for, when it is the one such.
     pub(super) fn renamed(&self, owner: &Owner, id: &RequestId) -> Option<(u64, RequestId)> {
@@ -267,12 +211,6 @@ impl Routes {
     /// no answer, and the client waits for none.
     pub(super) fn cancelled(&mut self, n: u64) {
         self.close_post(n);
-    }
-
-    /// The open `subscriptions/listen` POST waiting for `id`.
-    fn listen_post(&self, id: &RequestId) -> Option<u64> {
-        let n = *self.answers.get(id)?;
-        self.posts.get(&n).filter(|p| p.listen).map(|_| n)
     }
 
     fn target(&mut self, line: &Line) -> Option<(mpsc::Sender<Outgoing>, Outgoing)> {

@@ -319,3 +319,53 @@ def test_the_fronts_tokens_change_live_for_the_requests_after():
         refused = harness.wait_until(lambda: p.reloads("refused"), timeout=10)
         assert "[front] changed; restart" in refused[0]["error"]
         assert initialize(second) == 200
+
+
+def test_2026_listeners_hear_a_reload_on_their_own_streams():
+    """Clients of the 2026-07-28 revision (no session) listening for tool
+    changes through the front: mcp-chain's own list_changed after a reload
+    reaches each listener whose server acknowledged that kind, stamped
+    with its own subscription."""
+    from mcp.client.client import Client
+
+    harness.require_proxy_binary()
+    python, server = REPO / ".venv/bin/python", harness.INTEROP / "modern_stdio_server.py"
+    p = Policy(["crash"])
+    upstream = f'[upstream]\ncommand = "{python}"\nargs = ["{server}", "{harness.RUN_MARKER}"]\n'
+    deny = lambda tools: p.write_text(policy(tools, p.audit).replace(f'[upstream]\ncommand = "{FAKE}"\n', upstream))
+    deny(["crash"])
+    port = harness.free_port()
+    argv = [str(harness.MCP_CHAIN), "--config", str(p.path), "--listen", f"127.0.0.1:{port}"]
+    with harness.listening(argv, port, "reload-2026"):
+        url = f"http://127.0.0.1:{port}/mcp"
+
+        async def scenario() -> tuple[list[str], set[str]]:
+            got: list[str] = []
+            listening = [0]
+            ready = anyio.Event()
+
+            async def listener() -> None:
+                async with Client(url, mode="auto") as c:
+                    async with c.listen(tools_list_changed=True) as sub:
+                        listening[0] += 1
+                        if listening[0] == 2:
+                            ready.set()
+                        async for event in sub:
+                            got.append(type(event).__name__)
+                            return
+
+            with anyio.fail_after(30):
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(listener)
+                    tg.start_soon(listener)
+                    await ready.wait()
+                    await anyio.sleep(0.3)
+                    deny(["crash", "touch"])
+                    p.hup()
+                async with Client(url, mode="auto") as c:
+                    names = {t.name for t in (await c.list_tools()).tools}
+            return got, names
+
+        got, names = anyio.run(scenario)
+        assert got == ["ToolsListChanged", "ToolsListChanged"], got
+        assert "touch" not in names and "add" in names
