@@ -11,8 +11,9 @@
 //! [`Session::open`]); the layers' decision events find no one listening.
 //!
 //! - `export`: OTLP's HTTP client, on a runtime of its own.
-//! - `spans`: the service at each end of a chain that makes the spans and
-//!   measures the operation.
+//! - `spans`: the service at each end of a chain that makes the spans.
+//! - `operation`: what is read of a message once, and the measurement of
+//!   its operation.
 //! - `context`: trace context in and out of `params._meta`.
 //! - `instruments`: the metrics, and the count of decisions.
 //! - `prometheus`: `/metrics` at `[telemetry] metrics_listen`.
@@ -22,6 +23,7 @@ mod context;
 mod export;
 mod instruments;
 pub(crate) mod logs;
+mod operation;
 mod prometheus;
 mod spans;
 

@@ -196,7 +196,9 @@ impl PinLayer {
         }
         if !drifts.is_empty() || unreadable > 0 {
             for drift in &drifts {
-                crate::decided!("pin", "drift", kind = drift.kind(), name = %drift.name,
+                // The tool's name is the server's: escaped and cut.
+                let name = crate::shown::shown(&drift.name, 128);
+                crate::decided!("pin", "drift", kind = drift.kind(), name,
                     fields = %drift.what(), action = self.on_change.as_str());
                 tracing::warn!(layer = LAYER, kind = drift.kind(), name = %drift.name,
                     drift = %drift.what(), action = self.on_change.as_str(), "definition differs from its pin");
