@@ -79,8 +79,10 @@ impl Ends {
     }
 }
 
-/// The chain a reading side takes up at its next message, once a reload
-/// built it.
+/// The chain a reading side (or the task announcing restarts) takes up at
+/// its next message, once a reload built it. Each clone notices the change
+/// for itself.
+#[derive(Clone)]
 pub(super) struct Next {
     changed: watch::Receiver<()>,
     chain: Arc<Mutex<ChainService>>,
@@ -131,7 +133,7 @@ fn lock(slot: &Mutex<ChainService>) -> std::sync::MutexGuard<'_, ChainService> {
 pub(super) struct Built {
     pub(super) to_server: ChainService,
     pub(super) to_client: ChainService,
-    pub(super) follow: Option<(Follow, Next, Next, Next)>,
+    pub(super) follow: Option<(Follow, Next, Next)>,
     /// The ends, kept for the session's length when nothing follows.
     pub(super) ends: Option<Ends>,
 }
@@ -151,7 +153,6 @@ pub(super) fn start(mut layers: SessionLayers, ends: Ends) -> Built {
     };
     let (servers, next_server) = Publish::new(&to_server);
     let (clients, next_client) = Publish::new(&to_client);
-    let (announcer, next_announcer) = Publish::new(&to_client);
     let follow = async move {
         while updates.changed().await.is_ok() {
             let policy = updates.borrow_and_update().clone();
@@ -159,7 +160,6 @@ pub(super) fn start(mut layers: SessionLayers, ends: Ends) -> Built {
             let (to_server, to_client) = ends.build(&layers.layers());
             servers.publish(to_server);
             clients.publish(to_client.clone());
-            announcer.publish(to_client.clone());
             if changed.lists {
                 if let Some(declared) = &ends.declared {
                     lists::announce(&mut to_client.clone(), declared).await;
@@ -170,7 +170,7 @@ pub(super) fn start(mut layers: SessionLayers, ends: Ends) -> Built {
     Built {
         to_server,
         to_client,
-        follow: Some((Box::pin(follow), next_server, next_client, next_announcer)),
+        follow: Some((Box::pin(follow), next_server, next_client)),
         ends: None,
     }
 }

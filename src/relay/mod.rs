@@ -154,15 +154,11 @@ pub(crate) async fn session<S: Source>(
     let built = build::start(layers, ends);
     let (to_server, to_client) = (built.to_server, built.to_client);
     let _ends = built.ends;
-    let (follow, next_server, next_client, next_announcer) = match built.follow {
-        Some((task, server, client, announcer)) => (
-            Some(tokio::spawn(task)),
-            Some(server),
-            Some(client),
-            Some(announcer),
-        ),
-        None => (None, None, None, None),
+    let (follow, next_server, next_client) = match built.follow {
+        Some((task, server, client)) => (Some(tokio::spawn(task)), Some(server), Some(client)),
+        None => (None, None, None),
     };
+    let next_announcer = next_client.clone();
     // Whatever way the session ends, it stops following the policy.
     let _follow = follow.map(AbortOnDrop);
 

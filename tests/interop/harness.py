@@ -421,3 +421,32 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+class ToolListeners:
+    """2026-07-28 clients of `url` (no session), each listening for tool
+    list changes on its own `subscriptions/listen` stream until it hears
+    one: `got` has the event type each heard, `ready` is set once `count`
+    of them listen."""
+
+    def __init__(self, url: str, count: int) -> None:
+        self.url, self.count = url, count
+        self.got: list[str] = []
+        self.ready = anyio.Event()
+        self._listening = 0
+
+    async def listen(self) -> None:
+        from mcp.client.client import Client
+
+        async with Client(self.url, mode="auto") as c:
+            async with c.listen(tools_list_changed=True) as sub:
+                self._listening += 1
+                if self._listening == self.count:
+                    self.ready.set()
+                async for event in sub:
+                    self.got.append(type(event).__name__)
+                    return
+
+    def start(self, tg) -> None:
+        for _ in range(self.count):
+            tg.start_soon(self.listen)

@@ -584,25 +584,12 @@ def test_2026_listen_streams_get_what_their_server_stamps_for_them():
         url = f"http://127.0.0.1:{port}/mcp"
 
         async def scenario() -> list[str]:
-            got: list[str] = []
-            ready = anyio.Event()
-            listening = [0]
-
-            async def listener() -> None:
-                async with Client(url, mode="auto") as c:
-                    async with c.listen(tools_list_changed=True) as sub:
-                        listening[0] += 1
-                        if listening[0] == 2:
-                            ready.set()
-                        async for event in sub:
-                            got.append(type(event).__name__)
-                            return
-
+            listeners = harness.ToolListeners(url, 2)
+            got = listeners.got
             with anyio.fail_after(30):
                 async with anyio.create_task_group() as tg:
-                    tg.start_soon(listener)
-                    tg.start_soon(listener)
-                    await ready.wait()
+                    listeners.start(tg)
+                    await listeners.ready.wait()
                     # The listeners may be on either shared session (round
                     # robin over every request, the listeners' own among
                     # them): touch until both heard, a listing now and then

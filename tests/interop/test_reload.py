@@ -340,31 +340,17 @@ def test_2026_listeners_hear_a_reload_on_their_own_streams():
         url = f"http://127.0.0.1:{port}/mcp"
 
         async def scenario() -> tuple[list[str], set[str]]:
-            got: list[str] = []
-            listening = [0]
-            ready = anyio.Event()
-
-            async def listener() -> None:
-                async with Client(url, mode="auto") as c:
-                    async with c.listen(tools_list_changed=True) as sub:
-                        listening[0] += 1
-                        if listening[0] == 2:
-                            ready.set()
-                        async for event in sub:
-                            got.append(type(event).__name__)
-                            return
-
+            listeners = harness.ToolListeners(url, 2)
             with anyio.fail_after(30):
                 async with anyio.create_task_group() as tg:
-                    tg.start_soon(listener)
-                    tg.start_soon(listener)
-                    await ready.wait()
+                    listeners.start(tg)
+                    await listeners.ready.wait()
                     await anyio.sleep(0.3)
                     deny(["crash", "touch"])
                     p.hup()
                 async with Client(url, mode="auto") as c:
                     names = {t.name for t in (await c.list_tools()).tools}
-            return got, names
+            return listeners.got, names
 
         got, names = anyio.run(scenario)
         assert got == ["ToolsListChanged", "ToolsListChanged"], got
