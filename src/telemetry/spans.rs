@@ -197,51 +197,36 @@ impl Traced {
             Some(name) => format!("{} {name}", op.method),
             None => op.method.clone(),
         };
-        let span = tracing::info_span!(
+        let (tool, prompt, uri) = match &op.target {
+            Some(Named::Tool(name)) => (Some(name.as_str()), None, None),
+            Some(Named::Prompt(name)) => (None, Some(name.as_str()), None),
+            Some(Named::Resource(uri)) => (None, None, Some(uri.as_str())),
+            None => (None, None, None),
+        };
+        let version = op
+            .version
+            .as_deref()
+            .or_else(|| self.meta.version.get().map(String::as_str));
+        // Every field known now is given now (an absent one records
+        // nothing): a field recorded later costs a lookup of the span.
+        tracing::info_span!(
             target: SPAN_TARGET,
             "mcp",
             otel.name = name,
             otel.kind = kind,
             otel.status_code = Empty,
             "mcp.method.name" = op.method,
-            "mcp.protocol.version" = Empty,
-            "mcp.session.id" = Empty,
-            "mcp.resource.uri" = Empty,
-            "jsonrpc.request.id" = Empty,
+            "mcp.protocol.version" = version,
+            "mcp.session.id" = self.meta.id.as_deref(),
+            "mcp.resource.uri" = uri,
+            "jsonrpc.request.id" = op.id.as_deref(),
             "jsonrpc.protocol.version" = "2.0",
-            "gen_ai.tool.name" = Empty,
-            "gen_ai.prompt.name" = Empty,
-            "gen_ai.operation.name" = Empty,
+            "gen_ai.tool.name" = tool,
+            "gen_ai.prompt.name" = prompt,
+            "gen_ai.operation.name" = tool.map(|_| "execute_tool"),
             "network.transport" = self.transport,
             "error.type" = Empty,
             "rpc.response.status_code" = Empty,
-        );
-        if let Some(id) = &op.id {
-            span.record("jsonrpc.request.id", id.as_str());
-        }
-        if let Some(version) = op
-            .version
-            .as_deref()
-            .or_else(|| self.meta.version.get().map(String::as_str))
-        {
-            span.record("mcp.protocol.version", version);
-        }
-        if let Some(session) = &self.meta.id {
-            span.record("mcp.session.id", session.as_str());
-        }
-        match &op.target {
-            Some(Named::Tool(name)) => {
-                span.record("gen_ai.tool.name", name.as_str());
-                span.record("gen_ai.operation.name", "execute_tool");
-            }
-            Some(Named::Prompt(name)) => {
-                span.record("gen_ai.prompt.name", name.as_str());
-            }
-            Some(Named::Resource(uri)) => {
-                span.record("mcp.resource.uri", uri.as_str());
-            }
-            None => {}
-        }
-        span
+        )
     }
 }

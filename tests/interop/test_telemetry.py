@@ -97,6 +97,9 @@ async def test_a_python_sdk_session_is_traced_with_the_conventions_and_the_layer
                 await conn.session.call_tool("crash", {})
             asked = await conn.session.call_tool("ask", {"method": "roots/list"})
             assert "file:///tmp/telemetry" in json.dumps(asked.model_dump())
+            await conn.session.list_tools()
+            await conn.session.get_prompt("greet", {"name": "ada"})
+            await conn.session.read_resource("file:///srv/readme.txt")
         # mcp-chain flushes its spans as it exits (the session ended above).
         harness.wait_until(lambda: spans_named(receiver, "tools/call ask", "server"), timeout=10)
 
@@ -120,6 +123,16 @@ async def test_a_python_sdk_session_is_traced_with_the_conventions_and_the_layer
         assert "error.type" not in attrs and server["status"] == 0
         redacted = events(server, "mcp_chain.rewrite.redacted")
         assert redacted and redacted[0]["count"] >= 1 and redacted[0]["what"] == "answer", server["events"]
+
+        # A prompt, a resource, a list: each names what it is about, and only that.
+        prompt = spans_named(receiver, "prompts/get greet", "server")[0]["attributes"]
+        assert prompt["gen_ai.prompt.name"] == "greet" and "gen_ai.tool.name" not in prompt
+        resource = spans_named(receiver, "resources/read", "server")[0]["attributes"]
+        assert resource["mcp.resource.uri"] == "file:///srv/readme.txt"
+        assert "gen_ai.prompt.name" not in resource and "gen_ai.operation.name" not in resource
+        listed = spans_named(receiver, "tools/list", "server")[0]["attributes"]
+        assert not {"gen_ai.tool.name", "gen_ai.operation.name", "mcp.resource.uri"} & set(listed)
+        assert listed["jsonrpc.request.id"] in {str(m["id"]) for m in conn.outgoing("tools/list")}
 
         # The denied call: refused by the filter, the rule named, no CLIENT span.
         denied_span = spans_named(receiver, "tools/call crash", "server")[0]
