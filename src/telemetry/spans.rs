@@ -64,13 +64,14 @@ pub(crate) enum Facing {
 }
 
 impl Session {
-    /// A session's telemetry, or `None` when telemetry is off.
+    /// A session's telemetry, or `None` when telemetry is off (or on with
+    /// neither spans nor metrics: nothing to make, so nothing is read).
     pub(crate) fn open(
         client: &'static str,
         server: &'static str,
         id: Option<&str>,
     ) -> Option<Self> {
-        let active = active()?;
+        let active = active().filter(|a| a.spans || a.instruments.is_some())?;
         if let Some(instruments) = &active.instruments {
             if client == "tcp" {
                 instruments.front_sessions.add(1, &[]);
