@@ -122,7 +122,7 @@ impl ToolParams {
 }
 
 /// The marks of an `inputSchema`, or why they break the rules.
-fn marks(schema: &Value) -> Result<Vec<Param>, String> {
+fn marks(schema: &Value) -> Result<Vec<Param>, BadMark> {
     let mut params = Vec::new();
     let mut path = Vec::new();
     walk(schema, &mut path, true, &mut params)?;
@@ -130,7 +130,7 @@ fn marks(schema: &Value) -> Result<Vec<Param>, String> {
     for param in &params {
         let name = param.header.as_str().to_ascii_lowercase();
         if seen.contains(&name) {
-            return Err(format!("{name:?} marks two parameters"));
+            return Err(BadMark::Twice(name));
         }
         seen.push(name);
     }
@@ -144,7 +144,7 @@ fn walk(
     path: &mut Vec<String>,
     reachable: bool,
     params: &mut Vec<Param>,
-) -> Result<(), String> {
+) -> Result<(), BadMark> {
     let Some(object) = schema.as_object() else {
         if let Some(items) = schema.as_array() {
             for item in items {
@@ -178,19 +178,18 @@ fn param(
     schema: &Map<String, Value>,
     path: &[String],
     reachable: bool,
-) -> Result<Param, String> {
-    let name = mark.as_str().ok_or("a mark that is not a string")?;
+) -> Result<Param, BadMark> {
+    let name = mark.as_str().ok_or(BadMark::NotAString)?;
+    let bad = |why: fn(String) -> BadMark| why(name.to_owned());
     if !reachable || path.is_empty() {
-        return Err(format!(
-            "{name:?} is not on a property reached through `properties` alone"
-        ));
+        return Err(bad(BadMark::Unreachable));
     }
     let token = !name.is_empty()
         && name
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
     if !token {
-        return Err(format!("{name:?} is not an HTTP header name token"));
+        return Err(bad(BadMark::NotAToken));
     }
     let primitive = |t: &Value| matches!(t.as_str(), Some("string" | "integer" | "boolean"));
     let typed = match schema.get("type") {
@@ -201,16 +200,30 @@ fn param(
         None => false,
     };
     if !typed {
-        return Err(format!(
-            "{name:?} marks a parameter that is not a string, integer or boolean"
-        ));
+        return Err(bad(BadMark::NotPrimitive));
     }
-    let header = HeaderName::try_from(format!("mcp-param-{name}"))
-        .map_err(|_| format!("{name:?} is not a header name"))?;
+    let header =
+        HeaderName::try_from(format!("mcp-param-{name}")).map_err(|_| bad(BadMark::NotAToken))?;
     Ok(Param {
         header,
         path: path.to_vec(),
     })
+}
+
+/// Why a tool's marks break the revision's rules. The mark's name is the
+/// server's: logged (escaped and cut by the log writer), never sent on.
+#[derive(Debug, thiserror::Error)]
+enum BadMark {
+    #[error("a mark that is not a string")]
+    NotAString,
+    #[error("{0:?} marks two parameters")]
+    Twice(String),
+    #[error("{0:?} is not on a property reached through `properties` alone")]
+    Unreachable(String),
+    #[error("{0:?} is not an HTTP header name token")]
+    NotAToken(String),
+    #[error("{0:?} marks a parameter that is not a string, integer or boolean")]
+    NotPrimitive(String),
 }
 
 #[cfg(test)]

@@ -129,7 +129,7 @@ impl Supervisor {
                     let refetch = refetch(result.as_ref());
                     let _ = self.restarts.send(Restarted { refetch }).await;
                 }
-                Err(reason) => return self.give_up(reason, true),
+                Err(gave_up) => return self.give_up(gave_up.to_string(), true),
             }
         }
     }
@@ -144,14 +144,11 @@ impl Supervisor {
     async fn restart(
         &mut self,
         restarts: &mut u32,
-    ) -> Result<(Child, FrameReader<ChildStdout>, Option<Value>), String> {
+    ) -> Result<(Child, FrameReader<ChildStdout>, Option<Value>), GaveUp> {
         let policy = self.command.restart.clone();
         loop {
             if *restarts >= policy.max_restarts {
-                return Err(format!(
-                    "the server failed and was restarted {} times; giving up",
-                    policy.max_restarts
-                ));
+                return Err(GaveUp(policy.max_restarts));
             }
             let backoff = policy
                 .backoff
@@ -188,7 +185,7 @@ impl Supervisor {
         &mut self,
         child: &mut Child,
         reader: &mut FrameReader<ChildStdout>,
-    ) -> Result<Option<Value>, String> {
+    ) -> Result<Option<Value>, ReplayError> {
         let Some(Handshake {
             initialize: Some(params),
             initialized,
@@ -197,18 +194,18 @@ impl Supervisor {
         else {
             return Ok(None);
         };
-        let stdin = child.stdin_mut().ok_or("the server has no stdin")?;
+        let stdin = child.stdin_mut().ok_or(ReplayError::NoStdin)?;
         let mut line = Vec::new();
         Handshake::replayed_initialize(params).write_line(&mut line);
-        stdin.write_all(&line).await.map_err(|e| e.to_string())?;
-        stdin.flush().await.map_err(|e| e.to_string())?;
+        stdin.write_all(&line).await?;
+        stdin.flush().await?;
         let result = tokio::time::timeout(REPLAY_TIMEOUT, async {
             loop {
                 let parsed = match reader.next().await {
                     Ok(Some(Frame::Line(bytes))) => Incoming::parse(bytes),
                     Ok(Some(Frame::Shared(buf, at))) => Incoming::parse(&buf[at]),
                     Ok(Some(Frame::TooLong { .. } | Frame::OverBudget { .. })) => continue,
-                    Ok(None) | Err(_) => return Err("it closed its output".to_owned()),
+                    Ok(None) | Err(_) => return Err(ReplayError::Closed),
                 };
                 if let Ok(Incoming::Single(Ok(msg))) = parsed {
                     match msg {
@@ -216,9 +213,7 @@ impl Supervisor {
                             kind = other.kind(),
                             "skipping a message during the replayed handshake"
                         ),
-                        Message::Error(e) => {
-                            return Err(format!("it refused initialize: {}", e.error.message))
-                        }
+                        Message::Error(e) => return Err(ReplayError::Refused(e.error.message)),
                         Message::Response(r) => return Ok(r.result),
                         // Only a response or an error answers.
                         Message::Request(_) | Message::Notification(_) => {}
@@ -227,17 +222,38 @@ impl Supervisor {
             }
         })
         .await
-        .map_err(|_| format!("no answer to initialize within {REPLAY_TIMEOUT:?}"))??;
+        .map_err(|_| ReplayError::NoAnswer)??;
         if initialized {
             line.clear();
             Message::notification(method::NOTIFICATION_INITIALIZED, None).write_line(&mut line);
-            let stdin = child.stdin_mut().ok_or("the server has no stdin")?;
-            stdin.write_all(&line).await.map_err(|e| e.to_string())?;
-            stdin.flush().await.map_err(|e| e.to_string())?;
+            let stdin = child.stdin_mut().ok_or(ReplayError::NoStdin)?;
+            stdin.write_all(&line).await?;
+            stdin.flush().await?;
         }
         // Read for its capabilities; one that cannot be read declares none.
         Ok(result.into_value().ok())
     }
+}
+
+/// The restarts ran out.
+#[derive(Debug, thiserror::Error)]
+#[error("the server failed and was restarted {0} times; giving up")]
+struct GaveUp(u32);
+
+/// Why a restarted server did not take the replayed handshake.
+#[derive(Debug, thiserror::Error)]
+enum ReplayError {
+    #[error("the server has no stdin")]
+    NoStdin,
+    #[error("cannot write to it: {0}")]
+    Write(#[from] std::io::Error),
+    #[error("it closed its output")]
+    Closed,
+    /// The server's own words (escaped where they are logged).
+    #[error("it refused initialize: {0}")]
+    Refused(String),
+    #[error("no answer to initialize within {REPLAY_TIMEOUT:?}")]
+    NoAnswer,
 }
 
 /// What the client should refetch from a new server that answered the

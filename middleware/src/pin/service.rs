@@ -7,7 +7,7 @@ use super::store::{Drift, Status, Store};
 use crate::embedded::mark_private;
 use crate::lock;
 use crate::message::{method, Response};
-use crate::payload::Payload;
+use crate::payload::{Payload, Unreadable};
 use crate::peer::ClientSlot;
 use crate::target::Target;
 use crate::{
@@ -161,7 +161,7 @@ impl PinLayer {
     /// Judges one listing page of `kind` in `result`: records drift, hides
     /// it under `hide`, hides what cannot be read (except under `warn`).
     /// `Err`: the listing itself cannot be read.
-    fn judge_page(&self, kind: Kind, result: &mut Payload) -> Result<(), String> {
+    fn judge_page(&self, kind: Kind, result: &mut Payload) -> Result<(), Unreadable> {
         let version = self.store.version();
         let text = result.text().map(|t| t.as_bytes());
         let known = text.and_then(|text| self.pages.get(kind, version, text));
@@ -182,17 +182,15 @@ impl PinLayer {
         }
         let hidden = self.on_change == OnChange::Hide && !drifts.is_empty();
         if hidden {
-            result
-                .edit_items(kind.section(), |item| {
-                    let name = item.str_member(kind.key());
-                    !drifts
-                        .iter()
-                        .any(|d| Some(d.name.as_str()) == name.as_deref())
-                })
-                .map_err(|e| e.to_string())?;
+            result.edit_items(kind.section(), |item| {
+                let name = item.str_member(kind.key());
+                !drifts
+                    .iter()
+                    .any(|d| Some(d.name.as_str()) == name.as_deref())
+            })?;
         }
         if hidden || (self.on_change != OnChange::Warn && unreadable > 0) {
-            mark_private(result).map_err(|e| e.to_string())?;
+            mark_private(result)?;
         }
         if !drifts.is_empty() || unreadable > 0 {
             for drift in &drifts {
@@ -216,25 +214,27 @@ impl PinLayer {
     /// Fingerprints a page's items and judges them against the pins
     /// (recording drift); hides what cannot be read (except under `warn`).
     /// The verdict, and how many items could not be read.
-    fn judge_items(&self, kind: Kind, result: &mut Payload) -> Result<(Verdict, usize), String> {
+    fn judge_items(
+        &self,
+        kind: Kind,
+        result: &mut Payload,
+    ) -> Result<(Verdict, usize), Unreadable> {
         let last_page = !matches!(result.member("nextCursor"), Ok(Some(c)) if !c.is_null());
         let mut items = Vec::new();
         let mut unreadable = 0;
         let hide_unreadable = self.on_change != OnChange::Warn;
-        result
-            .edit_items(kind.section(), |item| {
-                match fingerprint::of_item(kind, item) {
-                    Ok(seen) => {
-                        items.push(seen);
-                        true
-                    }
-                    Err(_) => {
-                        unreadable += 1;
-                        !hide_unreadable
-                    }
+        result.edit_items(kind.section(), |item| {
+            match fingerprint::of_item(kind, item) {
+                Ok(seen) => {
+                    items.push(seen);
+                    true
                 }
-            })
-            .map_err(|e| e.to_string())?;
+                Err(_) => {
+                    unreadable += 1;
+                    !hide_unreadable
+                }
+            }
+        })?;
         let drifts = self.store.judge(kind, items, last_page);
         Ok((Verdict { last_page, drifts }, unreadable))
     }
@@ -291,7 +291,7 @@ fn drift_json(drift: &Drift) -> Value {
     value
 }
 
-fn unreadable_listing(response: Response, kind: Kind, why: &str) -> Message {
+fn unreadable_listing(response: Response, kind: Kind, why: &Unreadable) -> Message {
     let message = format!(
         "the {} listing cannot be read ({why}); it is refused rather than passed unpinned",
         kind.word()

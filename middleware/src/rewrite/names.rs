@@ -33,9 +33,9 @@ fn name_byte(c: u8) -> bool {
 }
 
 /// Checks a name mcp-chain would produce.
-pub(super) fn check_name(name: &str) -> Result<(), String> {
+pub(super) fn check_name(name: &str) -> Result<(), BadName> {
     if name.is_empty() {
-        return Err("a name must not be empty".into());
+        return Err(BadName::Empty);
     }
     // Every allowed character is ASCII, so names are checked byte by byte:
     // the first byte that is not allowed starts the first character that
@@ -45,17 +45,36 @@ pub(super) fn check_name(name: &str) -> Result<(), String> {
             .chars()
             .next()
             .expect("after ASCII, a char boundary");
-        return Err(format!(
-            "{name:?} contains {c:?}; names may use only A-Z a-z 0-9 _ - ."
-        ));
+        return Err(BadName::Character {
+            name: shown_name(name),
+            c,
+        });
     }
     let len = name.len();
     if len > MAX_NAME_CHARS {
-        return Err(format!(
-            "{name:?} is {len} characters, more than {MAX_NAME_CHARS}"
-        ));
+        return Err(BadName::TooLong {
+            name: shown_name(name),
+            len,
+        });
     }
     Ok(())
+}
+
+/// A name mcp-chain would not produce. The name may be a server's (a
+/// prefix on what it lists): it is held escaped and cut.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum BadName {
+    #[error("a name must not be empty")]
+    Empty,
+    #[error("\"{name}\" contains {c:?}; names may use only A-Z a-z 0-9 _ - .")]
+    Character { name: String, c: char },
+    #[error("\"{name}\" is {len} characters, more than {MAX_NAME_CHARS}")]
+    TooLong { name: String, len: usize },
+}
+
+/// `name` as an error shows it.
+fn shown_name(name: &str) -> String {
+    crate::shown::shown(name, 2 * MAX_NAME_CHARS)
 }
 
 /// A TOML key as it would appear in a dotted path: bare when it can be.
@@ -206,5 +225,33 @@ impl Names {
     pub(super) fn shadowed(&self, upstream: &str, client: &str) -> bool {
         let renamed = self.items.get(upstream).is_some_and(|i| i.name.is_some());
         !renamed && self.back.contains_key(client)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bad_name_is_named_escaped_and_cut() {
+        assert!(check_name("ok_name-1.2").is_ok());
+        assert_eq!(
+            check_name("").expect_err("empty").to_string(),
+            "a name must not be empty"
+        );
+        let forged = "x\u{1b}[2J\ninfo: pinned";
+        let err = check_name(forged)
+            .expect_err("control characters")
+            .to_string();
+        assert_eq!(
+            err,
+            "\"x\\u{001b}[2J\\ninfo: pinned\" contains '\\u{1b}'; names may use only A-Z a-z 0-9 _ - ."
+        );
+        // A server's name of any length is shown no longer than twice the
+        // longest name, then how long it was.
+        let long = "n".repeat(100_000);
+        let err = check_name(&long).expect_err("too long").to_string();
+        assert!(err.ends_with("is 100000 characters, more than 64"), "{err}");
+        assert!(err.len() < 300, "{} bytes", err.len());
     }
 }

@@ -52,6 +52,22 @@ struct Rule {
     replacement: String,
 }
 
+/// A `redact` pattern that cannot be used (the operator's own text).
+#[derive(Debug, thiserror::Error)]
+pub(super) enum BadPattern {
+    #[error("unknown built-in pattern {0:?}; known: {known}", known = builtin_names())]
+    UnknownBuiltin(String),
+    #[error("bad regex {0:?}: {1}")]
+    Regex(String, regex::Error),
+    #[error("{0:?} matches the empty string")]
+    MatchesEmpty(String),
+}
+
+fn builtin_names() -> String {
+    let known: Vec<&str> = BUILTINS.iter().map(|(n, _)| *n).collect();
+    known.join(", ")
+}
+
 /// The rules, applied in order.
 #[derive(Debug, Clone, Default)]
 pub(super) struct Redactor {
@@ -62,24 +78,22 @@ pub(super) struct Redactor {
 
 impl Redactor {
     /// Adds a rule. `pattern` is a regex, or `@name` for a built-in one.
-    pub(super) fn push(&mut self, pattern: &str, replacement: Option<&str>) -> Result<(), String> {
+    pub(super) fn push(
+        &mut self,
+        pattern: &str,
+        replacement: Option<&str>,
+    ) -> Result<(), BadPattern> {
         let source = match pattern.strip_prefix('@') {
             Some(_) => BUILTINS
                 .iter()
                 .find(|(name, _)| *name == pattern)
                 .map(|(_, re)| *re)
-                .ok_or_else(|| {
-                    let known: Vec<&str> = BUILTINS.iter().map(|(n, _)| *n).collect();
-                    format!(
-                        "unknown built-in pattern {pattern:?}; known: {}",
-                        known.join(", ")
-                    )
-                })?,
+                .ok_or_else(|| BadPattern::UnknownBuiltin(pattern.to_owned()))?,
             None => pattern,
         };
-        let regex = Regex::new(source).map_err(|e| format!("bad regex {pattern:?}: {e}"))?;
+        let regex = Regex::new(source).map_err(|e| BadPattern::Regex(pattern.to_owned(), e))?;
         if regex.is_match("") {
-            return Err(format!("{pattern:?} matches the empty string"));
+            return Err(BadPattern::MatchesEmpty(pattern.to_owned()));
         }
         self.rules.push(Rule {
             regex,
@@ -258,8 +272,11 @@ mod tests {
         let err = Redactor::default()
             .push("@nope", None)
             .expect_err("unknown");
-        assert!(err.contains("@aws_access_key"), "{err}");
-        assert!(Redactor::default().push("a*", None).is_err());
+        assert!(err.to_string().contains("@aws_access_key"), "{err}");
+        let empty = Redactor::default()
+            .push("a*", None)
+            .expect_err("matches nothing");
+        assert_eq!(empty.to_string(), "\"a*\" matches the empty string");
     }
 
     #[test]

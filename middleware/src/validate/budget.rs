@@ -47,12 +47,11 @@ thread_local! {
 }
 
 /// Compiles `schema` with its budget keyword in every subschema.
-pub(super) fn compile(schema: &Value) -> Result<Validator, String> {
+pub(super) fn compile(schema: &Value) -> Result<Validator, ValidationError<'static>> {
     jsonschema::options()
         .with_keyword(STEP, |_, _, _| Ok(Box::new(Step)))
         .with_pattern_options(PatternOptions::fancy_regex().backtrack_limit(BACKTRACK_LIMIT))
         .build(&instrumented(schema))
-        .map_err(|e| e.to_string())
 }
 
 /// Runs `check` with `steps` to spend. `None` when it ran out of them (its

@@ -19,8 +19,17 @@ const MAX_ERRORS: usize = 20;
 pub(super) struct Tool {
     input_schema: Option<Value>,
     output_schema: Option<Value>,
-    input: OnceLock<Result<Compiled, String>>,
-    output: OnceLock<Option<Result<Compiled, String>>>,
+    input: OnceLock<Result<Compiled, Unusable>>,
+    output: OnceLock<Option<Result<Compiled, Unusable>>>,
+}
+
+/// Why a tool's schema cannot be used (a call is then refused).
+#[derive(Debug, thiserror::Error)]
+enum Unusable {
+    #[error("the tool lists no inputSchema")]
+    Missing,
+    #[error(transparent)]
+    Schema(Box<jsonschema::ValidationError<'static>>),
 }
 
 /// A compiled schema, and whether it can have each of its errors listed
@@ -120,9 +129,9 @@ impl Schemas {
     }
 }
 
-fn compile(schema: &Value) -> Result<Compiled, String> {
+fn compile(schema: &Value) -> Result<Compiled, Unusable> {
     Ok(Compiled {
-        validator: budget::compile(schema)?,
+        validator: budget::compile(schema).map_err(|e| Unusable::Schema(Box::new(e)))?,
         every_error: !fans_out(schema),
     })
 }
@@ -170,7 +179,7 @@ impl Tool {
     ) -> Result<(), Invalid> {
         let input = self.input.get_or_init(|| match &self.input_schema {
             Some(schema) => compile(schema),
-            None => Err("the tool lists no inputSchema".to_owned()),
+            None => Err(Unusable::Missing),
         });
         match input {
             Ok(compiled) => check(compiled, arguments, steps, &format!("the arguments of {name} do not fit its inputSchema")),
