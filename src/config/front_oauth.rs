@@ -46,8 +46,9 @@ struct IntrospectionFile {
     client_secret: Option<String>,
 }
 
-/// A checked `[front.oauth]`. Secrets are never shown.
-#[derive(Clone)]
+/// A checked `[front.oauth]`. Secrets are never shown. Compared whole
+/// when the config is reloaded (a change starts a new resource server).
+#[derive(Clone, PartialEq)]
 pub struct FrontOAuth {
     pub issuer: Url,
     /// What a token's `aud` must name: this server.
@@ -61,7 +62,7 @@ pub struct FrontOAuth {
 }
 
 /// RFC 7662 introspection for opaque tokens.
-#[derive(Clone)]
+#[derive(Clone, PartialEq)]
 pub struct Introspection {
     pub url: Url,
     pub client_id: String,

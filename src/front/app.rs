@@ -15,6 +15,7 @@
 //! front's throughput at 256 concurrent clients; four routes do not need
 //! a path router.)
 
+use super::checks::OAuth;
 use super::error::FrontError;
 use super::handler;
 use super::reply::{self, Answer};
@@ -88,8 +89,8 @@ where
         if path == settings.path || legacy {
             return Either::Right(self.inner.call(request));
         }
-        let answer = match &self.front.resource {
-            Some(resource) if is_metadata_path(path, &settings.path) => {
+        let answer = match &self.front.checks().oauth {
+            OAuth::On(resource) if is_metadata_path(path, &settings.path) => {
                 if request.method() == Method::GET {
                     let public = metadata::public_url(
                         settings,
@@ -102,6 +103,9 @@ where
                 } else {
                     FrontError::MethodNotAllowed.into_answer()
                 }
+            }
+            OAuth::Unusable if is_metadata_path(path, &settings.path) => {
+                FrontError::AuthUnavailable(UNUSABLE).into_answer()
             }
             _ => FrontError::NoEndpoint.into_answer(),
         };
@@ -143,7 +147,7 @@ pub(super) struct Guarded<S> {
 impl<S> Guarded<S> {
     fn admit(&self, request: Request<Incoming>) -> Result<Admitted, FrontError> {
         let (head, body) = request.into_parts();
-        let token = self.guard.front.guard().check(&head)?;
+        let token = self.guard.front.checks().guard.check(&head)?;
         if let Some(version) = head.headers.get(PROTOCOL_VERSION) {
             if !mcp_http::is_known(version.as_bytes()) {
                 return Err(FrontError::UnsupportedVersion);
@@ -179,6 +183,9 @@ where
     }
 }
 
+/// Why access tokens are refused while `[front.oauth]` cannot be used.
+const UNUSABLE: &str = "the OAuth settings of the last reload could not be applied";
+
 fn is_metadata_path(path: &str, endpoint: &str) -> bool {
     path.strip_prefix(metadata::WELL_KNOWN)
         .is_some_and(|rest| rest.is_empty() || rest == endpoint)
@@ -210,7 +217,8 @@ where
     }
 
     fn call(&mut self, mut admitted: Admitted) -> Self::Future {
-        if self.front.resource.is_none() || admitted.caller.token.is_some() {
+        let checks = self.front.checks();
+        if matches!(checks.oauth, OAuth::Off) || admitted.caller.token.is_some() {
             return Either::Left(self.inner.call(admitted));
         }
         // The ready service goes with the request; a clone stays here.
@@ -218,7 +226,7 @@ where
         let mut inner = std::mem::replace(&mut self.inner, clone);
         let front = self.front.clone();
         Either::Right(Box::pin(async move {
-            match authenticate(&front, &admitted).await {
+            match authenticate(&front, &checks.oauth, &admitted).await {
                 Ok(principal) => {
                     admitted.caller.principal = Some(principal);
                     inner.call(admitted).await
@@ -230,9 +238,15 @@ where
 }
 
 /// The principal of an admitted request's access token, or why not.
-async fn authenticate(front: &Front, admitted: &Admitted) -> Result<Arc<Principal>, FrontError> {
-    let Some(resource) = &front.resource else {
-        return Err(FrontError::Unauthorized);
+async fn authenticate(
+    front: &Front,
+    oauth: &OAuth,
+    admitted: &Admitted,
+) -> Result<Arc<Principal>, FrontError> {
+    let resource = match oauth {
+        OAuth::On(resource) => resource,
+        OAuth::Unusable => return Err(FrontError::AuthUnavailable(UNUSABLE)),
+        OAuth::Off => return Err(FrontError::Unauthorized),
     };
     let request = &admitted.request;
     let in_query = request.uri().query().is_some_and(|q| {

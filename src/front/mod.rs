@@ -15,6 +15,7 @@
 
 mod app;
 mod backlog;
+mod checks;
 mod error;
 mod guard;
 mod handler;
@@ -30,7 +31,7 @@ use crate::config::{Config, FrontConfig, UpstreamConfig};
 use crate::layers::Policy;
 use crate::relay::{Make, SessionLayers};
 use crate::transport::budget::Budget;
-use guard::Guard;
+use checks::{Checks, OAuth};
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
@@ -54,9 +55,10 @@ pub(crate) struct Front {
     config: Arc<Config>,
     settings: FrontConfig,
     upstream: UpstreamConfig,
-    /// Host, Origin and token checks; a reload replaces them (`[front]`
-    /// tokens, allowed_hosts, allowed_origins), for requests after it.
-    guard: std::sync::RwLock<Arc<Guard>>,
+    /// Host, Origin, token and OAuth checks; a reload replaces them
+    /// (`[front]` tokens, allowed_hosts, allowed_origins, oauth), for the
+    /// requests after it.
+    checks: std::sync::RwLock<Arc<Checks>>,
     sessions: Sessions,
     /// Shared sessions for requests without one (2026-07-28).
     pool: stateless::Pool,
@@ -65,8 +67,6 @@ pub(crate) struct Front {
     budget: Arc<Budget>,
     /// The address listened on.
     listen: SocketAddr,
-    /// The OAuth resource server, with `[front.oauth]`.
-    resource: Option<resource::ResourceServer>,
     /// The shared pool of server connections, in shared mode.
     shared: Option<Arc<crate::pool::Pool>>,
     /// Where the layers come from when the config can be reloaded.
@@ -75,8 +75,8 @@ pub(crate) struct Front {
 
 impl Front {
     /// The checks a request goes through now.
-    fn guard(&self) -> Arc<Guard> {
-        self.guard
+    fn checks(&self) -> Arc<Checks> {
+        self.checks
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clone()
@@ -86,11 +86,12 @@ impl Front {
     /// requests after it (sessions already open keep their owner).
     async fn follow(self: Arc<Self>, mut settings: watch::Receiver<Arc<FrontConfig>>) {
         while settings.changed().await.is_ok() {
-            let guard = Arc::new(Guard::new(&settings.borrow_and_update(), self.listen));
+            let next = settings.borrow_and_update().clone();
+            let checks = Arc::new(self.checks().reloaded(&next, self.listen));
             *self
-                .guard
+                .checks
                 .write()
-                .unwrap_or_else(std::sync::PoisonError::into_inner) = guard;
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = checks;
         }
     }
 
@@ -163,16 +164,16 @@ pub(crate) async fn run(
     let bound = listener.local_addr().map_err(failed)?;
     let settings = config.front.clone();
     let budget = Budget::new(config.max_bytes_in_flight);
-    let resource = match settings.oauth.as_deref() {
-        Some(oauth) => Some(resource::ResourceServer::new(oauth.clone())?),
-        None => None,
+    let oauth = match settings.oauth.as_deref() {
+        Some(oauth) => OAuth::On(Arc::new(resource::ResourceServer::new(oauth.clone())?)),
+        None => OAuth::Off,
     };
     let config = Arc::new(config);
     let shared = settings.shared_pool.map(|size| {
         crate::pool::Pool::start(size, config.clone(), budget.clone(), upstream.clone())
     });
     let front = Arc::new(Front {
-        guard: std::sync::RwLock::new(Arc::new(Guard::new(&settings, bound))),
+        checks: std::sync::RwLock::new(Arc::new(Checks::new(&settings, bound, oauth))),
         config,
         settings,
         upstream,
@@ -180,7 +181,6 @@ pub(crate) async fn run(
         pool: stateless::Pool::default(),
         budget,
         listen: bound,
-        resource,
         shared,
         policy,
     });

@@ -48,7 +48,7 @@ pub(crate) struct Followed {
 }
 
 /// The `[front]` keys a reload applies live.
-const LIVE_FRONT_KEYS: [&str; 3] = ["tokens", "allowed_hosts", "allowed_origins"];
+const LIVE_FRONT_KEYS: [&str; 4] = ["tokens", "allowed_hosts", "allowed_origins", "oauth"];
 
 /// Why a reload changed nothing.
 #[derive(Debug, thiserror::Error)]

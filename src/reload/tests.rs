@@ -169,3 +169,28 @@ fn the_fronts_tokens_hosts_and_origins_apply_live_but_never_open_it() {
         .to_string()
         .starts_with("[front]"));
 }
+
+#[test]
+fn the_fronts_oauth_applies_live_but_never_leaves_it_open() {
+    let oauth = "[front.oauth]\nissuer = \"https://login.example.com\"\naudience = \"https://mcp.example.com/mcp\"\n";
+    let front = |oauth: &str| format!("[front]\nlisten = \"0.0.0.0:8080\"\n{oauth}{FILTER}");
+    let file = File::new(&front(oauth));
+    let config = Config::load(&file.0).expect("valid");
+    let (mut reloader, mut followed) = Reloader::new(&config).expect("a file");
+    followed.front.mark_unchanged();
+    file.write(&front(
+        &oauth.replace("login.example.com", "sso.example.com"),
+    ));
+    reloader.reload().expect("[front.oauth] applies live");
+    let live = followed.front.borrow_and_update().clone();
+    let issuer = &live.oauth.as_deref().expect("oauth").issuer;
+    assert_eq!(issuer.as_str(), "https://sso.example.com/");
+    // Off loopback, no OAuth and no token would let anyone in.
+    file.write(&front(""));
+    let why = reloader.reload().expect_err("open").to_string();
+    assert!(why.contains("open to anyone"), "{why}");
+    assert!(
+        !followed.front.has_changed().expect("open"),
+        "nothing published"
+    );
+}

@@ -371,3 +371,44 @@ def test_an_issuer_that_cannot_be_reached_is_503_not_a_pass(issuer: OAuthFixture
         status, headers, body = front.request("POST", {"jsonrpc": "2.0", "id": 1, "method": "ping"}, token)
         assert status == 503 and headers.get("Retry-After") == "5", (status, body)
         initialize(front, STATIC)  # a static token still works
+
+
+def test_a_reload_changes_the_oauth_checks_for_the_requests_after(issuer: OAuthFixture, tmp_path: Path):
+    """[front.oauth] applies live: a stricter scope refuses the next request
+    of a session opened before it (the session goes on with a token that
+    has the scope), and OAuth taken away lets no access token in while
+    the static token still works."""
+    front = Front(tmp_path, issuer)
+    config = Path(front.argv[2])
+    config.write_text("[proxy]\nwatch_config = true\n" + config.read_text())
+
+    def reloads() -> list[dict[str, Any]]:
+        lines = map(json.loads, front.audit.read_text().splitlines()) if front.audit.exists() else []
+        return [line for line in lines if line.get("event") == "config_reload"]
+
+    def edit(old: str, new: str, count: int) -> None:
+        text = config.read_text()
+        assert old in text, old
+        config.write_text(text.replace(old, new))
+        assert harness.wait_until(lambda: len(reloads()) >= count, timeout=10), "no reload"
+        assert reloads()[-1]["outcome"] == "applied", reloads()[-1]
+
+    listed = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+    with harness.listening(front.argv, front.port, "mcp-chain[front oauth reload]"):
+        reader = good(issuer, front)
+        admin = good(issuer, front, scope="mcp:read mcp:admin", jti="admin")
+        session = initialize(front, reader)
+        assert front.request("POST", listed, reader, headers={"Mcp-Session-Id": session})[0] == 200
+
+        edit('required_scopes = ["mcp:read"]', 'required_scopes = ["mcp:admin"]', 1)
+        status, headers, _ = front.request("POST", listed, reader, headers={"Mcp-Session-Id": session})
+        assert status == 403 and 'scope="mcp:admin"' in headers["WWW-Authenticate"], (status, dict(headers))
+        status, _, body = front.request("POST", listed, admin, headers={"Mcp-Session-Id": session})
+        assert status == 200 and rpc(body)["result"]["tools"], body
+
+        oauth = config.read_text().split("[front.oauth]", 1)[1].split("[[middleware]]", 1)[0]
+        edit("[front.oauth]" + oauth, "", 2)
+        status, _, _ = front.request("POST", listed, admin, headers={"Mcp-Session-Id": session})
+        assert status == 401, "no access token counts once OAuth is off"
+        assert front.request("GET", path="/.well-known/oauth-protected-resource/mcp")[0] == 404
+        initialize(front, STATIC)
