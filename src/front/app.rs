@@ -15,7 +15,7 @@
 //! front's throughput at 256 concurrent clients; four routes do not need
 //! a path router.)
 
-use super::checks::OAuth;
+use super::checks::{Checks, OAuth};
 use super::error::FrontError;
 use super::handler;
 use super::reply::{self, Answer};
@@ -37,6 +37,9 @@ use tower::{Layer, Service};
 pub(super) struct Admitted {
     pub(super) caller: Caller,
     pub(super) request: Request<Incoming>,
+    /// The checks it was let in by: the OAuth check that follows is of
+    /// the same config, whatever a reload does meanwhile.
+    pub(super) checks: Arc<Checks>,
 }
 
 /// What a connection from `peer` serves its requests with.
@@ -147,7 +150,8 @@ pub(super) struct Guarded<S> {
 impl<S> Guarded<S> {
     fn admit(&self, request: Request<Incoming>) -> Result<Admitted, FrontError> {
         let (head, body) = request.into_parts();
-        let token = self.guard.front.checks().guard.check(&head)?;
+        let checks = self.guard.front.checks();
+        let token = checks.guard.check(&head)?;
         if let Some(version) = head.headers.get(PROTOCOL_VERSION) {
             if !mcp_http::is_known(version.as_bytes()) {
                 return Err(FrontError::UnsupportedVersion);
@@ -159,7 +163,11 @@ impl<S> Guarded<S> {
             principal: None,
         };
         let request = Request::from_parts(head, body);
-        Ok(Admitted { caller, request })
+        Ok(Admitted {
+            caller,
+            request,
+            checks,
+        })
     }
 }
 
@@ -217,8 +225,7 @@ where
     }
 
     fn call(&mut self, mut admitted: Admitted) -> Self::Future {
-        let checks = self.front.checks();
-        if matches!(checks.oauth, OAuth::Off) || admitted.caller.token.is_some() {
+        if matches!(admitted.checks.oauth, OAuth::Off) || admitted.caller.token.is_some() {
             return Either::Left(self.inner.call(admitted));
         }
         // The ready service goes with the request; a clone stays here.
@@ -226,7 +233,7 @@ where
         let mut inner = std::mem::replace(&mut self.inner, clone);
         let front = self.front.clone();
         Either::Right(Box::pin(async move {
-            match authenticate(&front, &checks.oauth, &admitted).await {
+            match authenticate(&front, &admitted).await {
                 Ok(principal) => {
                     admitted.caller.principal = Some(principal);
                     inner.call(admitted).await
@@ -238,12 +245,8 @@ where
 }
 
 /// The principal of an admitted request's access token, or why not.
-async fn authenticate(
-    front: &Front,
-    oauth: &OAuth,
-    admitted: &Admitted,
-) -> Result<Arc<Principal>, FrontError> {
-    let resource = match oauth {
+async fn authenticate(front: &Front, admitted: &Admitted) -> Result<Arc<Principal>, FrontError> {
+    let resource = match &admitted.checks.oauth {
         OAuth::On(resource) => resource,
         OAuth::Unusable => return Err(FrontError::AuthUnavailable(UNUSABLE)),
         OAuth::Off => return Err(FrontError::Unauthorized),

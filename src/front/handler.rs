@@ -24,7 +24,9 @@ type Handled = Result<Answer, FrontError>;
 /// `POST` to the endpoint: messages for a session, a new one for
 /// `initialize`, or (2026-07-28) a request that needs none.
 pub(super) async fn post(front: &Arc<Front>, admitted: Admitted) -> Handled {
-    let Admitted { caller, request } = admitted;
+    let Admitted {
+        caller, request, ..
+    } = admitted;
     let (head, body) = request.into_parts();
     let headers = &head.headers;
     let events = accepts(headers).ok_or(FrontError::NotAcceptable(
@@ -82,7 +84,9 @@ pub(super) fn legacy_stream(front: &Arc<Front>, admitted: Admitted) -> Handled {
 /// `POST /messages?sessionId=…`: a legacy session's messages; answers go
 /// on its stream.
 pub(super) async fn legacy_post(front: &Arc<Front>, admitted: Admitted) -> Handled {
-    let Admitted { caller, request } = admitted;
+    let Admitted {
+        caller, request, ..
+    } = admitted;
     let (head, body) = request.into_parts();
     let query = head.uri.query().unwrap_or_default();
     let id = query
