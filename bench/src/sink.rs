@@ -3,7 +3,8 @@
 //! as it would to a real collector (the protobuf encoded, the request
 //! sent) and the cost measured is mcp-chain's, not a collector's.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use mcp_chain_bench::http1::read_request;
+use std::io::{BufReader, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::OnceLock;
 
@@ -29,28 +30,11 @@ pub(crate) fn url() -> std::io::Result<String> {
 fn serve(stream: TcpStream) -> std::io::Result<()> {
     let mut writer = stream.try_clone()?;
     let mut reader = BufReader::new(stream);
-    loop {
-        let mut length = 0usize;
-        let mut line = String::new();
-        loop {
-            line.clear();
-            if reader.read_line(&mut line)? == 0 {
-                return Ok(());
-            }
-            let header = line.trim_end();
-            if header.is_empty() {
-                break;
-            }
-            if let Some((name, value)) = header.split_once(':') {
-                if name.eq_ignore_ascii_case("content-length") {
-                    length = value.trim().parse().unwrap_or(0);
-                }
-            }
-        }
-        let mut body = vec![0; length];
-        reader.read_exact(&mut body)?;
+    let (mut line, mut body) = (String::new(), Vec::new());
+    while read_request(&mut reader, &mut line, &mut body)?.is_some() {
         writer.write_all(
             b"HTTP/1.1 200 OK\r\ncontent-type: application/x-protobuf\r\ncontent-length: 0\r\n\r\n",
         )?;
     }
+    Ok(())
 }

@@ -26,10 +26,11 @@
 //! answer; a notification gets 202. One thread per connection, connections
 //! kept alive; std only, like the rest of the benchmark.
 
+use mcp_chain_bench::http1::{read_request, Head};
 use serde::Deserialize;
 use serde_json::value::Value;
 use std::collections::HashMap;
-use std::io::{self, BufRead, BufReader, BufWriter, Read, Write};
+use std::io::{self, BufRead, BufReader, BufWriter, Write};
 use std::net::{TcpListener, TcpStream};
 
 /// Tools in `tools/list` unless `--tools` says otherwise.
@@ -260,30 +261,9 @@ fn connection(stream: TcpStream, mut cache: Cache) -> io::Result<()> {
     let mut body = Vec::new();
     let mut answer = Vec::new();
     loop {
-        line.clear();
-        if input.read_line(&mut line)? == 0 {
+        let Some(Head { method, close }) = read_request(&mut input, &mut line, &mut body)? else {
             return Ok(());
-        }
-        let method = line.split(' ').next().unwrap_or_default().to_owned();
-        let (mut length, mut close) = (0, false);
-        loop {
-            line.clear();
-            if input.read_line(&mut line)? == 0 {
-                return Ok(());
-            }
-            let header = line.trim_end();
-            if header.is_empty() {
-                break;
-            }
-            let (name, value) = header.split_once(':').unwrap_or((header, ""));
-            if name.eq_ignore_ascii_case("content-length") {
-                length = value.trim().parse().unwrap_or(0);
-            } else if name.eq_ignore_ascii_case("connection") {
-                close = value.trim().eq_ignore_ascii_case("close");
-            }
-        }
-        body.resize(length, 0);
-        input.read_exact(&mut body)?;
+        };
         answer.clear();
         let status = match method.as_str() {
             "POST" => {

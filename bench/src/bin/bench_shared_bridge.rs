@@ -8,9 +8,10 @@
 //!
 //!   bench-shared-bridge SERVER [ARGS…]   (prints its URL, serves until killed)
 
+use mcp_chain_bench::http1::read_request;
 use serde_json::Value;
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
 use std::process::{ChildStdin, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -86,24 +87,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 fn serve(bridge: &Bridge, stream: TcpStream) -> std::io::Result<()> {
     stream.set_nodelay(true)?;
     let mut reader = BufReader::new(stream);
+    let (mut line, mut body) = (String::new(), Vec::new());
     loop {
-        let mut length = 0;
-        loop {
-            let mut line = String::new();
-            if reader.read_line(&mut line)? == 0 {
-                return Ok(());
-            }
-            if line == "\r\n" {
-                break;
-            }
-            if let Some((name, value)) = line.split_once(':') {
-                if name.eq_ignore_ascii_case("content-length") {
-                    length = value.trim().parse().unwrap_or(0);
-                }
-            }
+        if read_request(&mut reader, &mut line, &mut body)?.is_none() {
+            return Ok(());
         }
-        let mut body = vec![0; length];
-        reader.read_exact(&mut body)?;
         let mut message: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
         let answer = match (
             message.get("method").and_then(Value::as_str),
