@@ -22,6 +22,19 @@ pub(crate) const DEFAULT_ALGORITHMS: [&str; 9] = [
 ];
 const HMAC_ALGORITHMS: [&str; 3] = ["HS256", "HS384", "HS512"];
 
+/// The size of an HMAC algorithm's hash, in bytes: the least its key may be.
+fn hash_bytes(alg: &str) -> usize {
+    match alg {
+        "HS384" => 48,
+        "HS512" => 64,
+        _ => 32,
+    }
+}
+
+fn long_enough(secret: Option<&str>, alg: &str) -> bool {
+    secret.is_some_and(|s| s.len() >= hash_bytes(alg))
+}
+
 /// `[front.oauth]` as written.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -194,12 +207,27 @@ pub(super) fn front_oauth(
             ));
         } else if hmac && file.hmac_secret.is_none() {
             problem(format!("algorithms: {alg:?} needs hmac_secret"));
+        } else if hmac && !long_enough(file.hmac_secret.as_deref(), alg) {
+            problem(format!(
+                "algorithms: {alg:?} needs an hmac_secret of at least {} bytes (RFC 7518 §3.2)",
+                hash_bytes(alg)
+            ));
+        }
+    }
+    if let Some(secret) = &file.hmac_secret {
+        if !long_enough(Some(secret), "HS256") {
+            problem(format!(
+                "hmac_secret: {} bytes is too short; at least 32 (the size of HS256's hash, RFC 7518 §3.2)",
+                secret.len()
+            ));
         }
     }
     let mut algorithms = algorithms;
     if file.hmac_secret.is_some() {
+        // Each HMAC algorithm whose hash the secret is as long as.
         for alg in HMAC_ALGORITHMS {
-            if !algorithms.iter().any(|a| a == alg) {
+            if long_enough(file.hmac_secret.as_deref(), alg) && !algorithms.iter().any(|a| a == alg)
+            {
                 algorithms.push(alg.to_owned());
             }
         }

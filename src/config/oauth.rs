@@ -13,6 +13,12 @@ use url::Url;
 /// waiting for it are answered with an error (the user may close the tab).
 pub(crate) const DEFAULT_LOGIN_TIMEOUT: Duration = Duration::from_secs(300);
 
+/// How long a request waits for a login before it is answered that one is
+/// needed (the login itself stays open for `login_timeout`). Below the
+/// minute clients give a request (the TypeScript SDK's default, Claude
+/// Desktop's `initialize`), so the person reads what to do, not a timeout.
+pub(crate) const DEFAULT_LOGIN_WAIT: Duration = Duration::from_secs(45);
+
 /// `[upstream.oauth]` as written.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -27,6 +33,9 @@ pub(crate) struct OAuthFile {
     /// trusted because the user says so.
     resource_metadata: Option<String>,
     login_timeout: Option<String>,
+    login_wait: Option<String>,
+    /// The one authorization server the configured credentials may go to.
+    issuer: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -78,6 +87,10 @@ pub struct OAuthConfig {
     pub grant: Grant,
     pub resource_metadata: Option<Url>,
     pub login_timeout: Duration,
+    pub login_wait: Duration,
+    /// The authorization server `client_secret` belongs to; without it,
+    /// the one the secret was first used with.
+    pub issuer: Option<Url>,
 }
 
 impl Default for OAuthConfig {
@@ -91,6 +104,8 @@ impl Default for OAuthConfig {
             grant: Grant::AuthorizationCode,
             resource_metadata: None,
             login_timeout: DEFAULT_LOGIN_TIMEOUT,
+            login_wait: DEFAULT_LOGIN_WAIT,
+            issuer: None,
         }
     }
 }
@@ -118,6 +133,8 @@ impl fmt::Debug for OAuthConfig {
                 &self.resource_metadata.as_ref().map(Url::as_str),
             )
             .field("login_timeout", &self.login_timeout)
+            .field("login_wait", &self.login_wait)
+            .field("issuer", &self.issuer.as_ref().map(Url::as_str))
             .finish()
     }
 }
@@ -217,18 +234,36 @@ pub(super) fn oauth(file: OAuthFile, problems: &mut Vec<Problem>) -> OAuthConfig
                 None
             }
         });
-    let login_timeout = match file.login_timeout.as_deref().map(super::parse_duration) {
-        None => DEFAULT_LOGIN_TIMEOUT,
+    let mut duration = |key: &str, text: Option<String>, default: Duration| match text
+        .as_deref()
+        .map(super::parse_duration)
+    {
+        None => default,
         Some(Ok(d)) if !d.is_zero() => d,
         Some(Ok(_)) => {
-            problem("login_timeout: must be more than zero".into());
-            DEFAULT_LOGIN_TIMEOUT
+            problem(format!("{key}: must be more than zero"));
+            default
         }
         Some(Err(e)) => {
-            problem(format!("login_timeout: {e}"));
-            DEFAULT_LOGIN_TIMEOUT
+            problem(format!("{key}: {e}"));
+            default
         }
     };
+    let login_timeout = duration("login_timeout", file.login_timeout, DEFAULT_LOGIN_TIMEOUT);
+    let login_wait = duration("login_wait", file.login_wait, DEFAULT_LOGIN_WAIT);
+    let issuer = file.issuer.and_then(|text| match Url::parse(&text) {
+        Ok(url) if is_secure(&url) => Some(url),
+        Ok(_) => {
+            problem(format!(
+                "issuer: {text:?} must be https (http only on loopback)"
+            ));
+            None
+        }
+        Err(e) => {
+            problem(format!("issuer: {text:?} is not a URL: {e}"));
+            None
+        }
+    });
     OAuthConfig {
         client_id,
         client_secret,
@@ -238,5 +273,7 @@ pub(super) fn oauth(file: OAuthFile, problems: &mut Vec<Problem>) -> OAuthConfig
         grant,
         resource_metadata,
         login_timeout,
+        login_wait,
+        issuer,
     }
 }

@@ -389,7 +389,7 @@ issuer = "https://login.example.com/realms/eng"
 scopes_supported = ["mcp:read", "mcp:admin"]
 required_scopes = ["mcp:read"]
 introspection = { url = "https://login.example.com/introspect", client_id = "mcp-chain", client_secret = "intro-s3cret" }
-hmac_secret = "hmac-s3cret"
+hmac_secret = "hmac-s3cret-of-thirty-two-bytes-ok"
 leeway = "30s"
 "#,
     )
@@ -404,6 +404,10 @@ leeway = "30s"
         oauth.algorithms.iter().any(|a| a == "HS256"),
         "HMAC with its secret"
     );
+    assert!(
+        !oauth.algorithms.iter().any(|a| a == "HS512"),
+        "not HS512 with a secret shorter than its hash"
+    );
     assert!(!oauth.algorithms.iter().any(|a| a == "none"));
     assert_eq!(oauth.leeway, std::time::Duration::from_secs(30));
     let shown = format!("{config:?}");
@@ -417,6 +421,43 @@ leeway = "30s"
     assert!(!ten.contains("11.0.0.1".parse().expect("ip")));
     assert!(front.trusted_proxies[1].contains("::1".parse().expect("ip")));
     assert!(Network::parse("10.0.0.0/33").is_none() && Network::parse("evil").is_none());
+}
+
+#[test]
+fn an_hmac_secret_shorter_than_its_hash_is_refused() {
+    let said = problems(
+        r#"
+[front]
+public_url = "https://mcp.example.com/mcp"
+[front.oauth]
+issuer = "https://login.example.com"
+hmac_secret = "short-s3cret"
+"#,
+    )
+    .join("\n");
+    assert!(
+        said.contains("hmac_secret: 12 bytes is too short"),
+        "{said}"
+    );
+    assert!(
+        !said.contains("s3cret"),
+        "the secret is never shown: {said}"
+    );
+    let said = problems(
+        r#"
+[front]
+public_url = "https://mcp.example.com/mcp"
+[front.oauth]
+issuer = "https://login.example.com"
+algorithms = ["HS512"]
+hmac_secret = "a-secret-of-exactly-thirty-two-b"
+"#,
+    )
+    .join("\n");
+    assert!(
+        said.contains("\"HS512\" needs an hmac_secret of at least 64 bytes"),
+        "{said}"
+    );
 }
 
 #[test]

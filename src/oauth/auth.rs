@@ -4,11 +4,18 @@
 //! request is sent once more; a 403 `insufficient_scope` gets a new
 //! authorization with the union of the scopes (a step-up, at most
 //! [`MAX_STEP_UPS`] times). One renewal runs at a time: requests refused
-//! meanwhile wait for it (bounded by the login timeout) and then go with
-//! the new token, so nothing is lost and nothing sends a second browser
-//! tab. The client of mcp-chain never sees the server's challenge: a
-//! request that cannot be authorized is answered with an error saying a
-//! login is needed and how.
+//! meanwhile wait for it and then go with the new token, so nothing is
+//! lost and nothing sends a second browser tab. The client of mcp-chain
+//! never sees the server's challenge: a request that cannot be authorized
+//! is answered with an error saying a login is needed and how.
+//!
+//! A login runs in a task of its own, open for `login_timeout`; requests
+//! wait for it only `login_wait` (less than the minute clients give a
+//! request) and are then answered that a login is needed, so the person
+//! reads what to do rather than a timeout; a login finished later serves
+//! the next request. A server that refuses the token a login just got is
+//! not given another login (another browser tab) within the quiet period:
+//! its requests fail `unauthorized`.
 
 use super::challenge::Challenge;
 use super::error::OAuthError;
@@ -44,11 +51,14 @@ pub(crate) struct Auth {
     path: PathBuf,
     /// What is stored, and the header made from its access token.
     held: Mutex<Held>,
-    /// Held while a refresh or a login runs.
-    renewing: tokio::sync::Mutex<()>,
+    /// Held while a refresh or a login runs (by the login's own task).
+    renewing: Arc<tokio::sync::Mutex<()>>,
     step_ups: AtomicU32,
     /// When the last login failed, and why.
     failed: Mutex<Option<(tokio::time::Instant, String)>>,
+    /// The header a login got, and when, until the server first accepts
+    /// it: refused before that, it is a fresh token refused.
+    fresh: Mutex<Option<(tokio::time::Instant, HeaderValue)>>,
 }
 
 #[derive(Default)]
@@ -102,9 +112,10 @@ impl Auth {
             fetch: Fetch::new(ca_file)?,
             path,
             held: Mutex::new(Held::of(entry)),
-            renewing: tokio::sync::Mutex::new(()),
+            renewing: Arc::new(tokio::sync::Mutex::new(())),
             step_ups: AtomicU32::new(0),
             failed: Mutex::new(None),
+            fresh: Mutex::new(None),
         })
     }
 
@@ -142,23 +153,23 @@ impl Auth {
     /// The server refused a request sent with `sent`: renews what it asks
     /// for. `Ok` when the request should be sent again.
     pub(crate) async fn refused(
-        &self,
+        self: &Arc<Self>,
         step_up: bool,
         challenge: Option<&Challenge>,
         sent: Option<&HeaderValue>,
     ) -> Result<(), OAuthError> {
-        let wait = self.config.login_timeout;
-        let _renewing = tokio::time::timeout(wait, self.renewing.lock())
+        let wait = self.config.login_wait.min(self.config.login_timeout);
+        let renewing = tokio::time::timeout(wait, self.renewing.clone().lock_owned())
             .await
-            .map_err(|_| OAuthError::TimedOut(wait))?;
+            .map_err(|_| self.pending())?;
         // Renewed by another request meanwhile: try that.
         if self.held().header.as_ref() != sent {
             return Ok(());
         }
         // Renewals of one server are one at a time across processes too.
-        let _lock = LoginLock::take(&self.path, wait)
+        let lock = LoginLock::take(&self.path, wait)
             .await?
-            .ok_or(OAuthError::TimedOut(wait))?;
+            .ok_or_else(|| self.pending())?;
         let wanted = challenge.map(Challenge::scopes).unwrap_or_default();
         if self.adopt_stored(sent, if step_up { &wanted } else { &[] }) {
             return Ok(());
@@ -180,13 +191,68 @@ impl Auth {
         if let Some((_, why)) = failed.filter(|(at, _)| at.elapsed() < QUIET_AFTER_FAILURE) {
             return Err(OAuthError::FailedJustNow { why });
         }
-        let done = self.login(challenge, step_up).await;
-        if let Err(e) = &done {
-            let now = tokio::time::Instant::now();
-            *self.failed.lock().unwrap_or_else(PoisonError::into_inner) =
-                Some((now, e.to_string()));
+        // The token a login just got was refused before the server ever
+        // accepted it: a server that refuses every token gets no second
+        // page within the quiet period.
+        let fresh = self.fresh().clone();
+        let refused_fresh = fresh.is_some_and(|(at, header)| {
+            at.elapsed() < QUIET_AFTER_FAILURE && sent == Some(&header)
+        });
+        if refused_fresh && !step_up && self.config.grant == Grant::AuthorizationCode {
+            return Err(OAuthError::FreshTokenRefused);
         }
-        done
+        let this = self.clone();
+        let challenge = challenge.cloned();
+        let login = tokio::spawn(async move {
+            let (_renewing, _lock) = (renewing, lock);
+            let done = this.login(challenge.as_ref(), step_up).await;
+            let now = tokio::time::Instant::now();
+            match &done {
+                Ok(()) => *this.fresh() = this.held().header.clone().map(|h| (now, h)),
+                Err(e) => {
+                    *this.failed.lock().unwrap_or_else(PoisonError::into_inner) =
+                        Some((now, e.to_string()))
+                }
+            }
+            done
+        });
+        let joined = match self.config.login_wait < self.config.login_timeout {
+            true => tokio::time::timeout(wait, login)
+                .await
+                // The login goes on; this request is answered now.
+                .map_err(|_| self.pending())?,
+            // The login ends (done or timed out) before the wait would.
+            false => login.await,
+        };
+        joined.unwrap_or_else(|_| {
+            Err(OAuthError::FailedJustNow {
+                why: "the login stopped unexpectedly".into(),
+            })
+        })
+    }
+
+    /// A login is open (or another process's is) but not finished in the
+    /// time a request waits.
+    fn pending(&self) -> OAuthError {
+        match self.config.login_wait < self.config.login_timeout {
+            true => OAuthError::LoginPending {
+                server: super::error::shown(&self.server),
+            },
+            false => OAuthError::TimedOut(self.config.login_timeout),
+        }
+    }
+
+    /// The server accepted a request sent with `sent`: a login's token is
+    /// no longer fresh once it has worked.
+    pub(crate) fn accepted(&self, sent: &HeaderValue) {
+        let mut fresh = self.fresh();
+        if fresh.as_ref().is_some_and(|(_, header)| header == sent) {
+            *fresh = None;
+        }
+    }
+
+    fn fresh(&self) -> std::sync::MutexGuard<'_, Option<(tokio::time::Instant, HeaderValue)>> {
+        self.fresh.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Takes the tokens another process stored meanwhile, when they are

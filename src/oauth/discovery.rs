@@ -103,6 +103,7 @@ pub(crate) async fn discover(
         });
     }
     check_pkce(&metadata)?;
+    check_endpoints(&metadata)?;
     Ok(Discovered {
         resource,
         scopes_supported: prm.scopes_supported,
@@ -158,6 +159,7 @@ async fn legacy(fetch: &Fetch, server: &Url) -> Result<Discovered, OAuthError> {
         // The 2025-03-26 revision did not ask that the issuer match.
         Some(metadata) => {
             check_pkce(&metadata)?;
+            check_endpoints(&metadata)?;
             metadata
         }
         None => {
@@ -236,6 +238,34 @@ fn check_pkce(metadata: &ServerMetadata) -> Result<(), OAuthError> {
     }
 }
 
+/// Every endpoint the metadata names is a web page or API mcp-chain may
+/// reach: https, or http on loopback. The authorization endpoint is opened
+/// in the user's browser, so a `file:`, `smb:`, `javascript:` or custom
+/// scheme there would reach the desktop (the CVE-2025-6514 class); the
+/// others receive codes and secrets.
+pub(crate) fn check_endpoints(metadata: &ServerMetadata) -> Result<(), OAuthError> {
+    let endpoints = [
+        &metadata.authorization_endpoint,
+        &metadata.token_endpoint,
+        &metadata.registration_endpoint,
+    ];
+    for endpoint in endpoints.into_iter().flatten() {
+        let url = Url::parse(endpoint).map_err(|e| OAuthError::BadDocument {
+            url: "the authorization server metadata".into(),
+            why: format!(
+                "an endpoint is not a URL ({e}): {}",
+                mcp_chain_middleware::shown::shown(endpoint, 200)
+            ),
+        })?;
+        if !crate::config::is_secure(&url) {
+            return Err(OAuthError::Insecure {
+                url: mcp_chain_middleware::shown::shown(endpoint, 200),
+            });
+        }
+    }
+    Ok(())
+}
+
 /// Whether the resource identifier `named` covers `server`: the same URL,
 /// or a prefix of its path on the same origin.
 fn names(named: &Url, server: &Url) -> bool {
@@ -290,6 +320,35 @@ mod tests {
             root[0].as_str(),
             "https://as.example.com/.well-known/oauth-authorization-server"
         );
+    }
+
+    #[test]
+    fn endpoints_must_be_web_pages() {
+        let with = |endpoint: &str| ServerMetadata {
+            authorization_endpoint: Some(endpoint.into()),
+            token_endpoint: Some("https://as.example.com/token".into()),
+            ..ServerMetadata::default()
+        };
+        for good in [
+            "https://as.example.com/authorize",
+            "http://127.0.0.1:8080/authorize",
+            "http://localhost/authorize",
+            "http://[::1]:9/authorize",
+        ] {
+            assert!(check_endpoints(&with(good)).is_ok(), "{good}");
+        }
+        for bad in [
+            "file:///C:/Windows/System32/calc.exe",
+            "smb://host/share/payload.exe",
+            "javascript:alert(1)",
+            "ms-settings:privacy",
+            "http://as.example.com/authorize",
+            "http://127.0.0.1.evil.example/authorize",
+            "data:text/html,<script>x</script>",
+            "not a url",
+        ] {
+            assert!(check_endpoints(&with(bad)).is_err(), "{bad}");
+        }
     }
 
     #[test]

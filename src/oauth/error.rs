@@ -28,6 +28,10 @@ pub(crate) enum OAuthError {
     ResourceMismatch { named: String, server: String },
     #[error("the authorization server's metadata says issuer {found}, not {expected}")]
     IssuerMismatch { expected: String, found: String },
+    #[error("the server now names authorization server {found}, but the client secret belongs to {bound}; mcp-chain sends it nowhere else (set upstream.oauth.issuer to trust another)")]
+    OtherIssuer { bound: String, found: String },
+    #[error("the server names authorization server {found}, not {configured} (upstream.oauth.issuer); mcp-chain logs in nowhere else")]
+    NotTheIssuer { configured: String, found: String },
     #[error("no authorization server found for {server} (no protected resource metadata, no authorization server metadata)")]
     NoAuthorizationServer { server: String },
     #[error("the authorization server does not offer PKCE with S256; mcp-chain will not log in without it")]
@@ -55,6 +59,12 @@ pub(crate) enum OAuthError {
         program: String,
         why: std::io::Error,
     },
+    /// A login is open in the browser; the request could not wait for it.
+    #[error("a login to {server} is waiting in the browser; finish it and try again, or run `mcp-chain login {server}`")]
+    LoginPending { server: String },
+    /// The server refused the token a login got moments ago.
+    #[error("the server refused the token a login just obtained")]
+    FreshTokenRefused,
     /// A login failed moments ago; this request is not a new one.
     #[error("{why}; a login failed moments ago")]
     FailedJustNow { why: String },

@@ -39,6 +39,14 @@ pub(crate) async fn login(
     stored: Entry,
 ) -> Result<Entry, OAuthError> {
     let found = discover(fetch, &http_form(ask.server), ask.challenge, ask.config).await?;
+    if let Some(configured) = &ask.config.issuer {
+        if !super::register::same_issuer(configured.as_str(), &found.metadata.issuer) {
+            return Err(OAuthError::NotTheIssuer {
+                configured: shown(configured),
+                found: mcp_chain_middleware::shown::shown(&found.metadata.issuer, 200),
+            });
+        }
+    }
     let scopes = scopes(ask, &found);
     let resource = match &ask.config.resource {
         Resource::Send => Some(found.resource.clone()),
@@ -53,7 +61,8 @@ pub(crate) async fn login(
     };
     let tokens = match ask.config.grant {
         Grant::ClientCredentials => {
-            let reg = registration(fetch, &found, ask.config, None, None).await?;
+            let reg =
+                registration(fetch, &found, ask.config, None, entry.registration.as_ref()).await?;
             let client = tokens::client(&reg, &found.metadata, None)?;
             entry.registration = Some(reg);
             tokens::client_credentials(fetch, &client, &scopes, resource.as_ref()).await?
@@ -173,10 +182,10 @@ fn open(url: &Url) {
             let mut words = command.split_whitespace();
             let program = words.next().unwrap_or_default().to_owned();
             let args: Vec<&str> = words.collect();
-            crate::platform::browser::run(&program, &args, url.as_str())
+            crate::platform::browser::run(&program, &args, url)
                 .map_err(|why| OAuthError::Browser { program, why })
         }
-        None => crate::platform::browser::open(url.as_str())
+        None => crate::platform::browser::open(url)
             .map_err(|(program, why)| OAuthError::Browser { program, why }),
     };
     if let Err(e) = opened {

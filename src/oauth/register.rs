@@ -5,6 +5,13 @@
 //! supports them), else Dynamic Client Registration (RFC 7591). A dynamic
 //! registration is stored with the redirect URI it used and reused while
 //! that stays the same; a changed callback port registers again.
+//!
+//! A registration, and a configured secret, belong to one authorization
+//! server (RFC 9700's mix-up defence): a dynamic one is reused only at the
+//! issuer that made it, and `client_secret` goes only to `issuer` in
+//! `[upstream.oauth]`, else to the issuer it was first used with. A server
+//! that later names another authorization server gets a new registration
+//! there, or (a configured secret) a clear refusal; never the old secret.
 
 use super::discovery::Discovered;
 use super::error::OAuthError;
@@ -29,6 +36,9 @@ pub(crate) struct Registration {
     pub(crate) redirect_uri: Option<String>,
     /// Made by mcp-chain (and so made again when the redirect changes).
     pub(crate) dynamic: bool,
+    /// The issuer it was made at, or its secret first used with.
+    #[serde(default)]
+    pub(crate) issuer: Option<String>,
 }
 
 impl fmt::Debug for Registration {
@@ -38,6 +48,7 @@ impl fmt::Debug for Registration {
             .field("client_secret", &self.client_secret.as_ref().map(|_| "…"))
             .field("auth_method", &self.auth_method)
             .field("redirect_uri", &self.redirect_uri)
+            .field("issuer", &self.issuer)
             .finish()
     }
 }
@@ -64,8 +75,12 @@ pub(crate) async fn registration(
         .clone()
         // RFC 8414: the default is client_secret_basic.
         .unwrap_or_else(|| vec![BASIC.into()]);
+    let issuer = &found.metadata.issuer;
     match &config.client_id {
         Some(ClientId::Registered(id)) => {
+            if config.client_secret.is_some() {
+                secret_may_go_to(issuer, config, stored)?;
+            }
             let auth_method = match &config.client_secret {
                 None => NONE,
                 Some(_) if supported.iter().any(|m| m == BASIC) => BASIC,
@@ -78,6 +93,7 @@ pub(crate) async fn registration(
                 auth_method: auth_method.into(),
                 redirect_uri: redirect_uri.map(str::to_owned),
                 dynamic: false,
+                issuer: Some(issuer.clone()),
             });
         }
         Some(ClientId::Document(url)) if found.metadata.client_id_metadata_document_supported => {
@@ -87,12 +103,19 @@ pub(crate) async fn registration(
                 auth_method: NONE.into(),
                 redirect_uri: redirect_uri.map(str::to_owned),
                 dynamic: false,
+                issuer: Some(issuer.clone()),
             });
         }
         _ => {}
     }
-    if let Some(stored) = stored.filter(|s| s.dynamic && s.redirect_uri.as_deref() == redirect_uri)
-    {
+    let reusable = |s: &&Registration| {
+        s.dynamic
+            && s.redirect_uri.as_deref() == redirect_uri
+            && s.issuer
+                .as_deref()
+                .is_some_and(|made| same_issuer(made, issuer))
+    };
+    if let Some(stored) = stored.filter(reusable) {
         return Ok(stored.clone());
     }
     let endpoint = found
@@ -147,5 +170,33 @@ pub(crate) async fn registration(
         auth_method,
         redirect_uri: redirect_uri.map(str::to_owned),
         dynamic: true,
+        issuer: Some(issuer.clone()),
     })
+}
+
+/// Whether the configured secret may go to `issuer`: the one it was
+/// first used with (none yet: this one). `issuer` in `[upstream.oauth]`
+/// was checked at discovery.
+fn secret_may_go_to(
+    issuer: &str,
+    config: &OAuthConfig,
+    stored: Option<&Registration>,
+) -> Result<(), OAuthError> {
+    if config.issuer.is_some() {
+        return Ok(());
+    }
+    let bound = stored
+        .filter(|s| !s.dynamic && s.client_secret.is_some())
+        .and_then(|s| s.issuer.as_deref());
+    match bound {
+        Some(bound) if !same_issuer(bound, issuer) => Err(OAuthError::OtherIssuer {
+            bound: mcp_chain_middleware::shown::shown(bound, 200),
+            found: mcp_chain_middleware::shown::shown(issuer, 200),
+        }),
+        _ => Ok(()),
+    }
+}
+
+pub(crate) fn same_issuer(a: &str, b: &str) -> bool {
+    a.trim_end_matches('/') == b.trim_end_matches('/')
 }

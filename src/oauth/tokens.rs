@@ -32,6 +32,8 @@ pub(crate) fn client(
         url: "the authorization server metadata".into(),
         why: format!("{what}: {e}"),
     };
+    // Metadata stored by an earlier version is checked as discovery does.
+    super::discovery::check_endpoints(metadata)?;
     let token = metadata
         .token_endpoint
         .as_deref()

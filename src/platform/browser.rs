@@ -3,13 +3,19 @@
 //! Windows (through `rundll32`, which takes the URL as one argument and so
 //! needs no shell quoting, unlike `cmd /c start`). The opener's stdout is
 //! not ours: in stdio mode that is the protocol channel.
+//!
+//! An OS opener runs whatever the URL names: a `file:` program, an `smb:`
+//! share, any registered protocol handler. So only web pages are opened:
+//! https, or http on loopback; anything else is refused here, whoever
+//! built the URL (the last line of defence behind discovery's checks).
 
 use std::io;
 use std::process::{Command, Stdio};
+use url::Url;
 
 /// Starts the browser on `url`; the program's name and why it could not
 /// start, on failure. Does not wait for the browser.
-pub(crate) fn open(url: &str) -> Result<(), (String, io::Error)> {
+pub(crate) fn open(url: &Url) -> Result<(), (String, io::Error)> {
     let (program, args): (&str, &[&str]) = if cfg!(windows) {
         ("rundll32", &["url.dll,FileProtocolHandler"])
     } else if cfg!(target_os = "macos") {
@@ -20,14 +26,42 @@ pub(crate) fn open(url: &str) -> Result<(), (String, io::Error)> {
     run(program, args, url).map_err(|e| (program.to_owned(), e))
 }
 
-/// Runs `program args… url` detached from our stdout, and reaps it.
-pub(crate) fn run(program: &str, args: &[&str], url: &str) -> io::Result<()> {
+/// Runs `program args… url` detached from our stdout, and reaps it; a
+/// URL that is not a web page is refused before anything runs.
+pub(crate) fn run(program: &str, args: &[&str], url: &Url) -> io::Result<()> {
+    if !crate::config::is_secure(url) {
+        return Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            "only https pages (http on loopback) are opened",
+        ));
+    }
     let mut child = Command::new(program)
         .args(args)
-        .arg(url)
+        .arg(url.as_str())
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .spawn()?;
     std::thread::spawn(move || child.wait());
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_web_pages_are_opened() {
+        for bad in [
+            "file:///C:/Windows/System32/calc.exe",
+            "smb://host/share/payload.exe",
+            "javascript:alert(1)",
+            "vscode://extension/run",
+            "http://example.com/login",
+        ] {
+            let url = Url::parse(bad).expect("a URL");
+            // A program that would fail to start if it were ever run.
+            let refused = run("/nonexistent/opener", &[], &url).expect_err(bad);
+            assert_eq!(refused.kind(), io::ErrorKind::PermissionDenied, "{bad}");
+        }
+    }
 }

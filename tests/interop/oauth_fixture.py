@@ -14,7 +14,7 @@ The authorization server approves every /authorize at once (the test's
 client and, unless told to refuse it, `resource`. Knobs on `state`:
 rotate refresh tokens, access token lifetime, refuse `resource`, revoke
 every refresh token, send a wrong `iss`, point the resource metadata at
-another origin, dead endpoints."""
+another origin, dead endpoints, an authorization endpoint of any scheme."""
 
 from __future__ import annotations
 
@@ -40,6 +40,11 @@ class State:
     iss: str | None = "good"  # "good", "bad", or None (not sent)
     metadata_elsewhere: str | None = None  # a URL on another origin
     dead_as: bool = False  # the metadata names endpoints nobody serves
+    authorization_endpoint: str | None = None  # what the metadata names instead of /authorize
+    register_secret: bool = False  # dynamic registrations get a client secret
+    refuse_all: bool = False  # the MCP endpoint refuses every token
+    jwks_status: int = 200  # what /jwks answers
+    introspect_bytes: int = 0  # /introspect answers this many bytes of padding (a hostile issuer)
     client_secret: str | None = None  # a confidential pre-registered client
     issuer: str | None = None  # another authorization server (its JWTs checked against its JWKS)
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -112,6 +117,20 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
+    def flood(self, size: int) -> None:
+        """A JSON answer of `size` bytes, written until the reader stops."""
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(size))
+        self.end_headers()
+        chunk = b" " * (1 << 20)
+        try:
+            self.wfile.write(b'{"active": true, "pad": "')
+            for _ in range(size // len(chunk)):
+                self.wfile.write(chunk)
+        except OSError:
+            pass
+
     def body(self) -> bytes:
         return self.rfile.read(int(self.headers.get("Content-Length") or 0))
 
@@ -127,7 +146,7 @@ class Handler(BaseHTTPRequestHandler):
             endpoint = "http://127.0.0.1:9" if s.dead_as else s.base
             self.send(200, {
                 "issuer": s.base,
-                "authorization_endpoint": endpoint + "/authorize",
+                "authorization_endpoint": s.authorization_endpoint or endpoint + "/authorize",
                 "token_endpoint": endpoint + "/token",
                 "registration_endpoint": endpoint + "/register",
                 "code_challenge_methods_supported": ["S256"],
@@ -142,7 +161,7 @@ class Handler(BaseHTTPRequestHandler):
         elif path == "/jwks":
             with s.lock:
                 s.jwks_fetches += 1
-            self.send(200, s.jwks())
+            self.send(s.jwks_status, s.jwks() if s.jwks_status == 200 else {"error": "down"})
         elif path == "/check":
             # For the WebSocket server of ws_oauth.cjs: is this bearer good?
             self.send(200 if self.held() else 401, {})
@@ -181,12 +200,20 @@ class Handler(BaseHTTPRequestHandler):
             request = json.loads(self.body())
             with self.state.lock:
                 self.state.registered.append(request)
-            self.send(201, {"client_id": f"dyn-{len(self.state.registered)}",
-                            "token_endpoint_auth_method": "none", **request})
+                n = len(self.state.registered)
+            if self.state.register_secret:
+                n = f"{self.server.server_address[1]}-{n}"  # unique across fixtures
+                self.send(201, {**request, "client_id": f"dyn-{n}", "client_secret": f"dyn-secret-{n}",
+                                "token_endpoint_auth_method": "client_secret_basic"})
+            else:
+                self.send(201, {"client_id": f"dyn-{n}", "token_endpoint_auth_method": "none", **request})
         elif self.path == "/mcp":
             self.mcp(json.loads(self.body()))
         elif self.path == "/introspect":
             form = dict(urllib.parse.parse_qsl(self.body().decode()))
+            if self.state.introspect_bytes:
+                self.flood(self.state.introspect_bytes)
+                return
             self.send(200, self.state.introspected.get(form.get("token", ""), {"active": False}))
         elif self.path.startswith("/messages?s="):
             self.legacy_post(self.path.split("=", 1)[1], json.loads(self.body()))
@@ -280,7 +307,7 @@ class Handler(BaseHTTPRequestHandler):
     def mcp(self, message: dict[str, Any]) -> None:
         held = self.held()
         where = self.state.metadata_elsewhere or self.state.base + "/.well-known/oauth-protected-resource/mcp"
-        if held is None:
+        if held is None or self.state.refuse_all:
             return self.unauthorized()
         if "id" not in message:
             self.send(202)

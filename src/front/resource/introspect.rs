@@ -11,6 +11,10 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 /// The longest an introspection answer is believed.
 pub(super) const KEEP_AT_MOST: Duration = Duration::from_secs(60);
 
+/// The most of an introspection answer read (a hostile or broken endpoint
+/// may send without end: it is read to this and no further).
+const MAX_ANSWER_BYTES: usize = 64 * 1024;
+
 #[derive(Deserialize)]
 struct Answer {
     active: bool,
@@ -71,10 +75,9 @@ impl Introspector {
         if !response.status().is_success() {
             return Err(unavailable);
         }
-        let bytes = response.bytes().await.map_err(|_| unavailable.clone())?;
-        if bytes.len() > 64 * 1024 {
-            return Err(unavailable);
-        }
+        let bytes = super::capped(response, MAX_ANSWER_BYTES)
+            .await
+            .ok_or_else(|| unavailable.clone())?;
         let answer: Answer = serde_json::from_slice(&bytes).map_err(|_| unavailable.clone())?;
         if !answer.active {
             return Err(Rejection::Invalid("the token is not active"));

@@ -2,7 +2,9 @@
 //! discovery) names its `jwks_uri`; the key set is fetched once and kept.
 //! A token naming a key id the set lacks makes one refetch (a rotated key),
 //! at most once per [`REFETCH_EVERY`], so a client sending made-up key ids
-//! cannot make the front hammer the identity provider.
+//! cannot make the front hammer the identity provider; the bound holds
+//! while fetches fail too (a failed try counts as a fetch, and until the
+//! next try tokens are refused as the issuer unreachable).
 
 use super::Rejection;
 use jsonwebtoken::jwk::JwkSet;
@@ -30,8 +32,8 @@ pub(super) struct Keys {
     issuer: Url,
     http: reqwest::Client,
     held: Mutex<Held>,
-    /// One fetch at a time.
-    fetching: tokio::sync::Mutex<()>,
+    /// One fetch at a time; when the last one was tried (done or failed).
+    fetching: tokio::sync::Mutex<Option<Instant>>,
 }
 
 #[derive(Default)]
@@ -48,7 +50,7 @@ impl Keys {
             issuer,
             http,
             held: Mutex::new(Held::default()),
-            fetching: tokio::sync::Mutex::new(()),
+            fetching: tokio::sync::Mutex::new(None),
         }
     }
 
@@ -62,16 +64,18 @@ impl Keys {
         if let Some(key) = self.lookup(kid) {
             return Ok(key);
         }
-        let _one = self.fetching.lock().await;
+        let mut tried = self.fetching.lock().await;
         if let Some(key) = self.lookup(kid) {
             return Ok(key);
         }
-        let recent = self
-            .held()
-            .fetched
-            .is_some_and(|at| at.elapsed() < REFETCH_EVERY);
+        let recent = tried.is_some_and(|at| at.elapsed() < REFETCH_EVERY);
         if !recent {
+            *tried = Some(Instant::now());
             self.fetch().await?;
+        } else if self.held().fetched.is_none() {
+            return Err(Rejection::Unavailable(
+                "the issuer's keys could not be fetched; the next try is within a minute",
+            ));
         }
         self.lookup(kid)
             .ok_or(Rejection::Invalid("the token's key is not the issuer's"))
@@ -143,7 +147,7 @@ impl Keys {
 
     async fn document<T: for<'de> Deserialize<'de>>(&self, url: &Url) -> Result<T, Rejection> {
         let unavailable = || Rejection::Unavailable("the issuer cannot be reached");
-        let mut response = self
+        let response = self
             .http
             .get(url.clone())
             .send()
@@ -152,13 +156,9 @@ impl Keys {
         if !response.status().is_success() {
             return Err(unavailable());
         }
-        let mut body = Vec::new();
-        while let Some(chunk) = response.chunk().await.map_err(|_| unavailable())? {
-            if body.len() + chunk.len() > MAX_DOCUMENT_BYTES {
-                return Err(unavailable());
-            }
-            body.extend_from_slice(&chunk);
-        }
+        let body = super::capped(response, MAX_DOCUMENT_BYTES)
+            .await
+            .ok_or_else(unavailable)?;
         serde_json::from_slice(&body).map_err(|_| unavailable())
     }
 }

@@ -26,6 +26,21 @@ pub(crate) use principal::Principal;
 #[cfg(feature = "remote")]
 pub(crate) use server::ResourceServer;
 
+/// A body read to `cap` bytes and no further: `None` past the cap or on a
+/// read error. The issuer decides how much it sends; the front reads only
+/// what it would accept, whatever the answer's length says.
+#[cfg(feature = "remote")]
+async fn capped(mut response: reqwest::Response, cap: usize) -> Option<Vec<u8>> {
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await.ok()? {
+        if body.len() + chunk.len() > cap {
+            return None;
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Some(body)
+}
+
 /// Why a token is not accepted.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Rejection {

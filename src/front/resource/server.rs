@@ -105,6 +105,14 @@ impl ResourceServer {
     }
 
     async fn jwt(&self, token: &str, header: jsonwebtoken::Header) -> Result<Principal, Rejection> {
+        // RFC 7515 §4.1.11: a token whose `crit` names an extension the
+        // recipient does not understand is invalid; mcp-chain understands
+        // none (and an empty `crit` is not allowed at all).
+        if header.crit.is_some() {
+            return Err(Rejection::Invalid(
+                "the token names critical extensions this server does not understand",
+            ));
+        }
         let alg = header.alg;
         let allowed = self
             .config

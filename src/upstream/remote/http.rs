@@ -48,9 +48,16 @@ pub(super) struct Http {
     pub(super) auth: Option<Arc<Auth>>,
 }
 
-/// Times one request is sent again after a renewal (a refresh, then a
-/// login, then a step-up).
-pub(super) const MAX_AUTH_RETRIES: usize = 3;
+/// What one request has had renewed. A refused request gets at most one
+/// renewal of its token (a refresh, or a login where there is none to
+/// refresh) and one step-up, each followed by one retry: a server that
+/// refuses every token cannot make one request refresh or log in again
+/// and again.
+#[derive(Debug, Default)]
+pub(super) struct Renewals {
+    token: bool,
+    scope: bool,
+}
 
 impl Http {
     pub(super) fn new(config: &UrlConfig) -> Result<Self, StartError> {
@@ -109,7 +116,7 @@ impl Http {
     /// a request the server refuses for want of one is sent again once
     /// the token is renewed.
     async fn send(&self, build: impl Fn() -> RequestBuilder) -> Result<Response, Failure> {
-        let mut retries = 0;
+        let mut renewals = Renewals::default();
         loop {
             let sent = self.authorization().await;
             let mut request = build();
@@ -117,14 +124,22 @@ impl Http {
                 request = request.header(AUTHORIZATION, header.clone());
             }
             let response = request.send().await.map_err(|e| Failure::of(e, self))?;
-            if retries >= MAX_AUTH_RETRIES
-                || !self
-                    .renewed(response.status(), response.headers(), sent.as_ref())
-                    .await?
+            if response.status().is_success() {
+                if let (Some(auth), Some(sent)) = (&self.auth, &sent) {
+                    auth.accepted(sent);
+                }
+            }
+            if !self
+                .renewed(
+                    response.status(),
+                    response.headers(),
+                    sent.as_ref(),
+                    &mut renewals,
+                )
+                .await?
             {
                 return Ok(response);
             }
-            retries += 1;
         }
     }
 
@@ -144,6 +159,7 @@ impl Http {
         status: StatusCode,
         headers: &HeaderMap,
         sent: Option<&HeaderValue>,
+        renewals: &mut Renewals,
     ) -> Result<bool, Failure> {
         let Some(auth) = &self.auth else {
             return Ok(false);
@@ -157,6 +173,13 @@ impl Http {
             .as_ref()
             .is_some_and(Challenge::insufficient_scope);
         if status == StatusCode::FORBIDDEN && !step_up {
+            return Ok(false);
+        }
+        let used = match step_up {
+            true => &mut renewals.scope,
+            false => &mut renewals.token,
+        };
+        if std::mem::replace(used, true) {
             return Ok(false);
         }
         auth.refused(step_up, challenge.as_ref(), sent)
@@ -337,7 +360,14 @@ impl Failure {
     /// to do it), or the login failed.
     fn login(e: &OAuthError, http: &Http) -> Self {
         let detail = match e {
-            OAuthError::LoginNeeded { .. } => e.to_string(),
+            OAuthError::FreshTokenRefused => {
+                let detail = format!(
+                    "the server at {} refused the token a login just obtained; no new login within the quiet period",
+                    http.shown()
+                );
+                return Self::new("unauthorized", detail);
+            }
+            OAuthError::LoginNeeded { .. } | OAuthError::LoginPending { .. } => e.to_string(),
             other => format!(
                 "{} needs a login ({other}): run `mcp-chain login {}`",
                 http.shown(),

@@ -14,7 +14,7 @@
 //! as any message.
 
 use super::exchange::Exchange;
-use super::http::{Failure, MAX_AUTH_RETRIES};
+use super::http::{Failure, Renewals};
 use super::link::{deliver, Link, Replay};
 use crate::config::{Envelope, UrlConfig};
 use crate::peer::Read;
@@ -104,7 +104,7 @@ impl Link for WebSocket {
                 format!("cannot reach {}: {e}", exchange.http.shown()),
             )
         };
-        let mut retries = 0;
+        let mut renewals = Renewals::default();
         let socket = loop {
             let mut request = config
                 .url
@@ -134,17 +134,16 @@ impl Link for WebSocket {
             .await
             {
                 Ok((socket, _)) => break socket,
-                Err(tungstenite::Error::Http(response)) if retries < MAX_AUTH_RETRIES => {
+                Err(tungstenite::Error::Http(response)) => {
                     let status = StatusCode::from_u16(response.status().as_u16())
                         .unwrap_or(StatusCode::BAD_GATEWAY);
                     if !exchange
                         .http
-                        .renewed(status, response.headers(), sent.as_ref())
+                        .renewed(status, response.headers(), sent.as_ref(), &mut renewals)
                         .await?
                     {
                         return Err(cannot(&tungstenite::Error::Http(response)));
                     }
-                    retries += 1;
                 }
                 Err(e) => return Err(cannot(&e)),
             }
