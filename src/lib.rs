@@ -1,17 +1,18 @@
 //! mcp-chain: an MCP middleware proxy.
 //!
-//! To the client it is an ordinary MCP server on stdin/stdout; to the server
-//! (a child process) an ordinary client. Every message, both ways, passes
-//! through a tower stack of layers declared in TOML.
+//! To the client it is an ordinary MCP server on stdin/stdout (or over
+//! HTTP: the front); to the server (a child process, or a URL) an ordinary
+//! client. Every message, both ways, passes through a tower stack of
+//! layers declared in TOML.
 //!
 //! # Layout
 //!
 //! - [`cli`]: the command line (clap).
 //! - `logging`: tracing to stderr.
 //! - [`config`]: TOML → checked [`config::Config`] (`${VAR}`, places in errors).
-//! - `transport`: how bytes reach a peer: newline-delimited JSON framing, our
-//!   stdio pipes, the child process (spawn, stderr drain, process-group
-//!   shutdown), the outgoing queues and their writer task.
+//! - `transport`: how bytes cross a pipe: newline-delimited JSON framing,
+//!   our stdio, the outgoing queues and their writer task, the process's
+//!   budget of bytes in flight.
 //! - `peer`: either end of a session as the relay sees it (a source of
 //!   messages parsed once, a sink, a lifecycle), whatever carries its bytes.
 //! - `connector`: the innermost service of each chain: id mapping, pending answers.
@@ -23,8 +24,24 @@
 //!   started as a peer.
 //! - `mcp_http`: MCP over HTTP as the front and URL upstreams both speak
 //!   it (header names, revisions, the routing headers both ways).
+//! - `front`: the chain served over Streamable HTTP (and legacy HTTP+SSE)
+//!   to many clients: sessions, their routers, the guard (hosts, origins,
+//!   tokens), the OAuth resource server, 2026-07-28 requests without a
+//!   session.
+//! - `pool`: the shared pool of server connections the front's sessions
+//!   use with `upstream_sessions = "shared"`.
+//! - `oauth`: mcp-chain as the OAuth client of a server at a URL:
+//!   discovery, registration, the browser login, the token store, and the
+//!   `login`, `logout` and `auth status` commands.
+//! - `callers`: `when` and `unless`, a layer for some callers only.
+//! - `reload`: SIGHUP and a watched config taken up without a restart.
+//! - `telemetry`: OpenTelemetry spans, metrics and `/metrics`.
+//! - `check`: `mcp-chain check`, the effective config as a person reads it.
+//! - `pins`: `mcp-chain pin list|accept`.
+//! - `memory`: how the allocator is asked to keep memory it reuses.
 //! - `platform`: what differs between Linux, macOS and Windows (process
-//!   trees, a dead parent, stop signals), one module per concern.
+//!   trees, a dead parent, stop signals, the browser), one module per
+//!   concern.
 //!
 //! The message model and the layers live in the `mcp-chain-middleware` crate.
 

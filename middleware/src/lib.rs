@@ -42,6 +42,17 @@
 //!   before the server sees them.
 //! - [`limit`]: results that fit: refused or cut past a size, listings
 //!   trimmed to a number of items.
+//! - [`approve`]: a person asked (through the client's elicitation) before
+//!   a gated call goes on.
+//! - [`pin`]: tool definitions pinned by hash; a drifted tool is hidden
+//!   until a person accepts it.
+//! - [`peer`]: the way from a layer back to the client, for the layers
+//!   that speak first (`approve` asks, `pin` says the list changed).
+//! - `json`: the ground floor of the message model: JSON text read as
+//!   serde_json reads it, with the checks it skips for a value it passes
+//!   over.
+//! - `listing`: a listing a layer asks the server for itself, every page
+//!   (`validate` needs a schema, `pin` a fingerprint).
 //! - [`decision`]: what a layer decided, as an event telemetry turns
 //!   into a span event and a count.
 //! - [`note`]: what a layer decided, left for the audit line of the

@@ -13,10 +13,12 @@
 //! `windows.rs`), so nothing is inherited from a shared parent. A missing
 //! parent directory is created.
 //!
-//! A crate of its own so that its one `unsafe` (the Windows call that
-//! creates a file with its security descriptor) stays out of the
+//! A crate of its own so that its `unsafe` (eleven blocks, all in
+//! `windows.rs`: building the user-only security descriptor and the
+//! `CreateFileW` call that creates a file with it) stays out of the
 //! middleware crate, which handles messages and forbids `unsafe`; the pin
 //! and audit layers and the binary's token store all write through it.
+//! Unix needs none: a mode is an option of `OpenOptions` and `DirBuilder`.
 
 use std::fs::File;
 use std::io::{self, Write};
@@ -73,6 +75,33 @@ fn create_parent(path: &Path) -> io::Result<()> {
     builder.create(parent)
 }
 
+/// Makes `dir` a directory private to the user: created 0700 when
+/// missing; an existing one that others may enter (group or other bits
+/// set) is tightened to 0700, and one that cannot be tightened (another
+/// user's) is an error, never used as it is. On Windows each file carries
+/// its own user-only ACL, so the directory is only created.
+pub fn private_dir(dir: &Path) -> io::Result<()> {
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder.create(dir)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(dir)?.permissions().mode();
+        if mode & 0o077 != 0 {
+            std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).map_err(|e| {
+                io::Error::new(
+                    e.kind(),
+                    format!("others may open it (mode {:o}) and it cannot be made private: {e}", mode & 0o777),
+                )
+            })?;
+        }
+    }
+    Ok(())
+}
+
 /// Replaces `path` with `bytes` whole: a reader sees the old file or the
 /// new one, never half of either.
 pub fn write_whole(path: &Path, bytes: &[u8]) -> io::Result<()> {
@@ -112,6 +141,23 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).expect("a temporary directory");
         dir
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_directory_others_may_enter_is_made_private() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = dir("open");
+        let open = dir.join("oauth");
+        std::fs::create_dir(&open).expect("created");
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).expect("0777");
+        private_dir(&open).expect("tightened");
+        let mode = std::fs::metadata(&open).expect("meta").permissions().mode();
+        assert_eq!(mode & 0o777, 0o700);
+        let fresh = dir.join("new/oauth");
+        private_dir(&fresh).expect("created");
+        let mode = std::fs::metadata(&fresh).expect("meta").permissions().mode();
+        assert_eq!(mode & 0o777, 0o700);
     }
 
     #[test]

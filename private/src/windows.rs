@@ -5,8 +5,10 @@
 //! one else is named. The descriptor goes to `CreateFileW` itself, so the
 //! file never exists with its directory's permissions, not even for an
 //! instant; std's `OpenOptions` has no way to pass one, hence the direct
-//! call and this crate's only `unsafe`, which touches file creation alone,
-//! never a message.
+//! calls and this crate's only `unsafe` (the eleven blocks below: the
+//! process token's user, the descriptor and its one-entry ACL, the
+//! `CreateFileW` call, the handle it returns), which touches file creation
+//! alone, never a message.
 
 #![allow(unsafe_code)]
 

@@ -30,7 +30,7 @@ impl fmt::Debug for Pass {
 
 /// Why a request is turned away.
 #[derive(Debug, PartialEq, Eq)]
-pub(super) enum Refusal {
+pub(crate) enum Refusal {
     /// 401: no token, or not one of ours.
     Unauthorized,
     /// 403: a `Host` or `Origin` that is not allowed.
@@ -60,11 +60,7 @@ const LOOPBACK_NAMES: [&str; 3] = ["localhost", "127.0.0.1", "[::1]"];
 impl Guard {
     pub(super) fn new(front: &FrontConfig, listen: SocketAddr) -> Self {
         let loopback = listen.ip().is_loopback();
-        let hosts = match (front.allowed_hosts.is_empty(), loopback) {
-            (false, _) => Some(front.allowed_hosts.clone()),
-            (true, true) => Some(LOOPBACK_NAMES.map(str::to_owned).to_vec()),
-            (true, false) => None,
-        };
+        let hosts = answered_hosts(&front.allowed_hosts, listen);
         Self {
             tokens: front
                 .tokens
@@ -83,13 +79,7 @@ impl Guard {
 
     /// Checks a request's head. `Ok` carries the token that let it in.
     pub(super) fn check(&self, head: &Parts) -> Result<Option<Pass>, Refusal> {
-        let host = authority(head)?;
-        if let Some(hosts) = &self.hosts {
-            let name = host.map(|(name, _)| name.to_ascii_lowercase());
-            if !name.is_some_and(|name| hosts.contains(&name)) {
-                return Err(Refusal::Forbidden("this Host is not allowed"));
-            }
-        }
+        check_host(head, self.hosts.as_deref())?;
         let mut origins = head.headers.get_all(ORIGIN).iter();
         if let Some(origin) = origins.next() {
             if origins.next().is_some() {
@@ -142,6 +132,31 @@ impl Guard {
         let name = parse_host(rest).map(|(name, _)| name.to_ascii_lowercase());
         self.loopback_origins && name.is_some_and(|name| LOOPBACK_NAMES.contains(&name.as_str()))
     }
+}
+
+/// The hosts a server listening on `listen` answers to: the configured
+/// ones; else, on loopback, the loopback names (a page that rebinds its
+/// own domain to 127.0.0.1 still sends that domain as `Host`); else any
+/// (`None`). The front and `/metrics` both answer so.
+pub(crate) fn answered_hosts(configured: &[String], listen: SocketAddr) -> Option<Vec<String>> {
+    match (configured.is_empty(), listen.ip().is_loopback()) {
+        (false, _) => Some(configured.to_vec()),
+        (true, true) => Some(LOOPBACK_NAMES.map(str::to_owned).to_vec()),
+        (true, false) => None,
+    }
+}
+
+/// Whether `head` names one of `hosts` (`None`: any) as its authority,
+/// read strictly (one `Host`, agreeing with an absolute-form target).
+pub(crate) fn check_host(head: &Parts, hosts: Option<&[String]>) -> Result<(), Refusal> {
+    let host = authority(head)?;
+    if let Some(hosts) = hosts {
+        let name = host.map(|(name, _)| name.to_ascii_lowercase());
+        if !name.is_some_and(|name| hosts.contains(&name)) {
+            return Err(Refusal::Forbidden("this Host is not allowed"));
+        }
+    }
+    Ok(())
 }
 
 /// The request's authority, `(name, port)`: its one `Host`, which an

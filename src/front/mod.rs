@@ -17,7 +17,7 @@ mod app;
 mod backlog;
 mod checks;
 mod error;
-mod guard;
+pub(crate) mod guard;
 mod handler;
 mod intake;
 mod reply;

@@ -4,8 +4,9 @@
 //! messages on the client's GET stream.
 //!
 //! The session's router takes what the chain queued for the client (the
-//! same queue a pipe's writer takes from), reads each line back and sends
-//! it on:
+//! same queue a pipe's writer takes from) as messages with their kind and
+//! id known (`transport::lines`: written once, never parsed back) and
+//! sends each on:
 //!
 //! - an answer: to the POST waiting for that id (as an SSE event, or as
 //!   the JSON body); the POST's stream ends with its last answer;

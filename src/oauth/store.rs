@@ -117,7 +117,17 @@ pub(crate) fn dir() -> Result<PathBuf, StoreError> {
 pub(crate) fn path(server: &Url) -> Result<PathBuf, StoreError> {
     let digest = Sha256::digest(server_key(server).as_bytes());
     let name: String = digest[..12].iter().map(|b| format!("{b:02x}")).collect();
-    Ok(dir()?.join(format!("{name}.json")))
+    let dir = dir()?;
+    // Tokens go only in a directory no one else may enter: one made
+    // before (by hand, or by a looser umask) is tightened or refused. A
+    // missing one is made private when the first entry is written.
+    if dir.is_dir() {
+        mcp_chain_private::private_dir(&dir).map_err(|why| StoreError::Io {
+            path: dir.clone(),
+            why,
+        })?;
+    }
+    Ok(dir.join(format!("{name}.json")))
 }
 
 /// Reads an entry; `None` when there is none.

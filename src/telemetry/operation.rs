@@ -9,7 +9,7 @@ use super::Active;
 use mcp_chain_middleware::message::{meta, method};
 use mcp_chain_middleware::shown::shown;
 use mcp_chain_middleware::target::Target;
-use mcp_chain_middleware::{BoxError, Message};
+use mcp_chain_middleware::{BoxError, Message, RequestId};
 use opentelemetry::KeyValue;
 use std::sync::Arc;
 use std::time::Instant;
@@ -61,7 +61,11 @@ impl Operation {
             method: cut(method),
             label: known(method),
             is_request: matches!(message, Message::Request(_)),
-            id: message.id().map(|id| cut(&id.to_string())),
+            id: message.id().map(|id| match id {
+                // The id itself, as the conventions want: not JSON-quoted.
+                RequestId::String(text) => cut(text),
+                RequestId::Number(n) => n.to_string(),
+            }),
             target,
             name,
             version,

@@ -6,7 +6,9 @@
 //! Its own address, never the front's: a scrape needs no MCP session and
 //! no token, so the operator decides who reaches it (loopback, or a network
 //! only Prometheus is on). One small HTTP/1.1 server: `GET /metrics`, and
-//! 404 for anything else; a scrape that takes too long is cut off.
+//! 404 for anything else; a scrape that takes too long is cut off. `Host`
+//! is checked as the front checks it: on loopback only the loopback names,
+//! so a web page cannot read the metrics through DNS rebinding.
 
 use super::TelemetryError;
 use bytes::Bytes;
@@ -16,6 +18,7 @@ use hyper_util::rt::TokioIo;
 use opentelemetry_prometheus::PrometheusExporter;
 use prometheus::{Encoder, Registry, TextEncoder};
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// How long a scraper's connection may take to send a request.
@@ -28,6 +31,8 @@ const MAX_CONNECTIONS: usize = 16;
 pub(super) struct Scrape {
     listener: std::net::TcpListener,
     registry: Registry,
+    /// The hosts answered (`None`: any).
+    hosts: Option<Arc<[String]>>,
 }
 
 impl Scrape {
@@ -42,7 +47,15 @@ impl Scrape {
             .with_registry(registry.clone())
             .build()
             .map_err(|e| TelemetryError::Exporter(e.to_string()))?;
-        Ok((Self { listener, registry }, reader))
+        let hosts = crate::front::guard::answered_hosts(&[], addr).map(Arc::from);
+        Ok((
+            Self {
+                listener,
+                registry,
+                hosts,
+            },
+            reader,
+        ))
     }
 
     /// Serves scrapes until the runtime ends.
@@ -67,9 +80,10 @@ impl Scrape {
                 }
             };
             let registry = self.registry.clone();
+            let hosts = self.hosts.clone();
             tokio::spawn(async move {
                 let service = hyper::service::service_fn(move |request| {
-                    let answer = answer(&registry, &request);
+                    let answer = answer(&registry, hosts.as_deref(), request);
                     async move { Ok::<_, std::convert::Infallible>(answer) }
                 });
                 let connection = hyper::server::conn::http1::Builder::new()
@@ -84,20 +98,33 @@ impl Scrape {
     }
 }
 
-/// `GET /metrics`: the text; anything else: 404 or 405.
-fn answer<B>(registry: &Registry, request: &Request<B>) -> Response<Full<Bytes>> {
+/// `GET /metrics`: the text; another host: 403 or 400; anything else:
+/// 404 or 405.
+fn answer<B>(
+    registry: &Registry,
+    hosts: Option<&[String]>,
+    request: Request<B>,
+) -> Response<Full<Bytes>> {
     let plain = |status: StatusCode, text: &'static str| {
         let mut response = Response::new(Full::new(Bytes::from_static(text.as_bytes())));
         *response.status_mut() = status;
         response
     };
-    if request.uri().path() != "/metrics" {
+    let (head, _) = request.into_parts();
+    match crate::front::guard::check_host(&head, hosts) {
+        Ok(()) => {}
+        Err(crate::front::guard::Refusal::BadRequest(why)) => {
+            return plain(StatusCode::BAD_REQUEST, why)
+        }
+        Err(_) => return plain(StatusCode::FORBIDDEN, "this Host is not allowed\n"),
+    }
+    if head.uri.path() != "/metrics" {
         return plain(
             StatusCode::NOT_FOUND,
             "not found; metrics are at /metrics\n",
         );
     }
-    if request.method() != Method::GET && request.method() != Method::HEAD {
+    if head.method != Method::GET && head.method != Method::HEAD {
         return plain(StatusCode::METHOD_NOT_ALLOWED, "GET /metrics\n");
     }
     let encoder = TextEncoder::new();

@@ -210,10 +210,27 @@ def test_off_loopback_needs_a_token_or_a_flag():
     assert done.returncode == 1 and "front.tokens" in done.stderr and "--allow-unauthenticated" in done.stderr
 
 
-def test_session_cap_and_abandoned_sessions_reaped():
-    """200 sessions opened and abandoned: past max_sessions, 503 with
-    Retry-After; each never-initialized session ends with its server after
-    init_timeout, and then new sessions start again."""
+def test_past_max_sessions_a_new_session_is_refused_with_retry_after():
+    """The cap, with nothing reaped meanwhile (init_timeout far longer
+    than any machine takes to open 200), so the count is exact."""
+    config = "[front]\nmax_sessions = 150\ninit_timeout = \"600s\"\n"
+    with front(config=config) as f:
+        statuses = []
+        for _ in range(200):
+            status, hdrs, _ = f.request("POST", INIT)
+            statuses.append(status)
+            if status == 503:
+                assert hdrs["retry-after"] == "5"
+        assert statuses.count(200) == 150 and statuses.count(503) == 50
+
+
+def test_abandoned_sessions_are_reaped_and_their_memory_reused():
+    """200 sessions opened and abandoned, six rounds: each never-initialized
+    session ends with its server after init_timeout, and then new sessions
+    start again. On a slow machine the first sessions of a round may be
+    reaped before its last opens, letting more in: the cap's exact count is
+    the test above's; here every answer is a session or a 503, never more
+    than 200 get in, and at least the cap does."""
     config = "[front]\nmax_sessions = 150\ninit_timeout = \"1s\"\nsession_idle = \"2s\"\n"
     with front(config=config) as f:
         f.request("DELETE", None, {"Mcp-Session-Id": f.initialize()})
@@ -234,7 +251,7 @@ def test_session_cap_and_abandoned_sessions_reaped():
                 statuses.append(status)
                 if status == 503:
                     assert hdrs["retry-after"] == "5"
-            assert statuses.count(200) == 150 and statuses.count(503) == 50
+            assert set(statuses) <= {200, 503} and statuses.count(200) >= 150, statuses
             assert harness.wait_until(lambda: not children(), 30), f"{len(children())} servers left"
             rss.append(rss_kib(f.proc.pid))
         print(f"mcp-chain VmRSS before and after each round of 200 abandoned sessions: {rss} KiB")

@@ -7,12 +7,14 @@ hosts the front does."""
 
 from __future__ import annotations
 
+import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
 import harness
 from oauth_fixture import OAuthFixture
-from test_front_oauth import Front, good, initialize, issuer, rpc  # noqa: F401 (issuer is a fixture)
+from test_front_oauth import STATIC, Front, good, initialize, issuer, rpc  # noqa: F401 (issuer is a fixture)
 
 POLICY = '\n[[middleware]]\ntype = "filter"\ntools = { deny = ["read_secret"] }\nunless = { scopes = ["mcp:admin"] }\n'
 META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -88,3 +90,80 @@ def test_a_session_is_not_driven_by_a_token_of_other_scopes(issuer: OAuthFixture
         again = good(issuer, front, scope="mcp:admin mcp:read", jti="2")
         status, _, body = front.request("POST", call, again, headers={"Mcp-Session-Id": admins})
         assert status == 200 and "result" in rpc(body), body
+
+
+def pid_running(config: Path) -> int:
+    """The pid of the mcp-chain serving `config` (its path is unique to the test)."""
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                argv = (proc / "cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if str(config).encode() in argv and argv[0].endswith(b"mcp-chain"):
+                return int(proc.name)
+    raise AssertionError(f"no mcp-chain serving {config}")
+
+
+def peak_rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError("no VmHWM")
+
+
+def test_an_introspection_answer_is_read_only_to_its_cap(issuer: OAuthFixture, tmp_path: Path):  # noqa: F811
+    """A hostile introspection endpoint answers 200 MB: the front reads
+    64 KiB of it, refuses the token as the issuer unavailable (503), and
+    its memory does not grow by the answer's size."""
+    front = Front(tmp_path, issuer)
+    with harness.listening(front.argv, front.port, "mcp-chain[front hostile]"):
+        pid = pid_running(Path(front.argv[2]))
+        before = peak_rss_mib(pid)
+        issuer.state.introspect_bytes = 200 << 20
+        for n in range(3):
+            status, _, body = front.request("POST", {"jsonrpc": "2.0", "id": 1, "method": "ping"}, f"opaque-token-{n}")
+            assert status == 503, (status, body)
+        grown = peak_rss_mib(pid) - before
+        initialize(front, STATIC)  # and the front still serves
+    assert grown < 32, f"peak RSS grew {grown:.0f} MiB reading a 200 MB answer"
+
+
+def test_a_failing_key_fetch_is_tried_once_a_minute_whatever_the_key_ids(issuer: OAuthFixture, tmp_path: Path):  # noqa: F811
+    front = Front(tmp_path, issuer)
+    issuer.state.jwks_status = 500
+    with harness.listening(front.argv, front.port, "mcp-chain[front hostile]"):
+        for n in range(8):
+            token = issuer.state.mint({"sub": "mallory", "aud": front.url, "scope": "mcp:read"}, kid=f"made-up-{n}")
+            status, _, body = front.request("POST", {"jsonrpc": "2.0", "id": 1, "method": "ping"}, token)
+            assert status == 503, (status, body)
+    assert issuer.state.jwks_fetches == 1, f"{issuer.state.jwks_fetches} fetches of a failing key set"
+
+
+def test_a_token_with_a_critical_extension_is_refused(issuer: OAuthFixture, tmp_path: Path):  # noqa: F811
+    """RFC 7515 §4.1.11: an extension named in `crit` that the recipient
+    does not understand makes the token invalid, however good the rest."""
+    import jwt
+
+    front = Front(tmp_path, issuer)
+    with harness.listening(front.argv, front.port, "mcp-chain[front hostile]"):
+        claims = {"iss": issuer.state.base, "sub": "alice", "aud": front.url, "scope": "mcp:read",
+                  "exp": int(time.time()) + 300}
+        for crit in (["x-only-after-approval"], ["b64"], []):
+            headers = {"kid": "k1", "crit": crit, **({crit[0]: True} if crit else {})}
+            token = jwt.encode(claims, issuer.state.key(), algorithm="RS256", headers=headers)
+            status, _, body = front.request("POST", {"jsonrpc": "2.0", "id": 1, "method": "ping"}, token)
+            assert status == 401, (crit, status, body)
+        assert initialize(front, good(issuer, front))  # the same token without crit is good
+
+
+def test_an_hmac_secret_shorter_than_its_hash_is_refused_by_check(tmp_path: Path):
+    config = tmp_path / "c.toml"
+    config.write_text('[upstream]\ncommand = "x"\n[front]\nlisten = "127.0.0.1:0"\npublic_url = "http://127.0.0.1:1/mcp"\n'
+                      '[front.oauth]\nissuer = "http://127.0.0.1:1"\nhmac_secret = "sixteen-byte-key"\n')
+    checked = subprocess.run([str(harness.MCP_CHAIN), "check", "--config", str(config)],
+                             capture_output=True, text=True, timeout=30)
+    assert checked.returncode != 0, checked.stdout
+    said = checked.stdout + checked.stderr
+    assert "hmac_secret: 16 bytes is too short" in said, said
+    assert "sixteen-byte-key" not in said

@@ -8,6 +8,8 @@ waits answers the request in time while the login stays open."""
 from __future__ import annotations
 
 import base64
+import os
+import stat
 import sys
 from pathlib import Path
 
@@ -189,3 +191,18 @@ def test_a_login_slower_than_the_client_answers_in_time_and_serves_the_next_requ
         proxy.close()
         assert len(server.state.authorize) == 1
     assert len(opened.read_text().splitlines()) == 1, "the requests that waited opened no page"
+
+
+@pytest.mark.skipif(os.name != "posix", reason="Unix modes")
+def test_a_token_directory_others_may_enter_is_made_private(env: dict[str, str], tmp_path: Path):  # noqa: F811
+    shared = tmp_path / "state" / "oauth"
+    shared.mkdir(parents=True)
+    shared.chmod(0o777)
+    with OAuthFixture() as server:
+        proxy = Proxy(server.url, "--config", str(config(tmp_path, server.url)))
+        proxy.initialize()
+        assert text(proxy.call(1, "whoami")) == "read"
+        proxy.close()
+    assert stat.S_IMODE(shared.stat().st_mode) == 0o700
+    [stored] = token_files(tmp_path)
+    assert stat.S_IMODE(stored.stat().st_mode) == 0o600

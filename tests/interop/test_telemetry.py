@@ -183,7 +183,9 @@ def test_a_clients_traceparent_is_the_parent_and_the_server_gets_a_child_context
         meta = {"traceparent": f"00-{PARENT_TRACE}-{PARENT_SPAN}-01", "tracestate": "vendor=1", "keep": "me"}
         answer = rpc(proc, {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
                             "params": {"name": "echo", "arguments": {}, "_meta": meta}})
-        plain = rpc(proc, {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "echo", "arguments": {}}})
+        # A string id (with a quote in it): the span names the id itself.
+        plain = rpc(proc, {"jsonrpc": "2.0", "id": 'call-"two"', "method": "tools/call",
+                           "params": {"name": "echo", "arguments": {}}})
         proc.stdin.close()
         assert proc.wait(20) == 0
         received = answer["result"]["structuredContent"]["received"]["_meta"]
@@ -193,6 +195,9 @@ def test_a_clients_traceparent_is_the_parent_and_the_server_gets_a_child_context
         harness.wait_until(lambda: len(spans_named(receiver, "tools/call echo", "client")) == 2, timeout=10)
         server = [s for s in spans_named(receiver, "tools/call echo", "server") if s["trace_id"] == PARENT_TRACE]
         assert len(server) == 1 and server[0]["parent"] == PARENT_SPAN
+        assert server[0]["attributes"]["jsonrpc.request.id"] == "1"
+        other = [s for s in spans_named(receiver, "tools/call echo", "server") if s["trace_id"] != PARENT_TRACE]
+        assert other[0]["attributes"]["jsonrpc.request.id"] == 'call-"two"', "not JSON-quoted"
         client = [s for s in spans_named(receiver, "tools/call echo", "client") if s["trace_id"] == PARENT_TRACE][0]
         assert client["parent"] == server[0]["span_id"]
         assert parent == client["span_id"], "the server's parent is mcp-chain's CLIENT span"
@@ -219,6 +224,19 @@ def prometheus_query(port: int, query: str) -> list:
         body = json.load(r)
     assert body["status"] == "success", body
     return body["data"]["result"]
+
+
+def raw_get(port: int, path: str, host: str) -> int:
+    """The status of a GET naming `host`, as a rebinding page's would."""
+    import http.client
+
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    connection.putrequest("GET", path, skip_host=True)
+    connection.putheader("Host", host)
+    connection.endheaders()
+    status = connection.getresponse().status
+    connection.close()
+    return status
 
 
 def test_prometheus_scrapes_the_counts_the_session_made(tmp_path):
@@ -263,6 +281,10 @@ def test_prometheus_scrapes_the_counts_the_session_made(tmp_path):
                 assert inf[0]["value"][1] == "5"
                 total = float(prometheus_query(prom_port, calls.replace("_count", "_sum"))[0]["value"][1])
                 assert 0 < total < 60
+                # DNS rebinding: a page on another site reaching 127.0.0.1 sends its own Host.
+                for host, status in (("attacker.example", 403), (f"attacker.example:{metrics_port}", 403),
+                                     (f"localhost:{metrics_port}", 200), (f"127.0.0.1:{metrics_port}", 200)):
+                    assert raw_get(metrics_port, "/metrics", host) == status, host
         finally:
             proc.stdin.close()
             proc.wait(20)
