@@ -94,7 +94,10 @@ pub fn private_dir(dir: &Path) -> io::Result<()> {
             std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).map_err(|e| {
                 io::Error::new(
                     e.kind(),
-                    format!("others may open it (mode {:o}) and it cannot be made private: {e}", mode & 0o777),
+                    format!(
+                        "others may open it (mode {:o}) and it cannot be made private: {e}",
+                        mode & 0o777
+                    ),
                 )
             })?;
         }
@@ -156,7 +159,10 @@ mod tests {
         assert_eq!(mode & 0o777, 0o700);
         let fresh = dir.join("new/oauth");
         private_dir(&fresh).expect("created");
-        let mode = std::fs::metadata(&fresh).expect("meta").permissions().mode();
+        let mode = std::fs::metadata(&fresh)
+            .expect("meta")
+            .permissions()
+            .mode();
         assert_eq!(mode & 0o777, 0o700);
     }
 

@@ -4,14 +4,16 @@
 //! (see the module above); what the sessions send reaches it through
 //! [`Member::send`].
 
-use super::state::{deliver, severity, Asked};
+use super::state::{deliver, severity, Asked, State};
 use super::{read, Pool, ASKED_REVISION};
 use crate::config::{Config, UpstreamConfig};
+use crate::connector::RELATED_REQUEST_ID;
 use crate::peer::{Peer, Read};
 use crate::relay;
 use crate::transport::budget::Budget;
 use crate::transport::queue::{Outgoing, Queue, Taken};
 use mcp_chain_middleware::message::method;
+use mcp_chain_middleware::payload::Payload;
 use mcp_chain_middleware::{ErrorCode, ErrorObject, Message, RequestId};
 use serde_json::{json, Value};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -170,7 +172,7 @@ impl Pool {
                     member.send(read(pong)).await;
                     return;
                 }
-                let Some(port) = self.whose(member.index, &request) else {
+                let Some(port) = self.whose(member.index, &mut request) else {
                     tracing::warn!(member = member.index, method = %request.method, "a shared server asked something of a client, and which one cannot be told; answered with an error");
                     let error = ErrorObject::new(
                         ErrorCode::INTERNAL_ERROR,
@@ -244,9 +246,13 @@ impl Pool {
             method::NOTIFICATION_MESSAGE => {
                 let level = member_of(&message, "level");
                 let level = level.as_ref().and_then(Value::as_str).and_then(severity);
+                // One naming a request is that request's session's alone
+                // (none, once it is answered); else every session's.
+                let related = related_port(&state, message.params_mut());
                 to = state
                     .ports
                     .iter()
+                    .filter(|(p, _)| related.is_none_or(|only| only == Some(**p)))
                     .filter(|(_, e)| e.level.is_none_or(|min| level.is_none_or(|l| l >= min)))
                     .map(|(p, _)| *p)
                     .collect();
@@ -294,20 +300,17 @@ impl Pool {
     fn whose(
         &self,
         member: usize,
-        request: &mcp_chain_middleware::message::Request,
+        request: &mut mcp_chain_middleware::message::Request,
     ) -> Option<u64> {
         let state = self.state();
+        if let Some(port) = related_port(&state, request.params.as_mut()) {
+            return port;
+        }
         let meta = request
             .params
             .as_ref()
             .and_then(|p| p.member("_meta").ok().flatten())
             .unwrap_or(Value::Null);
-        if let Some(related) = meta
-            .get("io.modelcontextprotocol/related-request-id")
-            .and_then(RequestId::from_value)
-        {
-            return state.routes.get(&related).and_then(|r| r.port);
-        }
         if let Some(token) = meta.get("progressToken").map(Value::to_string) {
             return state.tokens.get(&token).map(|(port, _)| *port);
         }
@@ -319,6 +322,27 @@ impl Pool {
             _ => None,
         }
     }
+}
+
+/// The session whose request a message's `_meta` names as its related
+/// request, with that request's id put back as the session knows it.
+/// `None`: it names none; `Some(None)`: one no longer in flight. (The
+/// member's connector has already given the pool's id back for the
+/// server's own.)
+fn related_port(state: &State, params: Option<&mut Payload>) -> Option<Option<u64>> {
+    let params = params?;
+    let mut meta = params.member("_meta").ok()??;
+    let named = meta
+        .get(RELATED_REQUEST_ID)
+        .and_then(RequestId::from_value)?;
+    let Some(route) = state.routes.get(&named) else {
+        return Some(None);
+    };
+    if let Some(map) = meta.as_object_mut() {
+        map.insert(RELATED_REQUEST_ID.into(), route.theirs.to_value());
+        let _ = params.set_member("_meta", meta);
+    }
+    Some(route.port)
 }
 
 /// Gives an answer the id its session knows.

@@ -21,7 +21,9 @@
 //!   to a session it may not belong to;
 //! - `notifications/*/list_changed` to every session, `resources/updated`
 //!   to the sessions subscribed to the resource, log messages to the
-//!   sessions whose `logging/setLevel` lets them through;
+//!   sessions whose `logging/setLevel` lets them through (one that names
+//!   its related request: to that request's session alone, or to none once
+//!   it is answered);
 //! - anything else from a server, which could belong to any session, is
 //!   dropped (logged).
 //!

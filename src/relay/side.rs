@@ -128,6 +128,11 @@ impl<S: Source> Side<S> {
                 let (answer, ticket) = self.dispatch(msg).await;
                 self.deliver(answer, ticket).await;
             }
+            Message::Request(request) if self.direction == Direction::ToClient => {
+                let msg = Message::Request(self.own.translate_request_from_peer(request));
+                let (answer, ticket) = self.dispatch(msg).await;
+                self.deliver(answer, ticket).await;
+            }
             Message::Request(_) | Message::Notification(_) => {
                 let (answer, ticket) = self.dispatch(msg).await;
                 self.deliver(answer, ticket).await;

@@ -212,6 +212,47 @@ def test_a_sampling_request_reaches_the_client_whose_call_it_is():
         assert "from 1" in text, text
 
 
+def test_what_names_its_related_request_reaches_only_that_session():
+    """The server names the call a log line and a question belong to
+    (`_meta` related-request-id): both reach the caller's session alone,
+    naming the caller's own request id, even with that call the only one
+    in flight; the other sessions hear neither."""
+    from mcp import types
+
+    with shared([str(FAKE), "--label", harness.RUN_MARKER], pool=1) as (port, _):
+        url = f"http://127.0.0.1:{port}/mcp"
+        heard: dict[int, list[str]] = {0: [], 1: [], 2: []}
+        asked: list[int] = []
+        related: list[Any] = []
+
+        def sampler(n: int):
+            async def sample(context, params):
+                asked.append(n)
+                meta = params.meta if isinstance(params.meta, dict) else (params.meta.model_dump() if params.meta else {})
+                related.append(meta.get("io.modelcontextprotocol/related-request-id"))
+                return types.CreateMessageResult(role="assistant", content=types.TextContent(type="text", text=f"from {n}"),
+                                                 model="test", stop_reason="endTurn")
+            return sample
+
+        params = {"messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}], "maxTokens": 5}
+
+        async def scenario() -> str:
+            async with contextlib.AsyncExitStack() as stack:
+                sessions = await sdk_sessions(stack, url, [
+                    {"sampling_callback": sampler(n), "message_handler": recorder(heard, n)} for n in range(3)])
+                with anyio.fail_after(30):
+                    result = await sessions[1].call_tool(
+                        "ask", {"method": "sampling/createMessage", "params": params, "related": True})
+                    # The log line came before the question, and so before the answer.
+                return json.dumps([c.model_dump() for c in result.content])
+
+        text = anyio.run(scenario)
+        assert asked == [1] and "from 1" in text, (asked, text)
+        logged = [n for n, h in heard.items() if "notifications/message" in h]
+        assert logged == [1], heard
+        assert related and isinstance(related[0], int), f"the caller's own id, not the pool's: {related}"
+
+
 def test_list_changed_reaches_every_session():
 
     with shared([str(FAKE), "--label", harness.RUN_MARKER]) as (port, _):
