@@ -92,8 +92,8 @@ pub(crate) fn run(config: &Config, upstream: &Result<UpstreamConfig, ArgError>) 
         };
         let _ = writeln!(
             report,
-            "  tokens: {tokens}; max_sessions = {}, session_idle = {:?}, init_timeout = {:?}",
-            front.max_sessions, front.session_idle, front.init_timeout
+            "  tokens: {tokens}; max_sessions = {}, max_connections = {}, session_idle = {:?}, init_timeout = {:?}",
+            front.max_sessions, front.max_connections, front.session_idle, front.init_timeout
         );
     }
     if config.chain.is_empty() {

@@ -69,6 +69,7 @@ mod pins;
 mod platform;
 mod pool;
 mod reload;
+mod serve;
 #[cfg(feature = "telemetry")]
 mod telemetry;
 mod transport;

@@ -26,6 +26,7 @@ pub(crate) struct FrontFile {
     #[serde(default)]
     allowed_origins: Vec<String>,
     max_sessions: Option<usize>,
+    max_connections: Option<usize>,
     session_idle: Option<String>,
     init_timeout: Option<String>,
     body_timeout: Option<String>,
@@ -72,6 +73,8 @@ pub struct FrontConfig {
     /// loopback origins are allowed when listening on loopback.
     pub allowed_origins: Vec<String>,
     pub max_sessions: usize,
+    /// HTTP connections open at once; past it a new one is refused (503).
+    pub max_connections: usize,
     /// A session with no request and no open stream for this long is ended.
     pub session_idle: Duration,
     /// A session whose client never sends `notifications/initialized`
@@ -98,6 +101,9 @@ pub(crate) const DEFAULT_PATH: &str = "/mcp";
 /// Server connections in a shared pool unless `shared_pool` says.
 pub(crate) const DEFAULT_SHARED_POOL: usize = 2;
 pub(crate) const DEFAULT_MAX_SESSIONS: usize = 64;
+/// Room for every session's stream and a few requests each, far below
+/// what a process's descriptors allow (1024 is a common soft limit).
+pub(crate) const DEFAULT_MAX_CONNECTIONS: usize = 512;
 pub(crate) const DEFAULT_SESSION_IDLE: Duration = Duration::from_secs(30 * 60);
 pub(crate) const DEFAULT_INIT_TIMEOUT: Duration = Duration::from_secs(30);
 /// Long enough for `max_message_bytes` over a slow link, short enough
@@ -114,6 +120,7 @@ impl Default for FrontConfig {
             allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),
             max_sessions: DEFAULT_MAX_SESSIONS,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
             session_idle: DEFAULT_SESSION_IDLE,
             init_timeout: DEFAULT_INIT_TIMEOUT,
             body_timeout: DEFAULT_BODY_TIMEOUT,
@@ -136,6 +143,7 @@ impl fmt::Debug for FrontConfig {
             .field("allowed_hosts", &self.allowed_hosts)
             .field("allowed_origins", &self.allowed_origins)
             .field("max_sessions", &self.max_sessions)
+            .field("max_connections", &self.max_connections)
             .field("session_idle", &self.session_idle)
             .field("init_timeout", &self.init_timeout)
             .field("body_timeout", &self.body_timeout)
@@ -209,6 +217,11 @@ pub(super) fn front(file: FrontFile, problems: &mut Vec<Problem>) -> FrontConfig
     match file.max_sessions {
         Some(0) => problem("max_sessions: must be at least 1".to_owned()),
         Some(n) => front.max_sessions = n,
+        None => {}
+    }
+    match file.max_connections {
+        Some(0) => problem("max_connections: must be at least 1".to_owned()),
+        Some(n) => front.max_connections = n,
         None => {}
     }
     if let Some(replica) = file.replica {

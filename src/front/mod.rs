@@ -32,9 +32,6 @@ use crate::layers::Policy;
 use crate::relay::{Make, SessionLayers};
 use crate::transport::budget::Budget;
 use checks::{Checks, OAuth};
-use hyper::server::conn::http1;
-use hyper_util::rt::{TokioIo, TokioTimer};
-use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
 use mcp_chain_middleware::session::SessionInfo;
 use session::Sessions;
@@ -193,21 +190,27 @@ pub(crate) async fn run(
     tracing::warn!("mcp-chain serving Streamable HTTP at http://{bound}{path}{legacy}");
     let reaper = tokio::spawn(Sessions::reap(front.clone()));
     let following = live.map(|live| tokio::spawn(front.clone().follow(live)));
-    let connections = GracefulShutdown::new();
-    loop {
-        tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok((stream, peer)) => serve_connection(&front, &connections, stream, peer),
-                Err(e) => {
-                    // Out of descriptors, most likely: wait rather than spin.
-                    tracing::warn!(error = %e, "cannot accept a connection");
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                }
-            },
-            Some(()) = signals.recv() => break,
+    let limits = crate::serve::Limits {
+        max_connections: front.settings.max_connections,
+        head_timeout: HEAD_TIMEOUT,
+        connection_time: None,
+        keep_alive: true,
+        max_headers: MAX_HEADERS,
+        max_head_bytes: MAX_HEAD_BYTES,
+    };
+    let stop = async {
+        // A closed signal channel is no stop: only a signal is.
+        if signals.recv().await.is_none() {
+            std::future::pending::<()>().await;
         }
-    }
-    drop(listener);
+    };
+    let connections = crate::serve::serve(
+        listener,
+        limits,
+        |peer| TowerToHyperService::new(app::stack(&front, peer)),
+        stop,
+    )
+    .await;
     reaper.abort();
     if let Some(following) = following {
         following.abort();
@@ -242,29 +245,4 @@ pub(crate) async fn run(
         }
     }
     Ok(())
-}
-
-/// Serves one connection's requests through the front's stack (`app`);
-/// `connections` can end it gracefully.
-fn serve_connection(
-    front: &Arc<Front>,
-    connections: &GracefulShutdown,
-    stream: tokio::net::TcpStream,
-    peer: SocketAddr,
-) {
-    let _ = stream.set_nodelay(true);
-    let service = TowerToHyperService::new(app::stack(front, peer));
-    let connection = http1::Builder::new()
-        .timer(TokioTimer::new())
-        .header_read_timeout(HEAD_TIMEOUT)
-        .max_headers(MAX_HEADERS)
-        .max_buf_size(MAX_HEAD_BYTES)
-        .serve_connection(TokioIo::new(stream), service);
-    let connection = connections.watch(connection);
-    tokio::spawn(async move {
-        let served = connection.await;
-        if let Err(e) = served {
-            tracing::debug!(%peer, error = %e, "HTTP connection ended with an error");
-        }
-    });
 }

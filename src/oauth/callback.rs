@@ -8,10 +8,8 @@
 use super::error::OAuthError;
 use http_body_util::Full;
 use hyper::body::{Bytes, Incoming};
-use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
 use std::collections::HashMap;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::time::Duration;
@@ -23,6 +21,9 @@ const PATH: &str = "/callback";
 
 /// How long one connection to the port may take.
 const CONNECTION_TIME: Duration = Duration::from_secs(10);
+
+/// Connections at once: a browser opens a few; anything past is refused.
+const MAX_CONNECTIONS: usize = 8;
 
 /// What the authorization server sent back: a code, or an error.
 #[derive(Debug)]
@@ -70,28 +71,18 @@ impl Callback {
     pub(crate) async fn wait(self, state: &str, wait: Duration) -> Result<Returned, OAuthError> {
         let (found, mut returned) = mpsc::channel(1);
         let state = state.to_owned();
-        let serve = async move {
-            loop {
-                let Ok((stream, _)) = self.listener.accept().await else {
-                    continue;
-                };
-                let found = found.clone();
-                let state = state.clone();
-                tokio::spawn(async move {
-                    let service = service_fn(move |request: Request<Incoming>| {
-                        let answer = answer(&request, &state, &found);
-                        async move { Ok::<_, std::convert::Infallible>(answer) }
-                    });
-                    let connection = http1::Builder::new()
-                        .keep_alive(false)
-                        .serve_connection(TokioIo::new(stream), service);
-                    // A connection that never sends its request ends.
-                    let _ = tokio::time::timeout(CONNECTION_TIME, connection).await;
-                });
-            }
+        let make = move |_peer| {
+            let (found, state) = (found.clone(), state.clone());
+            service_fn(move |request: Request<Incoming>| {
+                let answer = answer(&request, &state, &found);
+                async move { Ok::<_, std::convert::Infallible>(answer) }
+            })
         };
+        let mut limits = crate::serve::Limits::small(MAX_CONNECTIONS, CONNECTION_TIME);
+        limits.keep_alive = false;
+        let serve = crate::serve::serve(self.listener, limits, make, std::future::pending());
         tokio::select! {
-            () = serve => unreachable!("the accept loop does not end"),
+            _ = serve => unreachable!("the accept loop does not end"),
             got = returned.recv() => got.ok_or(OAuthError::TimedOut(wait)),
             () = tokio::time::sleep(wait) => Err(OAuthError::TimedOut(wait)),
         }

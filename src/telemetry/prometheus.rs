@@ -14,7 +14,6 @@ use super::TelemetryError;
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::{Method, Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
 use opentelemetry_prometheus::PrometheusExporter;
 use prometheus::{Encoder, Registry, TextEncoder};
 use std::net::SocketAddr;
@@ -24,7 +23,7 @@ use std::time::Duration;
 /// How long a scraper's connection may take to send a request.
 const READ_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Connections served at once; past this a new one waits to be accepted.
+/// Connections served at once; past this a new one is refused (503).
 const MAX_CONNECTIONS: usize = 16;
 
 /// The listening socket and the registry it serves.
@@ -67,34 +66,18 @@ impl Scrape {
                 return;
             }
         };
-        let slots = std::sync::Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
-        loop {
-            let Ok(slot) = slots.clone().acquire_owned().await else {
-                return;
-            };
-            let stream = match listener.accept().await {
-                Ok((stream, _)) => stream,
-                Err(e) => {
-                    tracing::debug!(error = %e, "telemetry: a scrape connection failed");
-                    continue;
-                }
-            };
-            let registry = self.registry.clone();
-            let hosts = self.hosts.clone();
-            tokio::spawn(async move {
-                let service = hyper::service::service_fn(move |request| {
-                    let answer = answer(&registry, hosts.as_deref(), request);
-                    async move { Ok::<_, std::convert::Infallible>(answer) }
-                });
-                let connection = hyper::server::conn::http1::Builder::new()
-                    .timer(hyper_util::rt::TokioTimer::new())
-                    .header_read_timeout(READ_TIMEOUT)
-                    .keep_alive(true)
-                    .serve_connection(TokioIo::new(stream), service);
-                let _ = tokio::time::timeout(READ_TIMEOUT * 6, connection).await;
-                drop(slot);
-            });
-        }
+        let (registry, hosts) = (self.registry, self.hosts);
+        let make = |_peer| {
+            let (registry, hosts) = (registry.clone(), hosts.clone());
+            hyper::service::service_fn(move |request| {
+                let answer = answer(&registry, hosts.as_deref(), request);
+                async move { Ok::<_, std::convert::Infallible>(answer) }
+            })
+        };
+        let mut limits = crate::serve::Limits::small(MAX_CONNECTIONS, READ_TIMEOUT * 6);
+        limits.head_timeout = READ_TIMEOUT;
+        // Served until the runtime ends.
+        crate::serve::serve(listener, limits, make, std::future::pending()).await;
     }
 }
 

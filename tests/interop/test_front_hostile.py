@@ -167,3 +167,45 @@ def test_an_hmac_secret_shorter_than_its_hash_is_refused_by_check(tmp_path: Path
     said = checked.stdout + checked.stderr
     assert "hmac_secret: 16 bytes is too short" in said, said
     assert "sixteen-byte-key" not in said
+
+
+def test_connections_past_max_connections_are_refused_and_the_front_goes_on(tmp_path: Path):
+    """A client that opens connections and holds them: past
+    `[front] max_connections` each new one is told 503 at once and
+    closed; once some close, new ones are served again."""
+    import socket
+
+    harness.require_proxy_binary()
+    port = harness.free_port()
+    config = tmp_path / "front.toml"
+    config.write_text(f'[upstream]\ncommand = "{harness.REPO / "target" / "debug" / "mcp-chain-demo-server"}"\n'
+                      f'[front]\nlisten = "127.0.0.1:{port}"\nmax_connections = 4\n')
+    argv = [str(harness.MCP_CHAIN), "--config", str(config)]
+    with harness.listening(argv, port, "mcp-chain[front cap]") as stderr:
+        # harness.listening's own probe connection may still hold a slot: wait until all four are free.
+        held: list[socket.socket] = []
+
+        def refused_reply() -> bytes:
+            s = socket.create_connection(("127.0.0.1", port), timeout=10)
+            reply = s.recv(4096)
+            s.close()
+            return reply
+
+        for _ in range(4):
+            held.append(socket.create_connection(("127.0.0.1", port), timeout=10))
+        # The fifth: refused at once (it sent nothing, so only the cap answers it).
+        assert harness.wait_until(lambda: refused_reply().startswith(b"HTTP/1.1 503"), 10, 0.1)
+        reply = refused_reply()
+        assert b"too many connections" in reply and b"Retry-After: 1" in reply, reply
+        for s in held:
+            s.close()
+
+        def served() -> bool:
+            s = socket.create_connection(("127.0.0.1", port), timeout=10)
+            s.sendall(f"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAccept: text/event-stream\r\n\r\n".encode())
+            reply = s.recv(4096)
+            s.close()
+            return not reply.startswith(b"HTTP/1.1 503")
+
+        assert harness.wait_until(served, 10, 0.1), "the front serves again once connections close"
+        assert "connections past the cap are refused" in stderr.read_text()
