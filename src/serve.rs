@@ -53,7 +53,7 @@ impl Limits {
 }
 
 /// What a connection past the cap is told before it is closed.
-const REFUSAL: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nConnection: close\r\nContent-Type: text/plain\r\nContent-Length: 42\r\n\r\nmcp-chain: too many connections; retry. \n";
+const REFUSAL: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nConnection: close\r\nContent-Type: text/plain\r\nContent-Length: 39\r\n\r\nmcp-chain: too many connections; retry\n";
 
 /// Accepts on `listener` until `stop` ends, serving each connection with
 /// the service `make` gives for its peer. Returns the connections still
