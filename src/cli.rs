@@ -110,6 +110,9 @@ pub enum Command {
         /// The server's URL.
         url: String,
     },
+    /// Print the URL of the console ([console]: the approval page) of the
+    /// running mcp-chain for the config named with -c, or say none runs.
+    Console,
     /// What is stored for the servers mcp-chain has logged in to.
     Auth {
         #[command(subcommand)]

@@ -72,9 +72,24 @@ impl PerSession for rate_limit::RateLimitLayer {
 fresh_per_session!(
     timeout::TimeoutLayer,
     validate::ValidateLayer,
-    pin::PinLayer,
-    approve::ApproveLayer
+    pin::PinLayer
 );
+
+/// What a person allows stays in the session; the approval page names its
+/// caller.
+impl PerSession for approve::ApproveLayer {
+    fn for_session(&self, session: &SessionInfo) -> Self {
+        let caller = match (&session.principal, &session.token) {
+            (Some(p), _) => Some(match &p.client_id {
+                Some(client) if *client != p.subject => format!("{} (client {client})", p.subject),
+                _ => p.subject.clone(),
+            }),
+            (None, Some(token)) => Some(format!("token {token}")),
+            (None, None) => None,
+        };
+        approve::ApproveLayer::for_session(self, caller)
+    }
+}
 
 /// How a layer's server → client half is built: most layers the same way
 /// as their client → server half; a layer that speaks to the client first

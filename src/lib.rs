@@ -59,6 +59,7 @@ mod callers;
 mod chain;
 mod check;
 mod connector;
+mod console;
 mod front;
 mod layers;
 mod mcp_http;
@@ -209,6 +210,7 @@ fn run(cli: &Cli, config: Config, background: Background) -> ExitCode {
     match &cli.command {
         Some(Command::Check { server }) => check::run(&config, &upstream_for(&config, cli, server)),
         Some(Command::Pin { action }) => pins::run(&config, action),
+        Some(Command::Console) => console::run_command(cli.config.as_deref()),
         Some(command @ (Command::Login { .. } | Command::Logout { .. } | Command::Auth { .. })) => {
             auth_command(&config, command)
         }
@@ -324,6 +326,24 @@ fn runtime() -> Result<tokio::runtime::Runtime, ExitCode> {
         })
 }
 
+/// Serves `[console]` beside the sessions, when configured; a console that
+/// cannot listen stops mcp-chain at start.
+fn serve_console(runtime: &tokio::runtime::Runtime, config: &Config) -> Result<(), ExitCode> {
+    let Some(console) = &config.console else {
+        return Ok(());
+    };
+    match runtime.block_on(console::start(console, config.path.as_deref())) {
+        Ok(task) => {
+            runtime.spawn(task);
+            Ok(())
+        }
+        Err(e) => {
+            eprintln!("mcp-chain: {e}");
+            Err(ExitCode::FAILURE)
+        }
+    }
+}
+
 /// Serves the chain over HTTP (`--listen`, `[front] listen`).
 fn listen(
     config: Config,
@@ -345,6 +365,9 @@ fn listen(
     };
     if let Some(task) = background {
         runtime.spawn(task);
+    }
+    if let Err(code) = serve_console(&runtime, &config) {
+        return code;
     }
     let stop = || platform::signals::shutdown(false);
     let watch = config.watch_config;
@@ -373,6 +396,9 @@ fn serve(
     };
     if let Some(task) = background {
         runtime.spawn(task);
+    }
+    if let Err(code) = serve_console(&runtime, config) {
+        return code;
     }
     let result = runtime.block_on(async {
         let stdin = transport::stdio::stdin().map_err(|e| format!("stdin: {e}"))?;

@@ -14,6 +14,7 @@ pub(crate) struct ConfigFile {
     #[serde(default)]
     pub(crate) front: super::front::FrontFile,
     pub(crate) telemetry: Option<super::telemetry::TelemetryFile>,
+    pub(crate) console: Option<super::console::ConsoleFile>,
     #[serde(default)]
     pub(crate) middleware: Vec<toml::Spanned<MiddlewareFile>>,
 }

@@ -2,6 +2,7 @@
 //! keys are errors), validate, and report every problem as
 //! `file:line:col: message`.
 
+mod console;
 mod error;
 mod expand;
 mod file;
@@ -13,6 +14,7 @@ mod telemetry;
 mod upstream;
 mod validate;
 
+pub use console::{ConsoleConfig, OpenAt};
 pub use error::ConfigError;
 pub use front::{parse_listen, BadListen, FrontConfig, Token};
 pub use front_oauth::{FrontOAuth, Introspection, Network};
@@ -45,6 +47,8 @@ pub struct Config {
     pub front: FrontConfig,
     /// `[telemetry]`: traces and metrics (off unless configured).
     pub telemetry: TelemetryConfig,
+    /// `[console]`: the approval page (off unless configured).
+    pub console: Option<ConsoleConfig>,
     /// The layers, in file order: the first is outermost.
     pub(crate) chain: Vec<Entry>,
     /// The file this came from, for messages.
@@ -65,6 +69,7 @@ impl Default for Config {
             shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
             front: FrontConfig::default(),
             telemetry: TelemetryConfig::default(),
+            console: None,
             chain: Vec::new(),
             path: None,
             watch_config: false,
@@ -145,6 +150,7 @@ pub(crate) struct Sources {
     pub(crate) proxy: Option<toml::Value>,
     pub(crate) front: Option<toml::Value>,
     pub(crate) telemetry: Option<toml::Value>,
+    pub(crate) console: Option<toml::Value>,
     /// One per `[[middleware]]` entry, in order.
     pub(crate) middleware: Vec<toml::Value>,
 }
@@ -171,6 +177,7 @@ impl Sources {
             proxy: table.remove("proxy"),
             front: table.remove("front"),
             telemetry: table.remove("telemetry"),
+            console: table.remove("console"),
             middleware,
         }
     }

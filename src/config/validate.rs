@@ -84,6 +84,8 @@ pub(super) fn validate(file: ConfigFile, text: &str) -> Result<Config, Vec<Probl
         ));
     }
 
+    let console = super::console::console(file.console, &mut problems);
+
     let mut chain = Vec::with_capacity(file.middleware.len());
     for (index, entry) in file.middleware.into_iter().enumerate() {
         let offset = entry.span().start;
@@ -98,6 +100,16 @@ pub(super) fn validate(file: ConfigFile, text: &str) -> Result<Config, Vec<Probl
         }
     }
 
+    let asks_on_page = chain.iter().any(|entry: &crate::layers::Entry| {
+        matches!(&entry.layer, crate::layers::AnyLayer::Approve(layer) if layer.asks_on_page())
+    });
+    if asks_on_page && console.is_none() {
+        problems.push((
+            None,
+            "approve: ask names \"page\", the approval page, and there is no [console] to serve it (add [console], listen = \"127.0.0.1:0\")".to_owned(),
+        ));
+    }
+
     if problems.is_empty() {
         Ok(Config {
             upstream,
@@ -106,6 +118,7 @@ pub(super) fn validate(file: ConfigFile, text: &str) -> Result<Config, Vec<Probl
             shutdown_grace,
             front,
             telemetry,
+            console,
             chain,
             path: None,
             watch_config: watch_config.unwrap_or(false),

@@ -18,9 +18,6 @@ use crate::config::{Grant, OAuthConfig, Resource};
 use oauth2::{CsrfToken, PkceCodeChallenge, Scope};
 use url::Url;
 
-/// The variable naming the command that opens the authorization URL.
-pub(crate) const OPEN_URL_VAR: &str = "MCP_CHAIN_OPEN_URL";
-
 /// What a login starts from.
 pub(crate) struct Ask<'a> {
     pub(crate) server: &'a Url,
@@ -174,20 +171,8 @@ fn open(url: &Url) {
         "mcp-chain: to log in to {}, open:\n  {url}",
         shown_origin(url)
     );
-    let opened = match std::env::var(OPEN_URL_VAR)
-        .ok()
-        .filter(|v| !v.trim().is_empty())
-    {
-        Some(command) => {
-            let mut words = command.split_whitespace();
-            let program = words.next().unwrap_or_default().to_owned();
-            let args: Vec<&str> = words.collect();
-            crate::platform::browser::run(&program, &args, url)
-                .map_err(|why| OAuthError::Browser { program, why })
-        }
-        None => crate::platform::browser::open(url)
-            .map_err(|(program, why)| OAuthError::Browser { program, why }),
-    };
+    let opened = crate::platform::browser::show(url)
+        .map_err(|(program, why)| OAuthError::Browser { program, why });
     if let Err(e) = opened {
         tracing::warn!(error = %e, "the login page was not opened");
     }

@@ -13,6 +13,29 @@ use std::io;
 use std::process::{Command, Stdio};
 use url::Url;
 
+/// The variable naming the command that opens a page mcp-chain shows a
+/// person (the login, the approval page) instead of the browser: it is
+/// run with the URL as its last argument (machines without a display,
+/// tests).
+pub(crate) const OPEN_URL_VAR: &str = "MCP_CHAIN_OPEN_URL";
+
+/// Shows `url` to the person: the command `MCP_CHAIN_OPEN_URL` names, else
+/// the browser. The program's name and why it could not start, on failure.
+pub(crate) fn show(url: &Url) -> Result<(), (String, io::Error)> {
+    match std::env::var(OPEN_URL_VAR)
+        .ok()
+        .filter(|v| !v.trim().is_empty())
+    {
+        Some(command) => {
+            let mut words = command.split_whitespace();
+            let program = words.next().unwrap_or_default().to_owned();
+            let args: Vec<&str> = words.collect();
+            run(&program, &args, url).map_err(|why| (program, why))
+        }
+        None => open(url),
+    }
+}
+
 /// Starts the browser on `url`; the program's name and why it could not
 /// start, on failure. Does not wait for the browser.
 pub(crate) fn open(url: &Url) -> Result<(), (String, io::Error)> {

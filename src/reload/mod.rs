@@ -183,6 +183,8 @@ fn needs_restart(running: &Sources, next: &Sources) -> Option<&'static str> {
         Some("[front]")
     } else if running.telemetry != next.telemetry {
         Some("[telemetry]")
+    } else if running.console != next.console {
+        Some("[console]")
     } else {
         None
     }

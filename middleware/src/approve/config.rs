@@ -1,6 +1,6 @@
 //! `[[middleware]] type = "approve"` as written in the TOML.
 
-use super::service::{ApproveLayer, Settings};
+use super::service::{ApproveLayer, Settings, Way};
 use crate::config_error::{ConfigError, Key};
 use crate::pattern::Pattern;
 use crate::units::parse_duration;
@@ -24,7 +24,19 @@ pub struct ApproveConfig {
     /// How long the user has to answer (default "2m").
     #[serde(default)]
     pub timeout: Option<String>,
+    /// The ways to ask, in order: `"elicitation"` (the client's own
+    /// dialog), `"page"` (mcp-chain's approval page, with `[console]`).
+    #[serde(default)]
+    pub ask: Option<Vec<String>>,
+    /// How long a client that declares elicitation has to answer before
+    /// its question is withdrawn and the next way is tried (default 20s;
+    /// with no next way, the whole `timeout`).
+    #[serde(default)]
+    pub elicitation_wait: Option<String>,
 }
+
+/// `elicitation_wait` when not given.
+const DEFAULT_ELICITATION_WAIT: std::time::Duration = std::time::Duration::from_secs(20);
 
 impl ApproveConfig {
     pub fn validate(&self) -> Result<ApproveLayer, ConfigError> {
@@ -69,11 +81,51 @@ impl ApproveConfig {
         if timeout.is_zero() {
             return Err(ConfigError::key("timeout", "must be more than 0"));
         }
+        let mut ways = Vec::new();
+        for (n, way) in self.ask.iter().flatten().enumerate() {
+            let way = match way.as_str() {
+                "elicitation" => Way::Elicitation,
+                "page" => Way::Page,
+                other => {
+                    return Err(ConfigError::at(
+                        [Key::from("ask"), Key::from(n)],
+                        format!("{other:?} is not \"elicitation\" or \"page\""),
+                    ))
+                }
+            };
+            if ways.contains(&way) {
+                return Err(ConfigError::at(
+                    [Key::from("ask"), Key::from(n)],
+                    "a way is named twice",
+                ));
+            }
+            ways.push(way);
+        }
+        if self.ask.is_some() && ways.is_empty() {
+            return Err(ConfigError::key("ask", "name at least one way to ask"));
+        }
+        if ways.is_empty() {
+            ways.push(Way::Elicitation);
+        }
+        let elicitation_wait = match &self.elicitation_wait {
+            Some(text) => {
+                let wait =
+                    parse_duration(text).map_err(|e| ConfigError::key("elicitation_wait", e))?;
+                if wait.is_zero() {
+                    return Err(ConfigError::key("elicitation_wait", "must be more than 0"));
+                }
+                wait
+            }
+            None => DEFAULT_ELICITATION_WAIT,
+        };
         Ok(ApproveLayer::new(Settings {
             tools,
             remember_session,
             fallback_allow,
             timeout,
+            ways,
+            elicitation_wait,
+            patterns: self.tools.join(", "),
         }))
     }
 }

@@ -31,9 +31,11 @@
 //! Each decision is noted in the audit line of the call.
 
 mod config;
+pub mod desk;
 mod modern;
 mod question;
 mod service;
+mod ways;
 
 pub use config::ApproveConfig;
 pub use service::{Approve, ApproveLayer};

@@ -1,7 +1,8 @@
 //! [`Approve`]: holds a matched tool call until the user, asked through
 //! their own client, says yes.
 
-use super::question::{answer_of, can_ask, elicitation, Answer, Seal};
+use super::question::{can_ask, Answer, Seal};
+pub(crate) use super::ways::Way;
 use crate::lock;
 use crate::message::method;
 use crate::pattern::Pattern;
@@ -29,6 +30,11 @@ pub(super) struct Settings {
     pub(super) remember_session: bool,
     pub(super) fallback_allow: bool,
     pub(super) timeout: Duration,
+    /// The ways to ask, in order.
+    pub(super) ways: Vec<Way>,
+    pub(super) elicitation_wait: Duration,
+    /// The tool patterns as written: the rule a page names.
+    pub(super) patterns: String,
 }
 
 #[derive(Debug)]
@@ -40,22 +46,30 @@ pub(super) struct Shared {
 
 /// What one client session said of itself, and allowed.
 #[derive(Debug, Default)]
-struct Session {
-    client: ClientSlot,
+pub(super) struct Session {
+    pub(super) client: ClientSlot,
     /// From `initialize`: the client can be asked, and reads titled
     /// choices (2025-11-25 or later).
-    can_ask: AtomicBool,
-    titled: AtomicBool,
+    pub(super) can_ask: AtomicBool,
+    pub(super) titled: AtomicBool,
     /// Tools the user allowed for the rest of the session.
     allowed: Mutex<HashSet<String>>,
-    asked: AtomicU64,
+    pub(super) asked: AtomicU64,
+    /// Who the session's caller is (the HTTP front's principal or token),
+    /// as the approval page shows it.
+    pub(super) caller: Option<String>,
+}
+
+/// The user allowed `tool` for the rest of `session`.
+pub(super) fn record_session_grant(session: &Session, tool: &str) {
+    lock(&session.allowed).insert(tool.to_owned());
 }
 
 /// Builds [`Approve`] services; clones share the settings and the session.
 #[derive(Debug, Clone)]
 pub struct ApproveLayer {
     pub(super) shared: Arc<Shared>,
-    session: Arc<Session>,
+    pub(super) session: Arc<Session>,
 }
 
 impl ApproveLayer {
@@ -68,12 +82,22 @@ impl ApproveLayer {
     }
 
     /// The layer for one client session of the HTTP front: what the user
-    /// allowed for a session stays in it.
-    pub fn for_session(&self) -> Self {
+    /// allowed for a session stays in it. `caller`: who the session's
+    /// caller is, as the approval page shows it.
+    pub fn for_session(&self, caller: Option<String>) -> Self {
         Self {
             shared: self.shared.clone(),
-            session: Arc::default(),
+            session: Arc::new(Session {
+                caller,
+                ..Session::default()
+            }),
         }
+    }
+
+    /// Whether a way to ask is mcp-chain's approval page (which needs
+    /// `[console]`).
+    pub fn asks_on_page(&self) -> bool {
+        self.shared.settings.ways.contains(&Way::Page)
     }
 
     /// The server → client half: keeps the way to the client, to ask.
@@ -206,104 +230,10 @@ impl ApproveLayer {
         if self.shared.settings.remember_session && lock(&session.allowed).contains(tool) {
             return Some(("remembered", None));
         }
-        if !session.can_ask.load(Ordering::Relaxed) {
+        if !self.can_ask_somehow() {
             return Some(self.cannot_ask(id, tool));
         }
         None
-    }
-
-    /// Asks the user through the client (2025 era) whether `tool` may run
-    /// with what `params` holds.
-    async fn ask(&self, id: &RequestId, tool: &str, params: Option<&Payload>) -> Decision {
-        crate::decided!("approve", "asked");
-        let session = &self.session;
-        let settings = &self.shared.settings;
-        let arguments = match params.map(|p| p.member("arguments")) {
-            None | Some(Ok(None)) => json!({}),
-            Some(Ok(Some(arguments))) => arguments,
-            Some(Err(e)) => return unreadable(id, &e.to_string()),
-        };
-        let call = Call {
-            id: id.clone(),
-            tool: tool.to_owned(),
-            arguments,
-            params: Map::new(),
-        };
-        let call = &call;
-        let titled = session.titled.load(Ordering::Relaxed);
-        let params = elicitation(
-            &call.tool,
-            &call.arguments,
-            settings.remember_session,
-            titled,
-        );
-        let n = session.asked.fetch_add(1, Ordering::Relaxed);
-        let id = RequestId::String(format!("mcp-chain-approve-{n}"));
-        let question = Message::request(id.clone(), method::ELICITATION_CREATE, Some(params));
-        let mut open = Open {
-            client: session.client.clone(),
-            id: Some(id),
-        };
-        let asked = tokio::time::timeout(settings.timeout, session.client.send(question)).await;
-        let answer = match asked {
-            Ok(Ok(Some(Message::Response(r)))) => r.result.to_value().ok(),
-            Ok(Ok(Some(_))) | Ok(Err(_)) => None,
-            Ok(Ok(None)) => Some(json!({"action": "cancel"})),
-            Err(_) => {
-                // `open` withdraws the question as it goes.
-                return refusal(
-                    &call.id,
-                    "timeout",
-                    &format!(
-                        "the user did not answer within {:?}; the call to {:?} is refused",
-                        settings.timeout, call.tool
-                    ),
-                );
-            }
-        };
-        open.id = None; // answered
-        let Some(answer) = answer else {
-            return refusal(
-                &call.id,
-                "unreadable",
-                &format!("the client's answer to the approval of {:?} cannot be read; the call is refused", call.tool),
-            );
-        };
-        decided(
-            call,
-            answer_of(&answer, settings.remember_session),
-            |tool| {
-                lock(&session.allowed).insert(tool.to_owned());
-            },
-        )
-    }
-}
-
-/// A question the client was asked and has not answered: dropped so (no
-/// answer in time, or the call itself cancelled or given up by a layer
-/// outside), it is withdrawn with `notifications/cancelled`, so the user
-/// is not left with a dialog that no longer decides anything.
-struct Open {
-    client: ClientSlot,
-    /// `None` once answered.
-    id: Option<RequestId>,
-}
-
-impl Drop for Open {
-    fn drop(&mut self) {
-        let Some(id) = self.id.take() else {
-            return;
-        };
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            return;
-        };
-        let client = self.client.clone();
-        let cancel =
-            json!({"requestId": id, "reason": "mcp-chain approve: the call is no longer waiting"});
-        let withdraw = Message::notification(method::NOTIFICATION_CANCELLED, Some(cancel));
-        runtime.spawn(async move {
-            let _ = client.send(withdraw).await;
-        });
     }
 }
 

@@ -196,7 +196,7 @@ async fn allowed_for_the_session_is_not_asked_again() {
     );
     assert_eq!(decision["enumNames"][1], "Allow for this session");
     // Another session of the HTTP front asks again.
-    let other = layer.for_session();
+    let other = layer.for_session(None);
     let (to_client, asked_again) = client(Some(accept("allow_once")));
     let _ = other.toward_client(to_client);
     let mut svc = other.layer(server.service(done));

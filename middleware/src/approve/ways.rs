@@ -1,0 +1,215 @@
+//! The ways a 2025-era call's approval is asked, tried in the order `ask`
+//! gives them, all within the call's `timeout`:
+//!
+//! - `elicitation`: the client's own dialog (`elicitation/create`), for a
+//!   client that declares form elicitation. One that does not answer within
+//!   `elicitation_wait` (a client that declares it and never shows the
+//!   form) has its question withdrawn (`notifications/cancelled`), and the
+//!   next way is tried; a client that does not declare it is passed over
+//!   at once.
+//! - `page`: mcp-chain's approval page (the process's [`desk`]), where the
+//!   person clicks Allow once / Allow for this session / Deny.
+//!
+//! `fallback` applies only when no way could ask at all.
+//!
+//! [`desk`]: super::desk
+
+use super::desk::{self, PageAnswer, Waiting};
+use super::question::{answer_of, elicitation};
+use super::service::{
+    decided, record_session_grant, refusal, unreadable, ApproveLayer, Call, Decision,
+};
+use crate::message::method;
+use crate::payload::Payload;
+use crate::peer::ClientSlot;
+use crate::{Message, RequestId};
+use serde_json::{json, Map};
+use std::sync::atomic::Ordering;
+use std::time::{Duration, SystemTime};
+use tokio::time::Instant;
+
+/// A way to ask, as `ask` names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Way {
+    Elicitation,
+    Page,
+}
+
+impl ApproveLayer {
+    /// Whether some way can ask for this session now.
+    pub(super) fn can_ask_somehow(&self) -> bool {
+        self.shared.settings.ways.iter().any(|way| match way {
+            Way::Elicitation => self.session.can_ask.load(Ordering::Relaxed),
+            Way::Page => desk::installed().is_some(),
+        })
+    }
+
+    /// Asks whether `tool` may run with what `params` holds, each way in
+    /// turn, within the call's `timeout`.
+    pub(super) async fn ask(
+        &self,
+        id: &RequestId,
+        tool: &str,
+        params: Option<&Payload>,
+    ) -> Decision {
+        crate::decided!("approve", "asked");
+        let settings = &self.shared.settings;
+        let arguments = match params.map(|p| p.member("arguments")) {
+            None | Some(Ok(None)) => json!({}),
+            Some(Ok(Some(arguments))) => arguments,
+            Some(Err(e)) => return unreadable(id, &e.to_string()),
+        };
+        let call = Call {
+            id: id.clone(),
+            tool: tool.to_owned(),
+            arguments,
+            params: Map::new(),
+        };
+        let deadline = Instant::now() + settings.timeout;
+        let ways = &settings.ways;
+        for (n, way) in ways.iter().enumerate() {
+            let last = n + 1 == ways.len();
+            let asked = match way {
+                Way::Elicitation if self.session.can_ask.load(Ordering::Relaxed) => {
+                    let wait = match last {
+                        true => deadline,
+                        false => deadline.min(Instant::now() + settings.elicitation_wait),
+                    };
+                    self.elicit(&call, wait).await
+                }
+                Way::Page => match desk::installed() {
+                    Some(desk) => self.on_page(&desk, &call, deadline).await,
+                    None => None,
+                },
+                Way::Elicitation => None,
+            };
+            if let Some(decision) = asked {
+                return decision;
+            }
+            if Instant::now() >= deadline {
+                return timed_out(&call, settings.timeout);
+            }
+        }
+        self.cannot_ask(id, tool)
+    }
+
+    /// The client's own dialog, until `wait`. `None`: no answer by then
+    /// (the question is withdrawn).
+    async fn elicit(&self, call: &Call, wait: Instant) -> Option<Decision> {
+        let session = &self.session;
+        let settings = &self.shared.settings;
+        let titled = session.titled.load(Ordering::Relaxed);
+        let params = elicitation(
+            &call.tool,
+            &call.arguments,
+            settings.remember_session,
+            titled,
+        );
+        let n = session.asked.fetch_add(1, Ordering::Relaxed);
+        let id = RequestId::String(format!("mcp-chain-approve-{n}"));
+        let question = Message::request(id.clone(), method::ELICITATION_CREATE, Some(params));
+        let mut open = Open {
+            client: session.client.clone(),
+            id: Some(id),
+        };
+        let asked = tokio::time::timeout_at(wait, session.client.send(question)).await;
+        let answer = match asked {
+            Ok(Ok(Some(Message::Response(r)))) => r.result.to_value().ok(),
+            Ok(Ok(Some(_))) | Ok(Err(_)) => None,
+            Ok(Ok(None)) => Some(json!({"action": "cancel"})),
+            // `open` withdraws the question as it goes.
+            Err(_) => return None,
+        };
+        open.id = None; // answered
+        let Some(answer) = answer else {
+            return Some(refusal(
+                &call.id,
+                "unreadable",
+                &format!("the client's answer to the approval of {:?} cannot be read; the call is refused", call.tool),
+            ));
+        };
+        Some(decided(
+            call,
+            answer_of(&answer, settings.remember_session),
+            |tool| record_session_grant(session, tool),
+        ))
+    }
+
+    /// mcp-chain's approval page, until `deadline`. `None`: the desk let
+    /// the question go.
+    async fn on_page(
+        &self,
+        desk: &std::sync::Arc<desk::Desk>,
+        call: &Call,
+        deadline: Instant,
+    ) -> Option<Decision> {
+        let settings = &self.shared.settings;
+        let mut question = desk.ask(Waiting {
+            id: 0,
+            tool: call.tool.clone(),
+            arguments: call.arguments.clone(),
+            caller: self.session.caller.clone(),
+            policy: settings.patterns.clone(),
+            session_choice: settings.remember_session,
+            since: SystemTime::now(),
+        });
+        let answer = match tokio::time::timeout_at(deadline, question.answer()).await {
+            Ok(answer) => answer?,
+            Err(_) => return Some(timed_out(call, settings.timeout)),
+        };
+        Some(match answer {
+            PageAnswer::AllowOnce => ("page_allowed", None),
+            PageAnswer::AllowSession => {
+                record_session_grant(&self.session, &call.tool);
+                ("page_allowed", None)
+            }
+            PageAnswer::Deny => refusal(
+                &call.id,
+                "page_denied",
+                &format!(
+                    "the user denied the call to {:?} on the approval page; it is refused",
+                    call.tool
+                ),
+            ),
+        })
+    }
+}
+
+fn timed_out(call: &Call, timeout: Duration) -> Decision {
+    refusal(
+        &call.id,
+        "timeout",
+        &format!(
+            "the user did not answer within {timeout:?}; the call to {:?} is refused",
+            call.tool
+        ),
+    )
+}
+
+/// A question the client was asked and has not answered: dropped so (no
+/// answer in time, or the call itself cancelled or given up by a layer
+/// outside), it is withdrawn with `notifications/cancelled`, so the user
+/// is not left with a dialog that no longer decides anything.
+struct Open {
+    client: ClientSlot,
+    /// `None` once answered.
+    id: Option<RequestId>,
+}
+
+impl Drop for Open {
+    fn drop(&mut self) {
+        let Some(id) = self.id.take() else {
+            return;
+        };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let client = self.client.clone();
+        let cancel =
+            json!({"requestId": id, "reason": "mcp-chain approve: the call is no longer waiting"});
+        let withdraw = Message::notification(method::NOTIFICATION_CANCELLED, Some(cancel));
+        runtime.spawn(async move {
+            let _ = client.send(withdraw).await;
+        });
+    }
+}

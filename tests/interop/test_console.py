@@ -1,0 +1,275 @@
+"""The approval page ([console]) with a real browser and real clients:
+Debian's Chromium, headless, driven by Selenium through chromedriver; the
+official Python SDK client (without elicitation, and with one that never
+answers) in front of server-everything. MCP_CHAIN_OPEN_URL is a
+"browser" that writes down the URL it is given; the test opens that URL
+in Chromium and clicks as a person would. Then what an attacker would
+try against the page, request by request."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import urllib.error
+import urllib.parse
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp.shared.exceptions import MCPError
+
+import harness
+from harness import Chain, everything_argv, open_session
+
+pytestmark = pytest.mark.anyio
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMEDRIVER = "/usr/bin/chromedriver"
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    if not (Path(CHROMIUM).exists() and Path(CHROMEDRIVER).exists()):
+        pytest.fail("Debian's chromium and chromium-driver are not installed (.ci/run installs them)")
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", "--window-size=1000,900"):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    driver.set_page_load_timeout(30)
+    yield driver
+    driver.quit()
+
+
+class Console:
+    """A chain whose approve asks on the page, and the hook that records
+    each URL mcp-chain opens."""
+
+    def __init__(self, tmp: Path, extra: str = "") -> None:
+        harness.require_proxy_binary()
+        self.opened = tmp / "opened.txt"
+        hook = tmp / "browser.py"
+        hook.write_text(f"import sys\nopen({str(self.opened)!r}, 'a').write(sys.argv[-1] + '\\n')\n")
+        self.config = tmp / "console.toml"
+        self.config.write_text(
+            '[[middleware]]\ntype = "approve"\ntools = ["echo"]\nask = ["elicitation", "page"]\n'
+            f'elicitation_wait = "2s"\nremember = "session"\ntimeout = "60s"\n{extra}\n'
+            '[console]\nlisten = "127.0.0.1:0"\n')
+        self.chain = Chain("console", self.config)
+        self.env = {"MCP_CHAIN_OPEN_URL": f"{sys.executable} {hook}", "MCP_CHAIN_STATE_DIR": str(tmp / "state")}
+
+    def urls(self) -> list[str]:
+        return self.opened.read_text().split() if self.opened.exists() else []
+
+    def url(self) -> str:
+        return harness.wait_until(lambda: (self.urls() or [None])[0], 30)
+
+
+def open_page(driver, url: str, calls: int) -> None:
+    """Loads the page until it lists `calls` waiting calls."""
+    from selenium.webdriver.common.by import By
+
+    def listed() -> bool:
+        driver.get(url)
+        return len(driver.find_elements(By.CSS_SELECTOR, "section.call")) == calls
+
+    assert harness.wait_until(listed, 30, 0.2), driver.page_source[:2000]
+
+
+def click(driver, label: str) -> None:
+    """Clicks the first button labelled `label`, as a person would."""
+    from selenium.webdriver.common.by import By
+
+    before = len(driver.find_elements(By.CSS_SELECTOR, "section.call"))
+    buttons = driver.find_elements(By.XPATH, f"//button[normalize-space()='{label}']")
+    assert buttons, f"no {label!r} button: {driver.page_source[:2000]}"
+    buttons[0].click()
+    # The decision posts and the page comes back with one call fewer.
+    assert harness.wait_until(lambda: len(driver.find_elements(By.CSS_SELECTOR, "section.call")) < before, 30, 0.1)
+
+
+async def call_while(conn, driver, arguments: dict[str, Any], decide) -> Any:
+    """Calls echo; meanwhile, in the browser, `decide(driver)`. The call's
+    result, or the MCPError it raised."""
+    outcome: dict[str, Any] = {}
+
+    async def call() -> None:
+        try:
+            outcome["result"] = await conn.session.call_tool("echo", arguments)
+        except MCPError as e:
+            outcome["error"] = e
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(call)
+        await anyio.to_thread.run_sync(decide, driver)
+    return outcome.get("result") or outcome["error"]
+
+
+async def test_a_client_without_elicitation_is_asked_on_the_page(browser, tmp_path: Path):
+    from selenium.webdriver.common.by import By
+
+    console = Console(tmp_path)
+    hostile = '<img src=x onerror=alert(1)><script>document.title=1</script>'
+
+    def allow(driver) -> None:
+        open_page(driver, console.url(), 1)
+        # What the call carries is shown as text, never as markup.
+        assert hostile in driver.find_element(By.CSS_SELECTOR, "section.call").text
+        assert driver.find_elements(By.TAG_NAME, "img") == []
+        assert "Allow for this session" in driver.page_source
+        if os.environ.get("MCP_CHAIN_SCREENSHOTS"):
+            # docs/console.md's picture, taken by this test (MCP_CHAIN_SCREENSHOTS=1).
+            driver.save_screenshot(str(harness.REPO / "docs" / "images" / "approval-page.png"))
+        click(driver, "Allow once")
+
+    async with open_session(everything_argv(), console.chain, label="console", env=console.env) as conn:
+        result = await call_while(conn, browser, {"message": hostile}, allow)
+        assert result.content[0].text == f"Echo: {hostile}", result
+        # `mcp-chain console --config` names the page of this running instance.
+        shown = subprocess.run([str(harness.MCP_CHAIN), "console", "--config", str(console.config)],
+                               capture_output=True, text=True, timeout=30, env={**console.env, "PATH": "/usr/bin:/bin"})
+        assert shown.returncode == 0 and shown.stdout.strip() == console.url(), shown
+
+        def deny(driver) -> None:
+            open_page(driver, console.url(), 1)
+            click(driver, "Deny")
+
+        refused = await call_while(conn, browser, {"message": "rm -rf"}, deny)
+        assert isinstance(refused, MCPError), refused
+        assert refused.error.data == {"layer": "approve", "reason": "page_denied"}, refused.error
+        assert "approval page" in refused.error.message
+    assert len(console.urls()) == 2, "one page a burst: two bursts, two pages"
+    assert "the approval page is at" in conn.stderr.read_text()
+
+
+async def test_three_calls_at_once_one_page_three_decisions(browser, tmp_path: Path):
+    console = Console(tmp_path)
+    results: list[Any] = []
+    async with open_session(everything_argv(), console.chain, label="console-three", env=console.env) as conn:
+
+        async def call(n: int) -> None:
+            results.append(await conn.session.call_tool("echo", {"message": f"call {n}"}))
+
+        def decide(driver) -> None:
+            open_page(driver, console.url(), 3)
+            for _ in range(3):
+                click(driver, "Allow once")
+
+        async with anyio.create_task_group() as tg:
+            for n in range(3):
+                tg.start_soon(call, n)
+            await anyio.to_thread.run_sync(decide, browser)
+    assert sorted(r.content[0].text for r in results) == ["Echo: call 0", "Echo: call 1", "Echo: call 2"]
+    assert len(console.urls()) == 1, console.urls()
+
+
+async def test_a_client_that_never_answers_its_dialog_is_asked_on_the_page(browser, tmp_path: Path):
+    """The client declares elicitation and never shows the form (as Claude
+    Desktop's chat does): after elicitation_wait the question is withdrawn
+    and the page decides; "Allow for this session" then holds."""
+    console = Console(tmp_path)
+    asked: list[Any] = []
+
+    async def never(context, params):
+        asked.append(params)
+        await anyio.sleep_forever()
+
+    async with open_session(everything_argv(), console.chain, label="console-silent", env=console.env,
+                            elicitation_callback=never) as conn:
+
+        def allow_session(driver) -> None:
+            open_page(driver, console.url(), 1)
+            click(driver, "Allow for this session")
+
+        result = await call_while(conn, browser, {"message": "first"}, allow_session)
+        assert result.content[0].text == "Echo: first"
+        [question] = [m for m in conn.incoming("elicitation/create")]
+        withdrawn = [m for m in conn.incoming("notifications/cancelled")
+                     if m["params"]["requestId"] == question["id"]]
+        assert withdrawn, "the unanswered question was withdrawn"
+        again = await conn.session.call_tool("echo", {"message": "second"})
+        assert again.content[0].text == "Echo: second"
+        assert len(asked) == 1 and len(console.urls()) == 1, "allowed for the session: not asked again"
+
+
+def request(url: str, method: str = "GET", data: bytes | None = None, headers: dict[str, str] | None = None) -> tuple[int, str]:
+    req = urllib.request.Request(url, data=data, method=method, headers=headers or {})
+
+    class NoRedirect(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, *args):
+            return None
+
+    try:
+        with urllib.request.build_opener(NoRedirect).open(req, timeout=10) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+
+
+async def test_what_an_attacker_tries_against_the_page_decides_nothing(tmp_path: Path):
+    console = Console(tmp_path)
+    async with open_session(everything_argv(), console.chain, label="console-attacked", env=console.env) as conn:
+        outcome: dict[str, Any] = {}
+
+        async def call() -> None:
+            outcome["result"] = await conn.session.call_tool("echo", {"message": "attacked"})
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(call)
+            url = await anyio.to_thread.run_sync(console.url)
+            parts = urllib.parse.urlsplit(url)
+            origin = f"{parts.scheme}://{parts.netloc}"
+            status, page = await anyio.to_thread.run_sync(request, url)
+            assert status == 200, page
+            token = re.search(r'name="token" value="([0-9a-f]+)"', page).group(1)
+            call_id = re.search(r'name="id" value="(\d+)"', page).group(1)
+            form = urllib.parse.urlencode({"id": call_id, "choice": "allow_once", "token": token}).encode()
+            plain = {"Content-Type": "application/x-www-form-urlencoded"}
+            attempts = [
+                ("no secret", f"{origin}/", "GET", None, {}, 404),
+                ("another secret", f"{origin}/{'0' * 32}/", "GET", None, {}, 404),
+                ("a rebinding Host", url, "GET", None, {"Host": f"attacker.example:{parts.port}"}, 403),
+                ("a GET decides nothing", url + "decide?" + form.decode(), "GET", None, {}, 405),
+                ("a cross-site form post", url + "decide", "POST", form, {**plain, "Origin": "http://attacker.example"}, 403),
+                ("a cross-site fetch", url + "decide", "POST", form, {**plain, "Sec-Fetch-Site": "cross-site"}, 403),
+                ("no token", url + "decide", "POST", form.replace(token.encode(), b""), plain, 403),
+                ("another token", url + "decide", "POST", form.replace(token.encode(), b"f" * 32), plain, 403),
+                ("not a form", url + "decide", "POST", json.dumps({"id": call_id}).encode(), {"Content-Type": "application/json"}, 415),
+            ]
+            for what, target, method, data, headers, expected in attempts:
+                status, body = await anyio.to_thread.run_sync(lambda: request(target, method, data, headers))
+                assert status == expected, (what, status, body)
+            assert "result" not in outcome, "nothing above decided the call"
+            status, _ = await anyio.to_thread.run_sync(lambda: request(url + "decide", "POST", form, {**plain, "Origin": origin}))
+            assert status == 303
+        assert outcome["result"].content[0].text == "Echo: attacked"
+        replayed, body = request(url + "decide", "POST", form, {**plain, "Origin": origin})
+        assert replayed == 409, (replayed, body)
+
+
+def test_a_page_without_a_console_is_a_config_error(tmp_path: Path):
+    config = tmp_path / "c.toml"
+    config.write_text('[[middleware]]\ntype = "approve"\ntools = ["x"]\nask = ["elicitation", "page"]\n')
+    checked = subprocess.run([str(harness.MCP_CHAIN), "check", "--config", str(config), "--", "true"],
+                             capture_output=True, text=True, timeout=30)
+    assert checked.returncode != 0 and "[console]" in checked.stdout + checked.stderr, checked
+    config.write_text('[console]\nlisten = "0.0.0.0:8080"\n')
+    checked = subprocess.run([str(harness.MCP_CHAIN), "check", "--config", str(config), "--", "true"],
+                             capture_output=True, text=True, timeout=30)
+    assert checked.returncode != 0 and "not loopback" in checked.stdout + checked.stderr, checked
+
+
+def test_console_says_when_no_instance_runs(tmp_path: Path):
+    console = Console(tmp_path)
+    shown = subprocess.run([str(harness.MCP_CHAIN), "console", "--config", str(console.config)],
+                           capture_output=True, text=True, timeout=30, env={**console.env, "PATH": "/usr/bin:/bin"})
+    assert shown.returncode == 1 and "no running mcp-chain" in shown.stderr, shown
+
