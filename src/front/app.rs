@@ -161,6 +161,7 @@ impl<S> Guarded<S> {
             peer: self.guard.peer,
             token,
             principal: None,
+            named: Arc::default(),
         };
         let request = Request::from_parts(head, body);
         Ok(Admitted {
@@ -236,6 +237,7 @@ where
             match authenticate(&front, &admitted).await {
                 Ok(principal) => {
                     admitted.caller.principal = Some(principal);
+                    admitted.caller.named = front.named_scopes();
                     inner.call(admitted).await
                 }
                 Err(refused) => Ok(refused.into_answer()),

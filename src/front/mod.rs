@@ -92,6 +92,29 @@ impl Front {
         }
     }
 
+    /// The scopes some `when` or `unless` of the policy in force names:
+    /// two tokens of one subject that hold the same of these get the same
+    /// layers, and so may share sessions.
+    pub(super) fn named_scopes(&self) -> Arc<std::collections::BTreeSet<String>> {
+        let named = |entries: &mut dyn Iterator<Item = &crate::layers::Entry>| {
+            let mut named = std::collections::BTreeSet::new();
+            for entry in entries {
+                let tables = [&entry.applies.when, &entry.applies.unless];
+                for callers in tables.into_iter().flatten() {
+                    named.extend(callers.scopes.iter().cloned());
+                }
+            }
+            Arc::new(named)
+        };
+        match &self.policy {
+            Some(policy) => {
+                let policy = policy.borrow();
+                named(&mut policy.entries.iter().map(|e| &**e))
+            }
+            None => named(&mut self.config.chain.iter()),
+        }
+    }
+
     /// The chain's layers for a new session: what a layer learns about a
     /// session starts empty; what is shared by design (a global rate
     /// limit's buckets, the audit file) stays shared.

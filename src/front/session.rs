@@ -44,13 +44,16 @@ pub(super) struct Caller {
     pub(super) peer: SocketAddr,
     pub(super) token: Option<super::guard::Pass>,
     pub(super) principal: Option<Arc<Principal>>,
+    /// The scopes some `when` or `unless` names (of the policy in force):
+    /// what of a principal's scopes its sessions are keyed by.
+    pub(super) named: Arc<std::collections::BTreeSet<String>>,
 }
 
 impl Caller {
     /// What the caller's sessions and requests belong to.
     pub(super) fn owner(&self) -> Owner {
         match (&self.principal, &self.token) {
-            (Some(principal), _) => Owner::Principal(principal.owner_key()),
+            (Some(principal), _) => Owner::Principal(principal.owner_key(&self.named)),
             (None, Some(pass)) => Owner::Token(pass.clone()),
             (None, None) => Owner::Anyone,
         }

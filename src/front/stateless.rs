@@ -6,9 +6,9 @@
 //! Such a request is served by one of a small pool of shared server
 //! sessions (each a session like any other: its own server and chain), so
 //! a server is not started per request. Each caller (a principal with
-//! the scopes its token holds, a static token, or anyone where the front
-//! asks for neither) has a pool of its own: its sessions' chains were
-//! chosen for exactly that subject and those scopes (`when`, `unless`,
+//! the scopes its token holds that a rule reads, a static token, or anyone
+//! where the front asks for neither) has a pool of its own: its sessions'
+//! chains were chosen for exactly that subject and those scopes (`when`, `unless`,
 //! per-caller limits apply), so each request is judged by its own token,
 //! and no caller's requests meet another's. Requests of many clients meet on
 //! one server, so the front gives each request an id of its own, and its

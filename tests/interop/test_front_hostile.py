@@ -86,10 +86,12 @@ def test_a_session_is_not_driven_by_a_token_of_other_scopes(issuer: OAuthFixture
         assert status == 200 and "error" in rpc(body), body
         status, _, body = front.request("POST", call, admin, headers={"Mcp-Session-Id": readers})
         assert status == 404, (status, body)
-        # The same scopes in another order, from a refreshed token: the session goes on.
-        again = good(issuer, front, scope="mcp:admin mcp:read", jti="2")
-        status, _, body = front.request("POST", call, again, headers={"Mcp-Session-Id": admins})
-        assert status == 200 and "result" in rpc(body), body
+        # The same scopes in another order, or with one no rule reads (a
+        # refresh, a step-up): the same layers, so the session goes on.
+        for scope in ("mcp:admin mcp:read", "mcp:admin mcp:read mcp:write"):
+            again = good(issuer, front, scope=scope, jti=scope)
+            status, _, body = front.request("POST", call, again, headers={"Mcp-Session-Id": admins})
+            assert status == 200 and "result" in rpc(body), (scope, body)
 
 
 def pid_running(config: Path) -> int:
@@ -182,21 +184,38 @@ def test_connections_past_max_connections_are_refused_and_the_front_goes_on(tmp_
                       f'[front]\nlisten = "127.0.0.1:{port}"\nmax_connections = 4\n')
     argv = [str(harness.MCP_CHAIN), "--config", str(config)]
     with harness.listening(argv, port, "mcp-chain[front cap]") as stderr:
-        # harness.listening's own probe connection may still hold a slot: wait until all four are free.
+        # Connections are held until one is refused: harness.listening's
+        # own probe may still hold a slot, so how many get in first is
+        # the cap give or take that one; that the next is refused at once
+        # is what is checked. A held one sends nothing (no answer comes);
+        # a refused one is answered before it sends anything.
         held: list[socket.socket] = []
-
-        def refused_reply() -> bytes:
+        reply = b""
+        for _ in range(20):
             s = socket.create_connection(("127.0.0.1", port), timeout=10)
-            reply = s.recv(4096)
+            s.settimeout(1.0)
+            try:
+                reply = s.recv(4096)
+            except socket.timeout:
+                held.append(s)
+                continue
             s.close()
-            return reply
-
-        for _ in range(4):
-            held.append(socket.create_connection(("127.0.0.1", port), timeout=10))
-        # The fifth: refused at once (it sent nothing, so only the cap answers it).
-        assert harness.wait_until(lambda: refused_reply().startswith(b"HTTP/1.1 503"), 10, 0.1)
-        reply = refused_reply()
+            if reply:
+                break
+        assert reply.startswith(b"HTTP/1.1 503"), reply
         assert b"too many connections" in reply and b"Retry-After: 1" in reply, reply
+        # On a slow machine a refusal may have come after the second we
+        # waited: accepted in order, every earlier one has its answer by now.
+        late = []
+        for s in held:
+            s.settimeout(0.2)
+            try:
+                if s.recv(4096).startswith(b"HTTP/1.1 503"):
+                    late.append(s)
+            except socket.timeout:
+                pass
+        held = [s for s in held if s not in late]
+        assert 3 <= len(held) <= 4, f"{len(held)} held under max_connections = 4"
         for s in held:
             s.close()
 
