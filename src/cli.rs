@@ -110,6 +110,12 @@ pub enum Command {
         /// The server's URL.
         url: String,
     },
+    /// The approvals that last (approve with remember = "always"): list
+    /// them, or revoke them (running instances ask again at once).
+    Approve {
+        #[command(subcommand)]
+        action: ApproveAction,
+    },
     /// Print the URL of the console ([console]: the approval page) of the
     /// running mcp-chain for the config named with -c, or say none runs.
     Console,
@@ -117,6 +123,20 @@ pub enum Command {
     Auth {
         #[command(subcommand)]
         action: AuthAction,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ApproveAction {
+    /// Each lasting approval, numbered: tool, server, arguments, when, who.
+    List,
+    /// Take back an approval by its number in `list`, or all of them.
+    Revoke {
+        /// The approval's number in `mcp-chain approve list`.
+        index: Option<usize>,
+        /// Every lasting approval.
+        #[arg(long)]
+        all: bool,
     },
 }
 

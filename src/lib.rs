@@ -55,6 +55,7 @@ pub mod logging;
 pub mod memory;
 pub mod relay;
 
+mod approvals;
 mod callers;
 mod chain;
 mod check;
@@ -211,6 +212,7 @@ fn run(cli: &Cli, config: Config, background: Background) -> ExitCode {
         Some(Command::Check { server }) => check::run(&config, &upstream_for(&config, cli, server)),
         Some(Command::Pin { action }) => pins::run(&config, action),
         Some(Command::Console) => console::run_command(cli.config.as_deref()),
+        Some(Command::Approve { action }) => approvals::run(action),
         Some(command @ (Command::Login { .. } | Command::Logout { .. } | Command::Auth { .. })) => {
             auth_command(&config, command)
         }
@@ -366,6 +368,7 @@ fn listen(
     if let Some(task) = background {
         runtime.spawn(task);
     }
+    approvals::install_book(&upstream);
     if let Err(code) = serve_console(&runtime, &config) {
         return code;
     }
@@ -397,6 +400,7 @@ fn serve(
     if let Some(task) = background {
         runtime.spawn(task);
     }
+    approvals::install_book(upstream);
     if let Err(code) = serve_console(&runtime, config) {
         return code;
     }

@@ -10,6 +10,8 @@
 //! - `GET /SECRET/page.js`: its small script (live updates, local times);
 //! - `GET /SECRET/events`: Server-Sent Events, one each time what waits
 //!   changes;
+//! - `POST /SECRET/revoke`: a lasting approval taken back (as `mcp-chain
+//!   approve revoke` does), judged as a decision is;
 //! - `POST /SECRET/decide`: a decision. Only a POST decides (a link, a
 //!   prefetch or a GET cannot), only from this page's own origin (`Origin`,
 //!   `Sec-Fetch-Site`), only with the page's token; a refusal is a 4xx,
@@ -132,8 +134,15 @@ async fn answer(pages: &Pages, request: Request<Incoming>) -> Response<Body> {
             response
         }
         ("/events", &Method::GET) => events(pages),
-        ("/decide", &Method::POST) => decide(pages, &head, body).await,
-        ("/" | "/page.js" | "/events" | "/decide", _) => {
+        ("/decide", &Method::POST) => match form(pages, &head, body).await {
+            Ok(form) => decide(pages, &form),
+            Err(refused) => refused,
+        },
+        ("/revoke", &Method::POST) => match form(pages, &head, body).await {
+            Ok(form) => revoke(&form),
+            Err(refused) => refused,
+        },
+        ("/" | "/page.js" | "/events" | "/decide" | "/revoke", _) => {
             plain(StatusCode::METHOD_NOT_ALLOWED, "not with this method")
         }
         _ => plain(StatusCode::NOT_FOUND, "not found"),
@@ -158,9 +167,20 @@ struct Shown {
     caller: Option<String>,
     policy: String,
     session_choice: bool,
+    always_choice: bool,
     since_ms: u128,
     waited_s: u64,
     arguments: Vec<Argument>,
+}
+
+#[derive(Serialize)]
+struct ShownGrant {
+    index: usize,
+    tool: String,
+    server: String,
+    arguments: Option<String>,
+    granted_ms: u128,
+    caller: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -180,8 +200,23 @@ fn page(pages: &Pages) -> Response<Body> {
         .into_iter()
         .map(|w| shown_waiting(&w, now))
         .collect();
+    let grants: Vec<ShownGrant> = mcp_chain_middleware::approve::book::installed()
+        .map(|book| book.grants())
+        .unwrap_or_default()
+        .iter()
+        .enumerate()
+        .map(|(index, g)| ShownGrant {
+            index,
+            tool: shown(&g.tool, 200),
+            server: shown(&g.server, 200),
+            arguments: g.arguments.clone(),
+            granted_ms: u128::from(g.granted_at) * 1000,
+            caller: g.caller.as_deref().map(|c| shown(c, 200)),
+        })
+        .collect();
     let context = minijinja::context! {
         waiting => waiting,
+        grants => grants,
         token => &pages.token,
         listen => pages.bound.to_string(),
     };
@@ -220,6 +255,7 @@ fn shown_waiting(w: &Waiting, now: SystemTime) -> Shown {
         caller: w.caller.as_deref().map(|c| shown(c, 200)),
         policy: shown(&w.policy, 300),
         session_choice: w.session_choice,
+        always_choice: w.always_choice,
         since_ms: w
             .since
             .duration_since(UNIX_EPOCH)
@@ -259,52 +295,67 @@ fn events(pages: &Pages) -> Response<Body> {
     response
 }
 
-/// A decision, as the page's form posts it.
-async fn decide(
+/// A form the page posted, once it is known to come from the page: its
+/// origin, its kind, its size and its token checked. Its fields.
+async fn form(
     pages: &Pages,
     head: &hyper::http::request::Parts,
     body: Incoming,
-) -> Response<Body> {
+) -> Result<Vec<(String, String)>, Response<Body>> {
     let header = |name: &str| head.headers.get(name).and_then(|v| v.to_str().ok());
     if let Some(origin) = header("origin") {
         if !pages.origins.iter().any(|o| o.eq_ignore_ascii_case(origin)) {
-            return plain(
+            return Err(plain(
                 StatusCode::FORBIDDEN,
                 "a decision comes from this page only (Origin)",
-            );
+            ));
         }
     }
     if header("sec-fetch-site").is_some_and(|site| site != "same-origin") {
-        return plain(
+        return Err(plain(
             StatusCode::FORBIDDEN,
             "a decision comes from this page only (Sec-Fetch-Site)",
-        );
+        ));
     }
     if header("content-type") != Some("application/x-www-form-urlencoded") {
-        return plain(StatusCode::UNSUPPORTED_MEDIA_TYPE, "a decision is a form");
+        return Err(plain(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "a decision is a form",
+        ));
     }
     let Ok(collected) = Limited::new(body, MAX_FORM_BYTES).collect().await else {
-        return plain(StatusCode::PAYLOAD_TOO_LARGE, "a decision is a small form");
+        return Err(plain(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "a decision is a small form",
+        ));
     };
-    let form = collected.to_bytes();
-    let (mut id, mut choice, mut token) = (None, None, None);
-    for (key, value) in url::form_urlencoded::parse(&form) {
-        match key.as_ref() {
-            "id" => id = value.parse::<u64>().ok(),
-            "choice" => choice = PageAnswer::parse(&value),
-            "token" => token = Some(value.into_owned()),
-            _ => {}
-        }
-    }
-    let good_token: bool = token
-        .as_deref()
-        .is_some_and(|t| bool::from(t.as_bytes().ct_eq(pages.token.as_bytes())));
+    let fields: Vec<(String, String)> = url::form_urlencoded::parse(&collected.to_bytes())
+        .into_owned()
+        .collect();
+    let token = fields
+        .iter()
+        .find(|(k, _)| k == "token")
+        .map(|(_, v)| v.as_bytes());
+    let good_token: bool = token.is_some_and(|t| bool::from(t.ct_eq(pages.token.as_bytes())));
     if !good_token {
-        return plain(
+        return Err(plain(
             StatusCode::FORBIDDEN,
             "a decision carries this page's token",
-        );
+        ));
     }
+    Ok(fields)
+}
+
+fn field<'f>(form: &'f [(String, String)], name: &str) -> Option<&'f str> {
+    form.iter()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.as_str())
+}
+
+/// A decision about a waiting call.
+fn decide(pages: &Pages, form: &[(String, String)]) -> Response<Body> {
+    let id = field(form, "id").and_then(|v| v.parse::<u64>().ok());
+    let choice = field(form, "choice").and_then(PageAnswer::parse);
     let (Some(id), Some(choice)) = (id, choice) else {
         return plain(
             StatusCode::BAD_REQUEST,
@@ -317,7 +368,32 @@ async fn decide(
             "this call no longer waits for an answer (or that choice is not offered)",
         );
     }
-    let mut response = text(StatusCode::SEE_OTHER, "decided");
+    back_to_the_page()
+}
+
+/// A lasting approval taken back: named by its place and its tool, so a
+/// list changed meanwhile revokes nothing else.
+fn revoke(form: &[(String, String)]) -> Response<Body> {
+    let Some(book) = mcp_chain_middleware::approve::book::installed() else {
+        return plain(StatusCode::CONFLICT, "no lasting approvals are kept here");
+    };
+    let index = field(form, "index").and_then(|v| v.parse::<usize>().ok());
+    let tool = field(form, "tool");
+    let (Some(index), Some(tool)) = (index, tool) else {
+        return plain(StatusCode::BAD_REQUEST, "a revoke names an approval");
+    };
+    let same = book
+        .grants()
+        .get(index)
+        .is_some_and(|g| shown(&g.tool, 200) == tool);
+    if !same || !book.revoke(index) {
+        return plain(StatusCode::CONFLICT, "that approval is no longer there");
+    }
+    back_to_the_page()
+}
+
+fn back_to_the_page() -> Response<Body> {
+    let mut response = text(StatusCode::SEE_OTHER, "done");
     set(&mut response, LOCATION, "./");
     response
 }

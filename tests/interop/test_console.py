@@ -273,3 +273,71 @@ def test_console_says_when_no_instance_runs(tmp_path: Path):
                            capture_output=True, text=True, timeout=30, env={**console.env, "PATH": "/usr/bin:/bin"})
     assert shown.returncode == 1 and "no running mcp-chain" in shown.stderr, shown
 
+
+
+def page_of(conn) -> str:
+    """The approval page of the mcp-chain behind `conn`, as it says on stderr."""
+    found = harness.wait_until(lambda: re.search(r"the approval page is at (\S+)", conn.stderr.read_text()), 10)
+    return found.group(1)
+
+
+def approve_command(console: Console, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(harness.MCP_CHAIN), "approve", *args], capture_output=True, text=True, timeout=30,
+                          env={**console.env, "PATH": "/usr/bin:/bin"})
+
+
+async def test_always_lasts_for_the_same_call_until_revoked_or_the_rule_changes(browser, tmp_path: Path):
+    console = Console(tmp_path, extra="")
+    console.config.write_text(console.config.read_text().replace('remember = "session"', 'remember = "always"'))
+
+    def press(conn, label: str):
+        """In the browser: the page of `conn`'s mcp-chain, the first call's `label`."""
+        def decide(driver) -> None:
+            open_page(driver, page_of(conn), 1)
+            click(driver, label)
+        return decide
+
+    async with open_session(everything_argv(), console.chain, label="console-always", env=console.env) as conn:
+        first = await call_while(conn, browser, {"message": "same"}, press(conn, "Always"))
+        assert first.content[0].text == "Echo: same"
+        # The same call again: no question, no page.
+        again = await conn.session.call_tool("echo", {"message": "same"})
+        assert again.content[0].text == "Echo: same" and len(console.urls()) == 1
+        # Other arguments: asked again (a new burst, a new page).
+        other = await call_while(conn, browser, {"message": "other"}, press(conn, "Allow once"))
+        assert other.content[0].text == "Echo: other" and len(console.urls()) == 2
+    listed = approve_command(console, "list")
+    assert listed.returncode == 0 and "0: echo on " in listed.stdout and "these arguments" in listed.stdout, listed
+
+    # Another process of the same rule: the grant holds.
+    async with open_session(everything_argv(), console.chain, label="console-always-2", env=console.env) as conn:
+        assert (await conn.session.call_tool("echo", {"message": "same"})).content[0].text == "Echo: same"
+        assert len(console.urls()) == 2
+        # Revoked from the page: asked again at once.
+        def revoke(driver) -> None:
+            from selenium.webdriver.common.by import By
+
+            driver.get(page_of(conn))
+            driver.find_element(By.XPATH, "//button[normalize-space()='Revoke']").click()
+            assert harness.wait_until(lambda: not driver.find_elements(By.XPATH, "//button[normalize-space()='Revoke']"), 10, 0.1)
+
+        await anyio.to_thread.run_sync(revoke, browser)
+        assert "no lasting approvals" in approve_command(console, "list").stdout
+        denied = await call_while(conn, browser, {"message": "same"}, press(conn, "Deny"))
+        assert isinstance(denied, MCPError) and denied.error.data["reason"] == "page_denied"
+
+    # Granted again, then the rule changes: the grant no longer holds.
+    async with open_session(everything_argv(), console.chain, label="console-always-3", env=console.env) as conn:
+        await call_while(conn, browser, {"message": "same"}, press(conn, "Always"))
+    console.config.write_text(console.config.read_text().replace('timeout = "60s"', 'timeout = "59s"'))
+    async with open_session(everything_argv(), console.chain, label="console-always-4", env=console.env) as conn:
+        before = len(console.urls())
+        asked = await call_while(conn, browser, {"message": "same"}, press(conn, "Allow once"))
+        assert asked.content[0].text == "Echo: same" and len(console.urls()) == before + 1, "asked again"
+    assert approve_command(console, "revoke", "--all").returncode == 0
+    assert "no lasting approvals" in approve_command(console, "list").stdout
+    records = [json.loads(line) for line in (tmp_path / "state" / "approve" / "decisions.jsonl").read_text().splitlines()]
+    decisions = [r["decision"] for r in records]
+    assert decisions[:3] == ["page_allowed_always", "remembered_always", "page_allowed"], decisions
+    assert all(r["arguments_sha256"].startswith("sha256:") and r["revision"].startswith("sha256:") for r in records)
+    assert {r["asked"] for r in records} >= {"page", "remembered"}

@@ -7,7 +7,7 @@ use crate::units::parse_duration;
 use serde::Deserialize;
 
 /// The approve layer's settings, as written.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct ApproveConfig {
     /// Tool-name patterns (globs or `re:` regexes) whose calls wait for
@@ -33,6 +33,10 @@ pub struct ApproveConfig {
     /// with no next way, the whole `timeout`).
     #[serde(default)]
     pub elicitation_wait: Option<String>,
+    /// With `remember = "always"`: a lasting grant holds for the call's
+    /// `"arguments"` (default) or for the `"tool"` with any arguments.
+    #[serde(default)]
+    pub always: Option<String>,
 }
 
 /// `elicitation_wait` when not given.
@@ -54,16 +58,36 @@ impl ApproveConfig {
                 Pattern::new(p).map_err(|e| ConfigError::at([Key::from("tools"), Key::from(n)], e))
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let remember_session = match self.remember.as_deref() {
-            None | Some("once") => false,
-            Some("session") => true,
+        let (remember_session, remember_always) = match self.remember.as_deref() {
+            None | Some("once") => (false, false),
+            Some("session") => (true, false),
+            Some("always") => (true, true),
             Some(other) => {
                 return Err(ConfigError::key(
                     "remember",
-                    format!("{other:?} is not \"once\" or \"session\""),
+                    format!("{other:?} is not \"once\", \"session\" or \"always\""),
                 ))
             }
         };
+        let always_tool = match self.always.as_deref() {
+            None | Some("arguments") => false,
+            Some("tool") => true,
+            Some(other) => {
+                return Err(ConfigError::key(
+                    "always",
+                    format!("{other:?} is not \"arguments\" or \"tool\""),
+                ))
+            }
+        };
+        if self.always.is_some() && !remember_always {
+            return Err(ConfigError::key(
+                "always",
+                "goes with remember = \"always\"",
+            ));
+        }
+        let revision = crate::pin::fingerprint::digest(
+            &serde_json::to_value(self).unwrap_or(serde_json::Value::Null),
+        );
         let fallback_allow = match self.fallback.as_deref() {
             None | Some("refuse") => false,
             Some("allow") => true,
@@ -126,6 +150,9 @@ impl ApproveConfig {
             ways,
             elicitation_wait,
             patterns: self.tools.join(", "),
+            remember_always,
+            always_tool,
+            revision,
         }))
     }
 }

@@ -23,6 +23,7 @@ use tokio::sync::{oneshot, watch};
 pub enum PageAnswer {
     AllowOnce,
     AllowSession,
+    AllowAlways,
     Deny,
 }
 
@@ -33,6 +34,7 @@ impl PageAnswer {
         match text {
             "allow_once" => Some(Self::AllowOnce),
             "allow_session" => Some(Self::AllowSession),
+            "allow_always" => Some(Self::AllowAlways),
             "deny" => Some(Self::Deny),
             _ => None,
         }
@@ -51,6 +53,8 @@ pub struct Waiting {
     pub policy: String,
     /// "Allow for this session" may be offered.
     pub session_choice: bool,
+    /// "Always" may be offered.
+    pub always_choice: bool,
     pub since: SystemTime,
 }
 
@@ -156,6 +160,9 @@ impl Desk {
                 Some(e) if answer == PageAnswer::AllowSession && !e.waiting.session_choice => {
                     return false
                 }
+                Some(e) if answer == PageAnswer::AllowAlways && !e.waiting.always_choice => {
+                    return false
+                }
                 Some(_) => entries.remove(&id),
                 None => None,
             }
@@ -210,6 +217,7 @@ mod tests {
             caller: None,
             policy: "write_*".into(),
             session_choice,
+            always_choice: false,
             since: SystemTime::now(),
         }
     }

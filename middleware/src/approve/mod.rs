@@ -30,6 +30,7 @@
 //! mode) is refused with a message saying why, unless `fallback = "allow"`.
 //! Each decision is noted in the audit line of the call.
 
+pub mod book;
 mod config;
 pub mod desk;
 mod modern;

@@ -61,7 +61,7 @@ where
                     let question = ("asked", Some(self.question(&call, server)));
                     return settled(question, &mut self.inner, env);
                 };
-                let decision = decided(&call, answer_of(&answer, false), |_| {});
+                let decision = decided(&call, answer_of(&answer, false, false), |_| {});
                 if decision.1.is_some() {
                     return settled(decision, &mut self.inner, env);
                 }
@@ -138,7 +138,7 @@ where
             .shared
             .seal
             .state(&call.tool, &call.arguments, &state);
-        let ask = elicitation(&call.tool, &call.arguments, false, true);
+        let ask = elicitation(&call.tool, &call.arguments, false, false, true);
         let result = json!({
             "resultType": "input_required",
             INPUT_REQUESTS: {INPUT_KEY: {"method": method::ELICITATION_CREATE, "params": ask}},

@@ -22,6 +22,8 @@ const SHOWN_CHARS: usize = 120;
 pub(super) enum Answer {
     AllowOnce,
     AllowSession,
+    /// Allowed from now on (`remember = "always"`): a lasting grant.
+    AllowAlways,
     /// Refused, with the reason in `data.reason`.
     Refused(&'static str),
 }
@@ -30,10 +32,19 @@ pub(super) enum Answer {
 /// `arguments`. `session`: offer "Allow for this session". `titled`: the
 /// client speaks 2025-11-25 or later (`oneOf` with titles; earlier ones
 /// read `enum` with `enumNames`).
-pub(super) fn elicitation(tool: &str, arguments: &Value, session: bool, titled: bool) -> Value {
+pub(super) fn elicitation(
+    tool: &str,
+    arguments: &Value,
+    session: bool,
+    always: bool,
+    titled: bool,
+) -> Value {
     let mut choices = vec![("allow_once", "Allow once")];
     if session {
         choices.push(("allow_session", "Allow for this session"));
+    }
+    if always {
+        choices.push(("allow_always", "Always"));
     }
     choices.push(("deny", "Deny"));
     let mut decision = json!({"type": "string", "title": "Decision"});
@@ -93,7 +104,7 @@ fn shown_json(value: &Value) -> String {
 }
 
 /// Reads an `ElicitResult`. Anything but an accepted allow is a refusal.
-pub(super) fn answer_of(result: &Value, session: bool) -> Answer {
+pub(super) fn answer_of(result: &Value, session: bool, always: bool) -> Answer {
     match result.get("action").and_then(Value::as_str) {
         Some("accept") => {}
         Some("decline") => return Answer::Refused("declined"),
@@ -103,6 +114,7 @@ pub(super) fn answer_of(result: &Value, session: bool) -> Answer {
     match result.pointer("/content/decision").and_then(Value::as_str) {
         Some("allow_once") => Answer::AllowOnce,
         Some("allow_session") if session => Answer::AllowSession,
+        Some("allow_always") if always => Answer::AllowAlways,
         Some("deny") => Answer::Refused("denied"),
         _ => Answer::Refused("unreadable"),
     }
@@ -249,8 +261,31 @@ mod tests {
     use super::*;
 
     fn message(tool: &str, arguments: Value) -> String {
-        let question = elicitation(tool, &arguments, true, true);
+        let question = elicitation(tool, &arguments, true, false, true);
         question["message"].as_str().expect("a message").to_owned()
+    }
+
+    #[test]
+    fn always_is_offered_and_read_only_where_the_rule_says() {
+        let offered = elicitation("t", &json!({}), true, true, true);
+        let titles: Vec<&str> = offered
+            .pointer("/requestedSchema/properties/decision/oneOf")
+            .and_then(Value::as_array)
+            .expect("choices")
+            .iter()
+            .filter_map(|c| c["title"].as_str())
+            .collect();
+        assert_eq!(
+            titles,
+            ["Allow once", "Allow for this session", "Always", "Deny"]
+        );
+        let always = json!({"action": "accept", "content": {"decision": "allow_always"}});
+        assert_eq!(answer_of(&always, true, true), Answer::AllowAlways);
+        assert_eq!(
+            answer_of(&always, true, false),
+            Answer::Refused("unreadable"),
+            "a choice that was not offered allows nothing"
+        );
     }
 
     #[test]

@@ -35,6 +35,13 @@ pub(super) struct Settings {
     pub(super) elicitation_wait: Duration,
     /// The tool patterns as written: the rule a page names.
     pub(super) patterns: String,
+    /// `remember = "always"`: a person may grant a call for good.
+    pub(super) remember_always: bool,
+    /// `always = "tool"`: such a grant holds for any arguments.
+    pub(super) always_tool: bool,
+    /// The approve rule's revision (a hash of its settings as written): a
+    /// lasting grant holds under this revision only.
+    pub(super) revision: String,
 }
 
 #[derive(Debug)]
@@ -224,11 +231,20 @@ impl ApproveLayer {
     }
 
     /// What can be decided at once for a 2025-era call, without asking:
-    /// a tool allowed for the session, a client that cannot be asked.
-    fn without_asking(&self, id: &RequestId, tool: &str) -> Option<Decision> {
+    /// a tool allowed for the session or for good, a client that cannot
+    /// be asked.
+    fn without_asking(
+        &self,
+        id: &RequestId,
+        tool: &str,
+        params: Option<&Payload>,
+    ) -> Option<Decision> {
         let session = &self.session;
         if self.shared.settings.remember_session && lock(&session.allowed).contains(tool) {
             return Some(("remembered", None));
+        }
+        if let Some(decision) = self.granted_for_good(tool, params) {
+            return Some(decision);
         }
         if !self.can_ask_somehow() {
             return Some(self.cannot_ask(id, tool));
@@ -245,6 +261,10 @@ pub(super) fn decided(call: &Call, answer: Answer, remember: impl FnOnce(&str)) 
             remember(&call.tool);
             ("allowed_for_session", None)
         }
+        // The lasting grant (for these arguments, unless `always =
+        // "tool"`) is kept by the caller, which knows the book; it is no
+        // grant of the tool for the session.
+        Answer::AllowAlways => ("allowed_always", None),
         Answer::Refused(reason) => {
             let why = match reason {
                 "declined" => "the user declined",
@@ -332,7 +352,19 @@ where
             };
             return self.modern(env, call);
         }
-        if let Some(decision) = self.layer.without_asking(&req.id, &tool) {
+        if let Some(decision) = self
+            .layer
+            .without_asking(&req.id, &tool, req.params.as_ref())
+        {
+            if decision.0 != "remembered_always" {
+                // (a lasting grant records itself as it is found)
+                let arguments = req
+                    .params
+                    .as_ref()
+                    .and_then(|p| p.member("arguments").ok().flatten());
+                self.layer
+                    .record(&tool, &arguments.unwrap_or(Value::Null), decision.0);
+            }
             return settled(decision, &mut self.inner, env);
         }
         let id = req.id.clone();

@@ -14,6 +14,7 @@
 //!
 //! [`desk`]: super::desk
 
+use super::book::{self, Grant};
 use super::desk::{self, PageAnswer, Waiting};
 use super::question::{answer_of, elicitation};
 use super::service::{
@@ -45,7 +46,7 @@ impl ApproveLayer {
     }
 
     /// Asks whether `tool` may run with what `params` holds, each way in
-    /// turn, within the call's `timeout`.
+    /// turn, within the call's `timeout`; the decision recorded.
     pub(super) async fn ask(
         &self,
         id: &RequestId,
@@ -53,7 +54,6 @@ impl ApproveLayer {
         params: Option<&Payload>,
     ) -> Decision {
         crate::decided!("approve", "asked");
-        let settings = &self.shared.settings;
         let arguments = match params.map(|p| p.member("arguments")) {
             None | Some(Ok(None)) => json!({}),
             Some(Ok(Some(arguments))) => arguments,
@@ -65,6 +65,14 @@ impl ApproveLayer {
             arguments,
             params: Map::new(),
         };
+        let decision = self.ask_each_way(&call).await;
+        self.record(&call.tool, &call.arguments, decision.0);
+        decision
+    }
+
+    async fn ask_each_way(&self, call: &Call) -> Decision {
+        let settings = &self.shared.settings;
+        let (id, tool) = (&call.id, call.tool.as_str());
         let deadline = Instant::now() + settings.timeout;
         let ways = &settings.ways;
         for (n, way) in ways.iter().enumerate() {
@@ -75,10 +83,10 @@ impl ApproveLayer {
                         true => deadline,
                         false => deadline.min(Instant::now() + settings.elicitation_wait),
                     };
-                    self.elicit(&call, wait).await
+                    self.elicit(call, wait).await
                 }
                 Way::Page => match desk::installed() {
-                    Some(desk) => self.on_page(&desk, &call, deadline).await,
+                    Some(desk) => self.on_page(&desk, call, deadline).await,
                     None => None,
                 },
                 Way::Elicitation => None,
@@ -87,7 +95,7 @@ impl ApproveLayer {
                 return decision;
             }
             if Instant::now() >= deadline {
-                return timed_out(&call, settings.timeout);
+                return timed_out(call, settings.timeout);
             }
         }
         self.cannot_ask(id, tool)
@@ -103,6 +111,7 @@ impl ApproveLayer {
             &call.tool,
             &call.arguments,
             settings.remember_session,
+            settings.remember_always,
             titled,
         );
         let n = session.asked.fetch_add(1, Ordering::Relaxed);
@@ -128,11 +137,12 @@ impl ApproveLayer {
                 &format!("the client's answer to the approval of {:?} cannot be read; the call is refused", call.tool),
             ));
         };
-        Some(decided(
-            call,
-            answer_of(&answer, settings.remember_session),
-            |tool| record_session_grant(session, tool),
-        ))
+        let answer = answer_of(&answer, settings.remember_session, settings.remember_always);
+        let decision = decided(call, answer, |tool| record_session_grant(session, tool));
+        if decision.0 == "allowed_always" {
+            self.grant_for_good(call);
+        }
+        Some(decision)
     }
 
     /// mcp-chain's approval page, until `deadline`. `None`: the desk let
@@ -151,6 +161,7 @@ impl ApproveLayer {
             caller: self.session.caller.clone(),
             policy: settings.patterns.clone(),
             session_choice: settings.remember_session,
+            always_choice: settings.remember_always,
             since: SystemTime::now(),
         });
         let answer = match tokio::time::timeout_at(deadline, question.answer()).await {
@@ -163,6 +174,10 @@ impl ApproveLayer {
                 record_session_grant(&self.session, &call.tool);
                 ("page_allowed", None)
             }
+            PageAnswer::AllowAlways => {
+                self.grant_for_good(call);
+                ("page_allowed_always", None)
+            }
             PageAnswer::Deny => refusal(
                 &call.id,
                 "page_denied",
@@ -172,6 +187,74 @@ impl ApproveLayer {
                 ),
             ),
         })
+    }
+}
+
+impl ApproveLayer {
+    /// A lasting grant for this call (`remember = "always"`), if the book
+    /// holds one: decided without asking, and recorded.
+    pub(super) fn granted_for_good(
+        &self,
+        tool: &str,
+        params: Option<&Payload>,
+    ) -> Option<Decision> {
+        let settings = &self.shared.settings;
+        if !settings.remember_always {
+            return None;
+        }
+        let book = book::installed()?;
+        // Arguments that cannot be read are asked about, never matched.
+        let arguments = match params.map(|p| p.member("arguments")) {
+            None | Some(Ok(None)) => json!({}),
+            Some(Ok(Some(arguments))) => arguments,
+            Some(Err(_)) => return None,
+        };
+        let hash = crate::pin::fingerprint::digest(&arguments);
+        if !book.granted(tool, &hash, &settings.revision) {
+            return None;
+        }
+        self.record(tool, &arguments, "remembered_always");
+        Some(("remembered_always", None))
+    }
+
+    /// Keeps a lasting grant for `call` in the book (without one, the
+    /// session's grant is all there is).
+    fn grant_for_good(&self, call: &Call) {
+        let Some(book) = book::installed() else {
+            tracing::warn!("approve: \"Always\" is not kept (there is no state directory to keep it in): this call alone is allowed");
+            return;
+        };
+        let settings = &self.shared.settings;
+        book.grant(Grant {
+            server: book.server().to_owned(),
+            tool: call.tool.clone(),
+            arguments: (!settings.always_tool)
+                .then(|| crate::pin::fingerprint::digest(&call.arguments)),
+            revision: settings.revision.clone(),
+            granted_at: book::now(),
+            caller: self.session.caller.clone(),
+        });
+    }
+
+    /// The record of a decision about `tool` with `arguments`.
+    pub(super) fn record(&self, tool: &str, arguments: &serde_json::Value, decision: &str) {
+        let Some(book) = book::installed() else {
+            return;
+        };
+        let how = match decision {
+            d if d.starts_with("page_") => "page",
+            "remembered" | "remembered_always" => "remembered",
+            "fallback_allowed" | "no_elicitation" | "timeout" => "none",
+            _ => "elicitation",
+        };
+        book.record(json!({
+            "caller": self.session.caller,
+            "tool": tool,
+            "arguments_sha256": crate::pin::fingerprint::digest(arguments),
+            "revision": self.shared.settings.revision,
+            "asked": how,
+            "decision": decision,
+        }));
     }
 }
 

@@ -1,0 +1,115 @@
+//! The approve book as mcp-chain keeps it: in the state directory
+//! (`approve/`: `grants.json`, `decisions.jsonl`, private to the user),
+//! for the server this process guards; and `mcp-chain approve list|revoke`,
+//! which read and change the grants every running instance reads at its
+//! next gated call.
+
+use crate::cli::ApproveAction;
+use crate::config::UpstreamConfig;
+use mcp_chain_middleware::approve::book::{self, Book, Grant};
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+fn dir() -> Option<PathBuf> {
+    crate::platform::dirs::state_dir()
+        .ok()
+        .map(|d| d.join("approve"))
+}
+
+/// The server as a grant names it: the command line, or the URL without
+/// its query or user info.
+pub(crate) fn server_of(upstream: &UpstreamConfig) -> String {
+    match upstream {
+        UpstreamConfig::Command(c) => std::iter::once(c.command.as_str())
+            .chain(c.args.iter().map(String::as_str))
+            .collect::<Vec<_>>()
+            .join(" "),
+        UpstreamConfig::Url(u) => {
+            format!("{}{}", u.url.origin().ascii_serialization(), u.url.path())
+        }
+    }
+}
+
+/// Installs the process's book for `upstream`, when there is a state
+/// directory (without one, "Always" holds for the session only).
+pub(crate) fn install_book(upstream: &UpstreamConfig) {
+    if let Some(dir) = dir() {
+        book::install(Arc::new(Book::new(dir, server_of(upstream))));
+    }
+}
+
+/// `mcp-chain approve list|revoke`.
+pub(crate) fn run(action: &ApproveAction) -> ExitCode {
+    let Some(dir) = dir() else {
+        eprintln!("mcp-chain approve: no state directory (set MCP_CHAIN_STATE_DIR)");
+        return ExitCode::FAILURE;
+    };
+    let grants = Book::grants_in(&dir);
+    match action {
+        ApproveAction::List => {
+            let mut out = String::new();
+            if grants.is_empty() {
+                out.push_str("no lasting approvals\n");
+            }
+            for (n, grant) in grants.iter().enumerate() {
+                out.push_str(&listed(n, grant));
+            }
+            let _ = std::io::stdout().write_all(out.as_bytes());
+            ExitCode::SUCCESS
+        }
+        ApproveAction::Revoke { index, all } => {
+            let kept: Vec<Grant> = match (index, all) {
+                (_, true) => Vec::new(),
+                (Some(n), false) if *n < grants.len() => {
+                    let mut kept = grants.clone();
+                    kept.remove(*n);
+                    kept
+                }
+                (Some(n), false) => {
+                    eprintln!("mcp-chain approve revoke: there is no approval {n} (`mcp-chain approve list` numbers them)");
+                    return ExitCode::FAILURE;
+                }
+                (None, false) => {
+                    eprintln!("mcp-chain approve revoke: name an approval's number, or --all");
+                    return ExitCode::FAILURE;
+                }
+            };
+            match Book::keep_in(&dir, &kept) {
+                Ok(()) => {
+                    let gone = grants.len() - kept.len();
+                    let _ = writeln!(
+                        std::io::stdout(),
+                        "revoked {gone}; running instances ask again from their next call"
+                    );
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("mcp-chain approve revoke: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+    }
+}
+
+/// One grant as `list` shows it (names escaped and cut: a server chose them).
+fn listed(n: usize, grant: &Grant) -> String {
+    let shown = |t: &str| mcp_chain_middleware::shown::shown(t, 200);
+    let arguments = match &grant.arguments {
+        Some(hash) => format!("these arguments ({hash})"),
+        None => "any arguments".to_owned(),
+    };
+    format!(
+        "{n}: {} on {}, {arguments}; granted at {} by {}; rule {}\n",
+        shown(&grant.tool),
+        shown(&grant.server),
+        grant.granted_at,
+        grant
+            .caller
+            .as_deref()
+            .map_or("this machine".to_owned(), shown),
+        grant.revision,
+    )
+}
