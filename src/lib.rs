@@ -334,7 +334,15 @@ fn serve_console(runtime: &tokio::runtime::Runtime, config: &Config) -> Result<(
     let Some(console) = &config.console else {
         return Ok(());
     };
-    match runtime.block_on(console::start(console, config.path.as_deref())) {
+    let pin_files = config
+        .chain
+        .iter()
+        .filter_map(|entry| match &entry.layer {
+            layers::AnyLayer::Pin(pin) => Some(pin.pin_file().to_owned()),
+            _ => None,
+        })
+        .collect();
+    match runtime.block_on(console::start(console, config.path.as_deref(), pin_files)) {
         Ok(task) => {
             runtime.spawn(task);
             Ok(())

@@ -1,8 +1,11 @@
 //! `[console]`: the pages mcp-chain serves to a person, from the running
 //! process, on loopback. Today: the approval page, where a call that
 //! `approve` holds waits when the client cannot ask (`ask = [...,
-//! "page"]`); the person clicks Allow once, Allow for this session or
-//! Deny, and the call goes on or is refused.
+//! "page"]`); the person clicks Allow once, Allow for this session,
+//! Always or Deny, and the call goes on or is refused. The same page lists
+//! the approvals that last (Revoke) and what drifted from the config's
+//! pins, the pinned and the new definition side by side (Accept, as `pin
+//! accept` does; the running pin layer tells its clients the list changed).
 //!
 //! The page is at `http://127.0.0.1:PORT/SECRET/`, the secret drawn per
 //! process (anything else: 404), printed on stderr at start and whenever
@@ -38,6 +41,7 @@ pub(crate) enum ConsoleError {
 pub(crate) async fn start(
     config: &ConsoleConfig,
     config_path: Option<&Path>,
+    pin_files: Vec<PathBuf>,
 ) -> Result<impl Future<Output = ()> + Send + 'static, ConsoleError> {
     let listen_error = |why| ConsoleError::Listen {
         addr: config.listen,
@@ -67,7 +71,7 @@ pub(crate) async fn start(
             tracing::warn!(error = %e, "the console's URL could not be kept for `mcp-chain console`");
         }
     }
-    let pages = Arc::new(page::Pages::new(desk, bound, secret, token));
+    let pages = Arc::new(page::Pages::new(desk, bound, secret, token, pin_files));
     Ok(page::serve(listener, pages))
 }
 

@@ -59,11 +59,19 @@ pub(super) struct Pages {
     token: String,
     hosts: Vec<String>,
     origins: Vec<String>,
+    /// The config's pin files: their drift is shown, and accepted here.
+    pin_files: Vec<std::path::PathBuf>,
     templates: minijinja::Environment<'static>,
 }
 
 impl Pages {
-    pub(super) fn new(desk: Arc<Desk>, bound: SocketAddr, secret: String, token: String) -> Self {
+    pub(super) fn new(
+        desk: Arc<Desk>,
+        bound: SocketAddr,
+        secret: String,
+        token: String,
+        pin_files: Vec<std::path::PathBuf>,
+    ) -> Self {
         let hosts = guard::answered_hosts(&[], bound).unwrap_or_default();
         let port = bound.port();
         let origins = [
@@ -85,6 +93,7 @@ impl Pages {
             token,
             hosts,
             origins,
+            pin_files,
             templates,
         }
     }
@@ -142,7 +151,11 @@ async fn answer(pages: &Pages, request: Request<Incoming>) -> Response<Body> {
             Ok(form) => revoke(&form),
             Err(refused) => refused,
         },
-        ("/" | "/page.js" | "/events" | "/decide" | "/revoke", _) => {
+        ("/accept", &Method::POST) => match form(pages, &head, body).await {
+            Ok(form) => accept(pages, &form),
+            Err(refused) => refused,
+        },
+        ("/" | "/page.js" | "/events" | "/decide" | "/revoke" | "/accept", _) => {
             plain(StatusCode::METHOD_NOT_ALLOWED, "not with this method")
         }
         _ => plain(StatusCode::NOT_FOUND, "not found"),
@@ -217,6 +230,7 @@ fn page(pages: &Pages) -> Response<Body> {
     let context = minijinja::context! {
         waiting => waiting,
         grants => grants,
+        drifts => drifts(pages),
         token => &pages.token,
         listen => pages.bound.to_string(),
     };
@@ -390,6 +404,80 @@ fn revoke(form: &[(String, String)]) -> Response<Body> {
         return plain(StatusCode::CONFLICT, "that approval is no longer there");
     }
     back_to_the_page()
+}
+
+#[derive(Serialize)]
+struct ShownDrift {
+    file: usize,
+    kind: &'static str,
+    name: String,
+    what: String,
+    rows: Vec<(String, String, String)>,
+}
+
+/// What drifted from the pins, with the pinned and the seen definition of
+/// each field that differs (every field of a new one), escaped and cut.
+fn drifts(pages: &Pages) -> Vec<ShownDrift> {
+    let cut = |text: &str| shown(text, 2000);
+    let mut shown_drifts = Vec::new();
+    for (file, path) in pages.pin_files.iter().enumerate() {
+        let Ok(compared) = mcp_chain_middleware::pin::file::compared(path) else {
+            continue;
+        };
+        for (drift, pinned, seen) in compared {
+            let fields: Vec<&String> = match drift.changed.is_empty() {
+                true => seen.keys().collect(),
+                false => drift.changed.iter().collect(),
+            };
+            let rows = fields
+                .into_iter()
+                .map(|field| {
+                    let old = pinned.as_ref().and_then(|p| p.get(field));
+                    let new = seen.get(field);
+                    (
+                        cut(field),
+                        old.map_or_else(|| "(none)".to_owned(), |t| cut(t)),
+                        new.map_or_else(|| "(none)".to_owned(), |t| cut(t)),
+                    )
+                })
+                .collect();
+            shown_drifts.push(ShownDrift {
+                file,
+                kind: drift.kind(),
+                name: shown(&drift.name, 200),
+                what: drift.what(),
+                rows,
+            });
+        }
+    }
+    shown_drifts
+}
+
+/// A drifted definition accepted, as `mcp-chain pin accept NAME` does.
+fn accept(pages: &Pages, form: &[(String, String)]) -> Response<Body> {
+    let file = field(form, "file").and_then(|v| v.parse::<usize>().ok());
+    let path = file.and_then(|n| pages.pin_files.get(n));
+    let (Some(path), Some(name)) = (path, field(form, "name")) else {
+        return plain(
+            StatusCode::BAD_REQUEST,
+            "an accept names a pin file and a definition",
+        );
+    };
+    // The name as the page showed it: the drift it names, if still there.
+    let compared = mcp_chain_middleware::pin::file::compared(path).unwrap_or_default();
+    let Some((drift, _, _)) = compared
+        .iter()
+        .find(|(d, _, _)| shown(&d.name, 200) == name)
+    else {
+        return plain(StatusCode::CONFLICT, "that drift is no longer there");
+    };
+    match mcp_chain_middleware::pin::file::accept(path, std::slice::from_ref(&drift.name)) {
+        Ok(_) => back_to_the_page(),
+        Err(e) => {
+            tracing::warn!(error = %e, "console: a pin could not be accepted");
+            plain(StatusCode::CONFLICT, "that drift could not be accepted")
+        }
+    }
 }
 
 fn back_to_the_page() -> Response<Body> {

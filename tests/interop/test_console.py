@@ -341,3 +341,41 @@ async def test_always_lasts_for_the_same_call_until_revoked_or_the_rule_changes(
     assert decisions[:3] == ["page_allowed_always", "remembered_always", "page_allowed"], decisions
     assert all(r["arguments_sha256"].startswith("sha256:") and r["revision"].startswith("sha256:") for r in records)
     assert {r["asked"] for r in records} >= {"page", "remembered"}
+
+
+async def test_a_drifted_tool_is_accepted_on_the_page_and_the_client_told(browser, tmp_path: Path):
+    """The pin layer hides server-everything's `echo` (its description
+    differs from the pinned one); the page shows the drift, field by field,
+    and Accept does what `pin accept` does: the running session's client
+    is told its tool list changed and sees `echo` again."""
+    import hashlib
+
+    from selenium.webdriver.common.by import By
+
+    console = Console(tmp_path)
+    pins = tmp_path / "pins.json"
+    console.config.write_text(f'[[middleware]]\ntype = "pin"\npath = "{pins}"\n\n[console]\nlisten = "127.0.0.1:0"\nopen = "never"\n')
+    async with open_session(everything_argv(), console.chain, label="console-pin-first", env=console.env) as conn:
+        assert "echo" in {t.name for t in (await conn.session.list_tools()).tools}
+    pinned = json.loads(pins.read_text())
+    trusted = json.dumps("Echoes back the input.", separators=(",", ":")).encode()
+    pinned["tools"]["echo"]["pinned"]["description"] = "sha256:" + hashlib.sha256(trusted).hexdigest()
+    pins.write_text(json.dumps(pinned, indent=2))
+    async with open_session(everything_argv(), console.chain, label="console-pin", env=console.env) as conn:
+        assert "echo" not in {t.name for t in (await conn.session.list_tools()).tools}
+
+        def accept(driver) -> None:
+            driver.get(page_of(conn))
+            drift = driver.find_element(By.CSS_SELECTOR, "section.drift")
+            assert "echo" in drift.text and "changed (description)" in drift.text, drift.text
+            assert "description" in drift.find_element(By.TAG_NAME, "table").text
+            driver.find_element(By.XPATH, "//button[normalize-space()='Accept']").click()
+            assert harness.wait_until(lambda: not driver.find_elements(By.CSS_SELECTOR, "section.drift"), 10, 0.1)
+
+        await anyio.to_thread.run_sync(accept, browser)
+        await conn.wait_for(lambda: conn.incoming("notifications/tools/list_changed"), what="list_changed")
+        assert "echo" in {t.name for t in (await conn.session.list_tools()).tools}
+        assert (await conn.session.call_tool("echo", {"message": "back"})).content[0].text == "Echo: back"
+    listed = subprocess.run([str(harness.MCP_CHAIN), "pin", "list", "--config", str(console.config)],
+                            capture_output=True, text=True, timeout=30).stdout
+    assert "echo" in listed and "pinned" in listed and "changed" not in listed, listed

@@ -62,6 +62,19 @@ pub mod file {
         Ok((store.drifts(), pinned))
     }
 
+    /// Each drift in the pin file at `path`, with the fields pinned (none
+    /// for a new definition) and those seen now (field name → its text).
+    pub fn compared(path: &Path) -> Result<Vec<Compared>, PinFileError> {
+        Ok(Store::open_existing(path)?.compared())
+    }
+
+    /// A drift, what is pinned, what was seen.
+    pub type Compared = (
+        Drift,
+        Option<std::collections::BTreeMap<String, String>>,
+        std::collections::BTreeMap<String, String>,
+    );
+
     /// Accepts the drift of `names` (all when empty) in the pin file at
     /// `path`; the drifts accepted.
     pub fn accept(path: &Path, names: &[String]) -> Result<Vec<Drift>, PinFileError> {

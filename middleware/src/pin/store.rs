@@ -287,6 +287,21 @@ impl Store {
         drifts(&self.lock().file)
     }
 
+    /// Each drift with what is pinned (none for a new one) and what was
+    /// seen, field by field: what a person compares before accepting.
+    pub(crate) fn compared(&self) -> Vec<(Drift, Option<Fields>, Fields)> {
+        let state = self.lock();
+        drifts(&state.file)
+            .into_iter()
+            .filter_map(|drift| {
+                let entry = state.file.section(drift.kind)?.get(&drift.name)?;
+                let seen = entry.pending.as_ref()?.fields.clone();
+                let pinned = entry.pinned.clone();
+                Some((drift, pinned, seen))
+            })
+            .collect()
+    }
+
     /// The names pinned and unchanged, by kind.
     pub(crate) fn pinned(&self) -> Vec<(Kind, String)> {
         let state = self.lock();
