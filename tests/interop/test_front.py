@@ -210,17 +210,24 @@ def test_off_loopback_needs_a_token_or_a_flag():
     assert done.returncode == 1 and "front.tokens" in done.stderr and "--allow-unauthenticated" in done.stderr
 
 
+def open_and_abandon(f, n: int) -> list[int]:
+    """Opens `n` sessions and walks away from each: their statuses (a 503
+    says when to come back)."""
+    statuses = []
+    for _ in range(n):
+        status, hdrs, _ = f.request("POST", INIT)
+        statuses.append(status)
+        if status == 503:
+            assert hdrs["retry-after"] == "5"
+    return statuses
+
+
 def test_past_max_sessions_a_new_session_is_refused_with_retry_after():
     """The cap, with nothing reaped meanwhile (init_timeout far longer
     than any machine takes to open 200), so the count is exact."""
     config = "[front]\nmax_sessions = 150\ninit_timeout = \"600s\"\n"
     with front(config=config) as f:
-        statuses = []
-        for _ in range(200):
-            status, hdrs, _ = f.request("POST", INIT)
-            statuses.append(status)
-            if status == 503:
-                assert hdrs["retry-after"] == "5"
+        statuses = open_and_abandon(f, 200)
         assert statuses.count(200) == 150 and statuses.count(503) == 50
 
 
@@ -245,12 +252,7 @@ def test_abandoned_sessions_are_reaped_and_their_memory_reused():
         # last is well apart from a leak's.
         rss = [rss_kib(f.proc.pid)]
         for _ in range(6):
-            statuses = []
-            for _ in range(200):
-                status, hdrs, _ = f.request("POST", INIT)
-                statuses.append(status)
-                if status == 503:
-                    assert hdrs["retry-after"] == "5"
+            statuses = open_and_abandon(f, 200)
             assert set(statuses) <= {200, 503} and statuses.count(200) >= 150, statuses
             assert harness.wait_until(lambda: not children(), 30), f"{len(children())} servers left"
             rss.append(rss_kib(f.proc.pid))

@@ -182,27 +182,32 @@ def test_six_python_sdk_clients_tour_server_everything_on_two_servers():
         assert len(children()) == 2, "six sessions, two servers"
 
 
+def sampler(n: int, asked: list[int], related: list[Any] | None = None):
+    """Session `n`'s sampling callback: notes that it was asked (and the
+    related request its question names), and answers "from n"."""
+    from mcp import types
+
+    async def sample(context, params):
+        asked.append(n)
+        if related is not None:
+            meta = params.meta if isinstance(params.meta, dict) else (params.meta.model_dump() if params.meta else {})
+            related.append(meta.get("io.modelcontextprotocol/related-request-id"))
+        return types.CreateMessageResult(role="assistant", content=types.TextContent(type="text", text=f"from {n}"),
+                                         model="test", stop_reason="endTurn")
+    return sample
+
+
 def test_a_sampling_request_reaches_the_client_whose_call_it_is():
     """The server asks for sampling during one client's call (the fake
     server's `ask`): that client answers it, no other is asked."""
-    from mcp import types
-
     with shared([str(FAKE), "--label", harness.RUN_MARKER]) as (port, stderr):
         url = f"http://127.0.0.1:{port}/mcp"
         asked: list[int] = []
-
-        def sampler(n: int):
-            async def sample(context, params):
-                asked.append(n)
-                return types.CreateMessageResult(role="assistant", content=types.TextContent(type="text", text=f"from {n}"),
-                                                 model="test", stop_reason="endTurn")
-            return sample
-
         params = {"messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}], "maxTokens": 5}
 
         async def scenario() -> str:
             async with contextlib.AsyncExitStack() as stack:
-                sessions = await sdk_sessions(stack, url, [{"sampling_callback": sampler(n)} for n in range(3)])
+                sessions = await sdk_sessions(stack, url, [{"sampling_callback": sampler(n, asked)} for n in range(3)])
                 with anyio.fail_after(30):
                     result = await sessions[1].call_tool("ask", {"method": "sampling/createMessage", "params": params})
                 return json.dumps([c.model_dump() for c in result.content])
@@ -217,29 +222,18 @@ def test_what_names_its_related_request_reaches_only_that_session():
     (`_meta` related-request-id): both reach the caller's session alone,
     naming the caller's own request id, even with that call the only one
     in flight; the other sessions hear neither."""
-    from mcp import types
-
     with shared([str(FAKE), "--label", harness.RUN_MARKER], pool=1) as (port, _):
         url = f"http://127.0.0.1:{port}/mcp"
         heard: dict[int, list[str]] = {0: [], 1: [], 2: []}
         asked: list[int] = []
         related: list[Any] = []
-
-        def sampler(n: int):
-            async def sample(context, params):
-                asked.append(n)
-                meta = params.meta if isinstance(params.meta, dict) else (params.meta.model_dump() if params.meta else {})
-                related.append(meta.get("io.modelcontextprotocol/related-request-id"))
-                return types.CreateMessageResult(role="assistant", content=types.TextContent(type="text", text=f"from {n}"),
-                                                 model="test", stop_reason="endTurn")
-            return sample
-
         params = {"messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}], "maxTokens": 5}
 
         async def scenario() -> str:
             async with contextlib.AsyncExitStack() as stack:
                 sessions = await sdk_sessions(stack, url, [
-                    {"sampling_callback": sampler(n), "message_handler": recorder(heard, n)} for n in range(3)])
+                    {"sampling_callback": sampler(n, asked, related), "message_handler": recorder(heard, n)}
+                    for n in range(3)])
                 with anyio.fail_after(30):
                     result = await sessions[1].call_tool(
                         "ask", {"method": "sampling/createMessage", "params": params, "related": True})
