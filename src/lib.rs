@@ -330,7 +330,11 @@ fn runtime() -> Result<tokio::runtime::Runtime, ExitCode> {
 
 /// Serves `[console]` beside the sessions, when configured; a console that
 /// cannot listen stops mcp-chain at start.
-fn serve_console(runtime: &tokio::runtime::Runtime, config: &Config) -> Result<(), ExitCode> {
+fn serve_console(
+    runtime: &tokio::runtime::Runtime,
+    config: &Config,
+    server: String,
+) -> Result<(), ExitCode> {
     let Some(console) = &config.console else {
         return Ok(());
     };
@@ -342,7 +346,8 @@ fn serve_console(runtime: &tokio::runtime::Runtime, config: &Config) -> Result<(
             _ => None,
         })
         .collect();
-    match runtime.block_on(console::start(console, config.path.as_deref(), pin_files)) {
+    let started = console::start(console, config.path.as_deref(), pin_files, server);
+    match runtime.block_on(started) {
         Ok(task) => {
             runtime.spawn(task);
             Ok(())
@@ -377,7 +382,7 @@ fn listen(
         runtime.spawn(task);
     }
     approvals::install_book(&upstream);
-    if let Err(code) = serve_console(&runtime, &config) {
+    if let Err(code) = serve_console(&runtime, &config, approvals::server_of(&upstream)) {
         return code;
     }
     let stop = || platform::signals::shutdown(false);
@@ -409,7 +414,7 @@ fn serve(
         runtime.spawn(task);
     }
     approvals::install_book(upstream);
-    if let Err(code) = serve_console(&runtime, config) {
+    if let Err(code) = serve_console(&runtime, config, approvals::server_of(upstream)) {
         return code;
     }
     let result = runtime.block_on(async {

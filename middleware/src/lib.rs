@@ -59,6 +59,7 @@
 //!   request it answered.
 //! - [`session`]: who a session of the HTTP front serves (the audit says).
 //! - [`shown`]: untrusted text escaped and cut where a person reads it.
+//! - [`switch`]: the console's off switch, outermost in every chain.
 //! - [`counts`]: lines parsed and written, for tests of the one-parse rule.
 //! - [`config_error`]: a layer config problem and the key it is about.
 //! - [`units`]: durations (`"2s"`) and rates (`"5/s"`) as written in configs.
@@ -87,6 +88,7 @@ pub mod rate_limit;
 pub mod rewrite;
 pub mod session;
 pub mod shown;
+pub mod switch;
 pub mod target;
 #[cfg(test)]
 mod testing;

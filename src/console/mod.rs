@@ -19,6 +19,7 @@ mod page;
 
 use crate::config::{ConsoleConfig, OpenAt};
 use mcp_chain_middleware::approve::desk::{self, Desk};
+use mcp_chain_middleware::switch;
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -34,6 +35,8 @@ pub(crate) enum ConsoleError {
     },
     #[error("console: no randomness for the page's secret")]
     Random,
+    #[error("console: {0}")]
+    Switches(#[from] mcp_chain_middleware::switch::Unreadable),
 }
 
 /// Binds the console, installs the process's approval desk, and says
@@ -42,6 +45,7 @@ pub(crate) async fn start(
     config: &ConsoleConfig,
     config_path: Option<&Path>,
     pin_files: Vec<PathBuf>,
+    server: String,
 ) -> Result<impl Future<Output = ()> + Send + 'static, ConsoleError> {
     let listen_error = |why| ConsoleError::Listen {
         addr: config.listen,
@@ -65,6 +69,13 @@ pub(crate) async fn start(
         }
     }));
     desk::install(desk.clone());
+    // The off switches, kept per server in the state directory.
+    if let Ok(state) = crate::platform::dirs::state_dir() {
+        let path = state.join("console").join("switches.json");
+        let board = Arc::new(switch::Switchboard::load(path, server)?);
+        switch::install(board.clone());
+        tokio::spawn(board.follow());
+    }
     eprintln!("mcp-chain: the approval page is at {url}");
     if let Some(path) = config_path.and_then(url_file) {
         if let Err(e) = mcp_chain_private::write_whole(&path, format!("{url}\n").as_bytes()) {

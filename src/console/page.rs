@@ -155,7 +155,11 @@ async fn answer(pages: &Pages, request: Request<Incoming>) -> Response<Body> {
             Ok(form) => accept(pages, &form),
             Err(refused) => refused,
         },
-        ("/" | "/page.js" | "/events" | "/decide" | "/revoke" | "/accept", _) => {
+        ("/switch", &Method::POST) => match form(pages, &head, body).await {
+            Ok(form) => switch(&form),
+            Err(refused) => refused,
+        },
+        ("/" | "/page.js" | "/events" | "/decide" | "/revoke" | "/accept" | "/switch", _) => {
             plain(StatusCode::METHOD_NOT_ALLOWED, "not with this method")
         }
         _ => plain(StatusCode::NOT_FOUND, "not found"),
@@ -231,6 +235,7 @@ fn page(pages: &Pages) -> Response<Body> {
         waiting => waiting,
         grants => grants,
         drifts => drifts(pages),
+        tools => tools(),
         token => &pages.token,
         listen => pages.bound.to_string(),
     };
@@ -476,6 +481,63 @@ fn accept(pages: &Pages, form: &[(String, String)]) -> Response<Body> {
         Err(e) => {
             tracing::warn!(error = %e, "console: a pin could not be accepted");
             plain(StatusCode::CONFLICT, "that drift could not be accepted")
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct ShownTool {
+    name: String,
+    off: bool,
+}
+
+/// The tools the server listed and those switched off, by name.
+fn tools() -> Vec<ShownTool> {
+    let Some(board) = mcp_chain_middleware::switch::installed() else {
+        return Vec::new();
+    };
+    let (off, seen) = board.tools();
+    let mut names: Vec<String> = seen.into_iter().chain(off.iter().cloned()).collect();
+    names.sort();
+    names.dedup();
+    names
+        .into_iter()
+        .map(|name| ShownTool {
+            off: off.contains(&name),
+            name: shown(&name, 200),
+        })
+        .collect()
+}
+
+/// A tool turned off or on for every session, at once.
+fn switch(form: &[(String, String)]) -> Response<Body> {
+    let Some(board) = mcp_chain_middleware::switch::installed() else {
+        return plain(StatusCode::CONFLICT, "no switches are kept here");
+    };
+    let off = match field(form, "to") {
+        Some("off") => true,
+        Some("on") => false,
+        _ => return plain(StatusCode::BAD_REQUEST, "a switch says to = off or on"),
+    };
+    // The name as the page showed it: one of the tools the page listed.
+    let (switched, seen) = board.tools();
+    let name = field(form, "tool").and_then(|shown_name| {
+        seen.iter()
+            .chain(&switched)
+            .find(|n| shown(n, 200) == shown_name)
+            .cloned()
+    });
+    let Some(name) = name else {
+        return plain(StatusCode::CONFLICT, "that tool is not one the page listed");
+    };
+    match board.set(&name, off) {
+        Ok(()) => back_to_the_page(),
+        Err(e) => {
+            tracing::warn!(error = %e, "console: a switch could not be kept");
+            plain(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "the switch could not be kept",
+            )
         }
     }
 }

@@ -52,7 +52,18 @@ impl Ends {
     /// at both ends when telemetry is on.
     pub(super) fn build(&self, layers: &[AnyLayer]) -> (ChainService, ChainService) {
         let upstream = ChainService::new(self.upstream.clone());
-        let downstream = ChainService::new(self.downstream.clone());
+        let mut downstream = ChainService::new(self.downstream.clone());
+        // The console's off switch, when served: outermost toward the
+        // server, and told the way to the client to say the list changed.
+        let switch = mcp_chain_middleware::switch::installed()
+            .map(mcp_chain_middleware::switch::SwitchLayer::new);
+        if let Some(switch) = &switch {
+            downstream = switch.toward_client(downstream);
+        }
+        let outermost = |stack: ChainService| match &switch {
+            Some(switch) => ChainService::new(tower::Layer::layer(switch, stack)),
+            None => stack,
+        };
         let (mut to_server, to_client) = match &self.telemetry {
             #[cfg(feature = "telemetry")]
             Some(t) => {
@@ -60,12 +71,12 @@ impl Ends {
                 let to_server = chain::to_server(layers, t.sent(Facing::Server, upstream));
                 let to_client = chain::to_client(layers, t.sent(Facing::Client, downstream));
                 (
-                    t.received(Facing::Client, to_server),
+                    t.received(Facing::Client, outermost(to_server)),
                     t.received(Facing::Server, to_client),
                 )
             }
             _ => (
-                chain::to_server(layers, upstream),
+                outermost(chain::to_server(layers, upstream)),
                 chain::to_client(layers, downstream),
             ),
         };

@@ -88,10 +88,17 @@ def click(driver, label: str) -> None:
     """Clicks the first button labelled `label`, as a person would."""
     from selenium.webdriver.common.by import By
 
+    from selenium.common.exceptions import StaleElementReferenceException
+
     before = len(driver.find_elements(By.CSS_SELECTOR, "section.call"))
-    buttons = driver.find_elements(By.XPATH, f"//button[normalize-space()='{label}']")
-    assert buttons, f"no {label!r} button: {driver.page_source[:2000]}"
-    buttons[0].click()
+    for _ in range(5):
+        buttons = driver.find_elements(By.XPATH, f"//button[normalize-space()='{label}']")
+        assert buttons, f"no {label!r} button: {driver.page_source[:2000]}"
+        try:
+            buttons[0].click()
+            break
+        except StaleElementReferenceException:
+            continue  # the page reloaded itself (a call arrived): find it again
     # The decision posts and the page comes back with one call fewer.
     assert harness.wait_until(lambda: len(driver.find_elements(By.CSS_SELECTOR, "section.call")) < before, 30, 0.1)
 
@@ -379,3 +386,45 @@ async def test_a_drifted_tool_is_accepted_on_the_page_and_the_client_told(browse
     listed = subprocess.run([str(harness.MCP_CHAIN), "pin", "list", "--config", str(console.config)],
                             capture_output=True, text=True, timeout=30).stdout
     assert "echo" in listed and "pinned" in listed and "changed" not in listed, listed
+
+
+async def test_a_tool_switched_off_leaves_every_list_at_once_and_stays_off(browser, tmp_path: Path):
+    from selenium.common.exceptions import StaleElementReferenceException
+    from selenium.webdriver.common.by import By
+
+    console = Console(tmp_path)
+    console.config.write_text('[console]\nlisten = "127.0.0.1:0"\nopen = "never"\n')
+
+    def switch(conn, label: str):
+        def press(driver) -> None:
+            driver.get(page_of(conn))
+            row = f"//tr[td/code[normalize-space()='echo']]"
+            driver.find_element(By.XPATH, f"{row}//button[normalize-space()='{label}']").click()
+            state = "off" if label == "Turn off" else "on"
+
+            def shown_state() -> bool:
+                # The page is reloading meanwhile (the post, then its answer).
+                cells = driver.find_elements(By.XPATH, f"{row}/td[2]")
+                try:
+                    return bool(cells) and cells[0].text == state
+                except StaleElementReferenceException:
+                    return False
+
+            assert harness.wait_until(shown_state, 10, 0.1)
+        return press
+
+    async with open_session(everything_argv(), console.chain, label="console-switch", env=console.env) as conn:
+        assert "echo" in {t.name for t in (await conn.session.list_tools()).tools}
+        await anyio.to_thread.run_sync(switch(conn, "Turn off"), browser)
+        await conn.wait_for(lambda: conn.incoming("notifications/tools/list_changed"), what="list_changed")
+        assert "echo" not in {t.name for t in (await conn.session.list_tools()).tools}
+        with pytest.raises(MCPError) as refused:
+            await conn.session.call_tool("echo", {"message": "x"})
+        assert refused.value.error.data == {"layer": "switch", "reason": "switched_off"}, refused.value.error
+    # A restart keeps it off.
+    async with open_session(everything_argv(), console.chain, label="console-switch-2", env=console.env) as conn:
+        assert "echo" not in {t.name for t in (await conn.session.list_tools()).tools}
+        await anyio.to_thread.run_sync(switch(conn, "Turn on"), browser)
+        await conn.wait_for(lambda: conn.incoming("notifications/tools/list_changed"), what="list_changed")
+        assert "echo" in {t.name for t in (await conn.session.list_tools()).tools}
+        assert (await conn.session.call_tool("echo", {"message": "on"})).content[0].text == "Echo: on"
