@@ -132,6 +132,22 @@ pub(crate) fn run(config: &Config, upstream: &Result<UpstreamConfig, ArgError>) 
         );
     }
     telemetry(&mut report, config);
+    match &config.console {
+        Some(console) => {
+            let open = match console.open {
+                crate::config::OpenAt::FirstPending => {
+                    "the browser opened at the first call waiting"
+                }
+                crate::config::OpenAt::Never => "the URL printed only",
+            };
+            let _ = writeln!(
+                report,
+                "console: the approval page on {} ({open})",
+                console.listen
+            );
+        }
+        None => report.push_str("console: off\n"),
+    }
     // `check` prints its report on stdout: it is not a proxy session.
     if std::io::stdout()
         .lock()
