@@ -18,14 +18,12 @@ fn dir() -> Option<PathBuf> {
         .map(|d| d.join("approve"))
 }
 
-/// The server as a grant names it: the command line, or the URL without
-/// its query or user info.
+/// The server as a grant, a record and a switch name it: the program and a
+/// fingerprint of its command line (never its arguments, which may hold a
+/// secret), or the URL without its query or user info.
 pub(crate) fn server_of(upstream: &UpstreamConfig) -> String {
     match upstream {
-        UpstreamConfig::Command(c) => std::iter::once(c.command.as_str())
-            .chain(c.args.iter().map(String::as_str))
-            .collect::<Vec<_>>()
-            .join(" "),
+        UpstreamConfig::Command(c) => book::command_server(&c.command, &c.args),
         UpstreamConfig::Url(u) => {
             format!("{}{}", u.url.origin().ascii_serialization(), u.url.path())
         }

@@ -54,6 +54,26 @@ pub fn installed() -> Option<Arc<Book>> {
     INSTALLED.get().cloned()
 }
 
+/// A server started as a command, as a grant names it: the program's file
+/// name and a fingerprint of the whole command line. The arguments
+/// themselves are never written (they may hold a key or a token); the same
+/// command line gives the same name.
+pub fn command_server(command: &str, args: &[String]) -> String {
+    let whole: Vec<&str> = std::iter::once(command)
+        .chain(args.iter().map(String::as_str))
+        .collect();
+    let digest = crate::pin::fingerprint::digest(&serde_json::json!(whole));
+    let program = Path::new(command)
+        .file_name()
+        .map_or_else(|| command.to_owned(), |n| n.to_string_lossy().into_owned());
+    let short: String = digest
+        .trim_start_matches("sha256:")
+        .chars()
+        .take(12)
+        .collect();
+    format!("{program} (command line {short})")
+}
+
 pub(super) fn now() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -152,6 +172,24 @@ impl Book {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_command_server_is_named_without_its_arguments() {
+        let args = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let named = command_server("/usr/bin/npx", &args(&["server", "--api-key", "s3cret"]));
+        assert!(
+            named.starts_with("npx (command line ") && !named.contains("s3cret"),
+            "{named}"
+        );
+        assert_eq!(
+            named,
+            command_server("/usr/bin/npx", &args(&["server", "--api-key", "s3cret"]))
+        );
+        assert_ne!(
+            named,
+            command_server("/usr/bin/npx", &args(&["server", "--api-key", "other"]))
+        );
+    }
 
     #[test]
     fn a_grant_holds_for_its_server_tool_arguments_and_revision_only() {
