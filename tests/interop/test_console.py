@@ -428,3 +428,28 @@ async def test_a_tool_switched_off_leaves_every_list_at_once_and_stays_off(brows
         await conn.wait_for(lambda: conn.incoming("notifications/tools/list_changed"), what="list_changed")
         assert "echo" in {t.name for t in (await conn.session.list_tools()).tools}
         assert (await conn.session.call_tool("echo", {"message": "on"})).content[0].text == "Echo: on"
+
+
+async def test_a_client_that_answers_its_dialog_with_an_error_is_asked_on_the_page(browser, tmp_path: Path):
+    """A client that declares elicitation but answers the question with an
+    error (it cannot show the form after all): the page asks at once,
+    without waiting out elicitation_wait."""
+    from mcp import types
+
+    console = Console(tmp_path)
+    console.config.write_text(console.config.read_text().replace('elicitation_wait = "2s"', 'elicitation_wait = "50s"'))
+
+    async def cannot(context, params):
+        return types.ErrorData(code=-32601, message="elicitation is not available here")
+
+    async with open_session(everything_argv(), console.chain, label="console-error", env=console.env,
+                            elicitation_callback=cannot) as conn:
+
+        def allow(driver) -> None:
+            open_page(driver, page_of(conn), 1)
+            click(driver, "Allow once")
+
+        with anyio.fail_after(40):
+            result = await call_while(conn, browser, {"message": "via page"}, allow)
+        assert result.content[0].text == "Echo: via page"
+        assert conn.incoming("elicitation/create"), "asked in the client first"

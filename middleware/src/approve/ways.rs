@@ -83,7 +83,7 @@ impl ApproveLayer {
                         true => deadline,
                         false => deadline.min(Instant::now() + settings.elicitation_wait),
                     };
-                    self.elicit(call, wait).await
+                    self.elicit(call, wait, last).await
                 }
                 Way::Page => match desk::installed() {
                     Some(desk) => self.on_page(&desk, call, deadline).await,
@@ -102,8 +102,10 @@ impl ApproveLayer {
     }
 
     /// The client's own dialog, until `wait`. `None`: no answer by then
-    /// (the question is withdrawn).
-    async fn elicit(&self, call: &Call, wait: Instant) -> Option<Decision> {
+    /// (the question is withdrawn), or, with a way after this one (`last`
+    /// false), the client answered the question with an error (it declared
+    /// elicitation and cannot show it): the next way asks.
+    async fn elicit(&self, call: &Call, wait: Instant, last: bool) -> Option<Decision> {
         let session = &self.session;
         let settings = &self.shared.settings;
         let titled = session.titled.load(Ordering::Relaxed);
@@ -124,6 +126,10 @@ impl ApproveLayer {
         let asked = tokio::time::timeout_at(wait, session.client.send(question)).await;
         let answer = match asked {
             Ok(Ok(Some(Message::Response(r)))) => r.result.to_value().ok(),
+            Ok(Ok(Some(Message::Error(_)))) if !last => {
+                open.id = None; // answered, with an error
+                return None;
+            }
             Ok(Ok(Some(_))) | Ok(Err(_)) => None,
             Ok(Ok(None)) => Some(json!({"action": "cancel"})),
             // `open` withdraws the question as it goes.
