@@ -15,7 +15,9 @@
 //! `mcp-chain console --config c.toml` can say where the running instance
 //! for that config serves it. How a request is judged is `page.rs`.
 
+mod actions;
 mod page;
+mod views;
 
 use crate::config::{ConsoleConfig, OpenAt};
 use mcp_chain_middleware::approve::desk::{self, Desk};
