@@ -161,7 +161,8 @@ impl<S> Guarded<S> {
             peer: self.guard.peer,
             token,
             principal: None,
-            named: Arc::default(),
+            // Set with the principal, for OAuth requests only.
+            named: no_scopes_named(),
         };
         let request = Request::from_parts(head, body);
         Ok(Admitted {
@@ -322,4 +323,12 @@ async fn handle(front: &Arc<Front>, admitted: Admitted) -> Result<Answer, FrontE
         (&Method::DELETE, _) => handler::delete(front, admitted),
         _ => Err(FrontError::MethodNotAllowed),
     }
+}
+
+/// The empty set of named scopes, shared (a request without a principal
+/// allocates nothing for it).
+fn no_scopes_named() -> Arc<std::collections::BTreeSet<String>> {
+    static EMPTY: std::sync::OnceLock<Arc<std::collections::BTreeSet<String>>> =
+        std::sync::OnceLock::new();
+    EMPTY.get_or_init(Arc::default).clone()
 }

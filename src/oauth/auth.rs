@@ -59,6 +59,9 @@ pub(crate) struct Auth {
     /// The header a login got, and when, until the server first accepts
     /// it: refused before that, it is a fresh token refused.
     fresh: Mutex<Option<(tokio::time::Instant, HeaderValue)>>,
+    /// Whether `fresh` holds one: every accepted request asks, and the
+    /// lock is taken only in the moments after a login.
+    unproven: std::sync::atomic::AtomicBool,
 }
 
 #[derive(Default)]
@@ -116,6 +119,7 @@ impl Auth {
             step_ups: AtomicU32::new(0),
             failed: Mutex::new(None),
             fresh: Mutex::new(None),
+            unproven: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -208,7 +212,10 @@ impl Auth {
             let done = this.login(challenge.as_ref(), step_up).await;
             let now = tokio::time::Instant::now();
             match &done {
-                Ok(()) => *this.fresh() = this.held().header.clone().map(|h| (now, h)),
+                Ok(()) => {
+                    *this.fresh() = this.held().header.clone().map(|h| (now, h));
+                    this.unproven.store(true, Ordering::Relaxed);
+                }
                 Err(e) => {
                     *this.failed.lock().unwrap_or_else(PoisonError::into_inner) =
                         Some((now, e.to_string()))
@@ -245,9 +252,13 @@ impl Auth {
     /// The server accepted a request sent with `sent`: a login's token is
     /// no longer fresh once it has worked.
     pub(crate) fn accepted(&self, sent: &HeaderValue) {
+        if !self.unproven.load(Ordering::Relaxed) {
+            return;
+        }
         let mut fresh = self.fresh();
         if fresh.as_ref().is_some_and(|(_, header)| header == sent) {
             *fresh = None;
+            self.unproven.store(false, Ordering::Relaxed);
         }
     }
 
