@@ -13,6 +13,7 @@ Environment:
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import subprocess
@@ -404,6 +405,15 @@ def processes_with(marker: str, include_proxy: bool = False) -> list[int]:
         if marker.encode() in cmdline and ") Z " not in stat and (include_proxy or argv0 != bytes(MCP_CHAIN)):
             found.append(int(entry.name))
     return found
+
+
+def jsonl(path: Path) -> list[dict[str, Any]]:
+    """The records of a JSONL file another process may be appending to: a last line
+    not yet ended by its newline is a record half written, left for the next read."""
+    if not path.exists():
+        return []
+    text = path.read_text()
+    return [json.loads(line) for line in text[: text.rfind("\n") + 1].splitlines() if line.strip()]
 
 
 def wait_until(predicate: Callable[[], Any], timeout: float, interval: float = 0.05) -> Any:

@@ -343,7 +343,7 @@ async def test_always_lasts_for_the_same_call_until_revoked_or_the_rule_changes(
         assert asked.content[0].text == "Echo: same" and len(console.urls()) == before + 1, "asked again"
     assert approve_command(console, "revoke", "--all").returncode == 0
     assert "no lasting approvals" in approve_command(console, "list").stdout
-    records = [json.loads(line) for line in (tmp_path / "state" / "approve" / "decisions.jsonl").read_text().splitlines()]
+    records = harness.jsonl(tmp_path / "state" / "approve" / "decisions.jsonl")
     decisions = [r["decision"] for r in records]
     assert decisions[:3] == ["page_allowed_always", "remembered_always", "page_allowed"], decisions
     assert all(r["arguments_sha256"].startswith("sha256:") and r["revision"].startswith("sha256:") for r in records)

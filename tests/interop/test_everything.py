@@ -194,7 +194,7 @@ async def test_tools_call(chain: Chain):
         assert text_of(total) == "The sum of 19 and 23 is 42."
     if chain.audited:
         assert conn.audit is not None and conn.audit.is_file(), "audit layer wrote no file"
-        lines = [json.loads(line) for line in conn.audit.read_text().splitlines() if line.strip()]
+        lines = harness.jsonl(conn.audit)
         assert any("tools/call" in json.dumps(line) for line in lines), lines[:5]
 
 

@@ -414,7 +414,7 @@ path = "{audit}"
         a, b = f.initialize(ci), f.initialize(second)
         call(f, a, 1, ci)
         call(f, b, 2, second)
-        lines = [json.loads(line) for line in audit.read_text().splitlines()]
+        lines = harness.jsonl(audit)
         calls = {(rec["session"], rec.get("token"), rec["id"]) for rec in lines if rec.get("method") == "tools/call"}
         assert calls == {(a[:8], "ci", 1), (b[:8], "2", 2)}, calls
         assert all(rec["client"].startswith("127.0.0.1:") for rec in lines)

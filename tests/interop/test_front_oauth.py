@@ -202,7 +202,7 @@ def test_a_session_belongs_to_its_principal(issuer: OAuthFixture, tmp_path: Path
         status, _, _ = front.request("POST", listed, good(issuer, front, exp=int(time.time()) - 600),
                                      headers={"Mcp-Session-Id": session})
         assert status == 401
-    lines = [json.loads(line) for line in front.audit.read_text().splitlines()]
+    lines = harness.jsonl(front.audit)
     assert lines and all(line.get("subject") == "alice" for line in lines), lines
     assert all("mcp:read" in line.get("scopes", "") for line in lines)
     assert alice not in front.audit.read_text()
@@ -272,7 +272,7 @@ when = { subjects = ["bob"] }
         assert ["error" in a for a in answers] == [False, False, True], answers
         assert answers[2]["error"]["code"] == 429
         assert all("result" in call(alice, sa, "echo", 20 + n) for n in range(4))
-    subjects = {json.loads(line).get("subject") for line in front.audit.read_text().splitlines()}
+    subjects = {line.get("subject") for line in harness.jsonl(front.audit)}
     assert subjects == {"alice", "bob"}, subjects
 
 
@@ -323,7 +323,7 @@ def test_the_typescript_sdk_logs_in_from_the_fronts_metadata(tmp_path: Path):
         assert seen["authorizationServer"] == issuer_url.rstrip("/"), seen
         assert seen["resource"] == front.url and "mcp:read" in (seen["scope"] or ""), seen
         assert "echo" in seen["tools"] and "with a token" in seen["echo"], seen
-        subjects = {json.loads(line).get("subject") for line in front.audit.read_text().splitlines()}
+        subjects = {line.get("subject") for line in harness.jsonl(front.audit)}
         assert subjects == {"johndoe"}, "the provider's subject reached the audit"
     finally:
         mock.terminate()
@@ -354,7 +354,7 @@ def test_2026_requests_without_a_session_are_judged_as_their_caller(issuer: OAut
             answers[who] = rpc(body)
         assert "result" in answers["alice"] and "result" in answers["alice again"], answers
         assert "error" in answers["bob"], "bob's stateless call is judged as bob's"
-    subjects = {json.loads(line).get("subject") for line in front.audit.read_text().splitlines()}
+    subjects = {line.get("subject") for line in harness.jsonl(front.audit)}
     assert subjects == {"alice", "bob"}, subjects
 
 
@@ -383,7 +383,7 @@ def test_a_reload_changes_the_oauth_checks_for_the_requests_after(issuer: OAuthF
     config.write_text("[proxy]\nwatch_config = true\n" + config.read_text())
 
     def reloads() -> list[dict[str, Any]]:
-        lines = map(json.loads, front.audit.read_text().splitlines()) if front.audit.exists() else []
+        lines = harness.jsonl(front.audit)
         return [line for line in lines if line.get("event") == "config_reload"]
 
     def edit(old: str, new: str, count: int) -> None:

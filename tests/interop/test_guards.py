@@ -158,7 +158,7 @@ async def test_approve_the_python_sdk_client_answers_both_ways(tmp_path: Path, f
         total = await conn.session.call_tool("get-sum", {"a": 1, "b": 2})
         assert "3" in total.content[0].text and len(asked) == 3
     # The client sent five calls; the server got the three allowed.
-    lines = [json.loads(line) for line in behind.read_text().splitlines()]
+    lines = harness.jsonl(behind)
     reached = [line["params"]["arguments"] for line in lines if line["kind"] == "request" and line.get("method") == "tools/call"]
     assert reached == [{"message": "ok"}, {"message": "again"}, {"a": 1, "b": 2}], reached
 
@@ -245,7 +245,7 @@ async def test_pin_hides_a_tool_whose_description_changed(tmp_path: Path):
         [str(harness.MCP_CHAIN), "pin", "list", "--config", str(chain.config)], capture_output=True, text=True, check=True
     ).stdout
     assert "echo" in listed and "changed (description)" in listed, listed
-    notes = [json.loads(line).get("notes", {}).get("pin") for line in audit.read_text().splitlines()]
+    notes = [line.get("notes", {}).get("pin") for line in harness.jsonl(audit)]
     assert {"kind": "tool", "name": "echo", "changed": ["description"]} in [d for n in notes if n for d in n["drift"]]
     subprocess.run([str(harness.MCP_CHAIN), "pin", "accept", "echo", "--config", str(chain.config)], check=True, capture_output=True)
     async with open_session(everything_argv(), chain, label="pin-accepted") as conn:

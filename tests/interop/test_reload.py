@@ -78,13 +78,13 @@ class Policy:
     def lines(self, **fields) -> list[dict]:
         if not self.audit.exists():
             return []
-        lines = [json.loads(line) for line in self.audit.read_text().splitlines() if line.strip()]
+        lines = harness.jsonl(self.audit)
         return [l for l in lines if all(l.get(k) == v for k, v in fields.items())]
 
     def reloads(self, outcome: str) -> list[dict]:
         if not self.audit.exists():
             return []
-        lines = [json.loads(line) for line in self.audit.read_text().splitlines() if line.strip()]
+        lines = harness.jsonl(self.audit)
         return [l for l in lines if l.get("event") == "config_reload" and l.get("outcome") == outcome]
 
 

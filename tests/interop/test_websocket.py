@@ -7,7 +7,6 @@ frames (ws_device.cjs, on the `ws` package supergateway brings).
 from __future__ import annotations
 
 import contextlib
-import json
 
 import mcp_types as types
 import pytest
@@ -49,7 +48,7 @@ async def test_the_tour_basics_over_websocket_through_the_full_chain(everything_
         assert "5" in result.content[0].text
         assert isinstance(await conn.session.send_ping(), types.EmptyResult)
     assert conn.audit is not None
-    audit = [json.loads(line) for line in conn.audit.read_text().splitlines()]
+    audit = harness.jsonl(conn.audit)
     calls = [r for r in audit if r.get("tool") == chain.tool("echo")]
     assert [r["kind"] for r in calls] == ["request", "response"], "the audit layer saw the call and its answer"
 
@@ -81,7 +80,7 @@ def test_a_device_platforms_envelope(tmp_path):
         }
         assert text(proxy.call(1, "self.get_device_status")) == "called self.get_device_status"
         proxy.close()
-    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    lines = harness.jsonl(log)
     assert lines[0] == {"protocol": "mcp"}, "the upgrade asked for subprotocol mcp"
     frames = lines[1:]
     assert [f["type"] for f in frames] == ["mcp"] * len(frames)
@@ -104,7 +103,7 @@ def test_a_frame_over_the_cap_drops_the_connection_and_the_session_goes_on(tmp_p
         answer = proxy.call_once_back(2, "self.get_device_status")
         assert text(answer) == "called self.get_device_status"
         proxy.close()
-    frames = [json.loads(line) for line in log.read_text().splitlines()]
+    frames = harness.jsonl(log)
     inits = [f for f in frames if f.get("payload", {}).get("method") == "initialize"]
     assert len(inits) == 2 and inits[1]["payload"]["params"] == inits[0]["payload"]["params"]
     assert sum(1 for f in frames if f.get("protocol") == "mcp") == 2, "it connected again"
