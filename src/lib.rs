@@ -179,7 +179,7 @@ pub fn main(cli: Cli) -> ExitCode {
     let config = match effective_config(&cli) {
         Ok(config) => config,
         Err(message) => {
-            logging::init(level, None);
+            logging::init(level, None, false);
             eprintln!("mcp-chain: {message}");
             return ExitCode::FAILURE;
         }
@@ -189,14 +189,15 @@ pub fn main(cli: Cli) -> ExitCode {
         true => match Telemetry::start(&config) {
             Ok(telemetry) => telemetry,
             Err(message) => {
-                logging::init(level, None);
+                logging::init(level, None, false);
                 eprintln!("mcp-chain: {message}");
                 return ExitCode::FAILURE;
             }
         },
         false => Telemetry::default(),
     };
-    logging::init(level, telemetry.tracing_layer());
+    let console = cli.command.is_none() && config.console.is_some();
+    logging::init(level, telemetry.tracing_layer(), console);
     let code = run(&cli, config, telemetry.background());
     telemetry.shutdown();
     code
@@ -338,15 +339,22 @@ fn serve_console(
     let Some(console) = &config.console else {
         return Ok(());
     };
-    let pin_files = config
-        .chain
-        .iter()
-        .filter_map(|entry| match &entry.layer {
-            layers::AnyLayer::Pin(pin) => Some(pin.pin_file().to_owned()),
-            _ => None,
-        })
-        .collect();
-    let started = console::start(console, config.path.as_deref(), pin_files, server);
+    let (mut pin_files, mut audit_files) = (Vec::new(), Vec::new());
+    for entry in &config.chain {
+        match &entry.layer {
+            layers::AnyLayer::Pin(pin) => pin_files.push(pin.pin_file().to_owned()),
+            layers::AnyLayer::Audit(audit) => {
+                audit_files.extend(audit.file().map(std::path::Path::to_owned))
+            }
+            _ => {}
+        }
+    }
+    let watched = console::Watched {
+        pin_files,
+        audit_files,
+        server,
+    };
+    let started = console::start(console, config.path.as_deref(), watched);
     match runtime.block_on(started) {
         Ok(task) => {
             runtime.spawn(task);

@@ -31,8 +31,9 @@ const QUIET_LIBRARIES: &str = "hyper=info,hyper_util=info,reqwest=info,rustls=in
 
 /// Starts logging; with `telemetry`, its layer (OpenTelemetry's, the count
 /// of decisions) is stacked beside the log lines, and each line written
-/// inside a span carries its trace and span ids.
-pub fn init(level: Option<&str>, telemetry: Option<Telemetry>) {
+/// inside a span carries its trace and span ids. With `console`, the
+/// layers' decisions are kept for the console's activity page too.
+pub fn init(level: Option<&str>, telemetry: Option<Telemetry>, console: bool) {
     let filter = match level {
         Some(level) if !level.contains('=') => {
             EnvFilter::try_new(format!("{level},{QUIET_LIBRARIES}"))
@@ -56,6 +57,7 @@ pub fn init(level: Option<&str>, telemetry: Option<Telemetry>) {
         .with_filter(filter);
     let _ = tracing_subscriber::registry()
         .with(telemetry)
+        .with(console.then(crate::console::activity::layer))
         .with(lines)
         .try_init();
 }

@@ -16,7 +16,10 @@
 //! for that config serves it. How a request is judged is `page.rs`.
 
 mod actions;
+pub(crate) mod activity;
 mod page;
+mod recent;
+pub(crate) mod sessions;
 mod views;
 
 use crate::config::{ConsoleConfig, OpenAt};
@@ -26,6 +29,14 @@ use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use url::Url;
+
+/// What of the config the console shows: the pins it can accept, the
+/// audit files whose last lines it shows, the server it guards.
+pub(crate) struct Watched {
+    pub(crate) pin_files: Vec<PathBuf>,
+    pub(crate) audit_files: Vec<PathBuf>,
+    pub(crate) server: String,
+}
 
 /// Why the console cannot be served.
 #[derive(Debug, thiserror::Error)]
@@ -46,8 +57,7 @@ pub(crate) enum ConsoleError {
 pub(crate) async fn start(
     config: &ConsoleConfig,
     config_path: Option<&Path>,
-    pin_files: Vec<PathBuf>,
-    server: String,
+    watched: Watched,
 ) -> Result<impl Future<Output = ()> + Send + 'static, ConsoleError> {
     let listen_error = |why| ConsoleError::Listen {
         addr: config.listen,
@@ -71,10 +81,11 @@ pub(crate) async fn start(
         }
     }));
     desk::install(desk.clone());
+    sessions::keep();
     // The off switches, kept per server in the state directory.
     if let Ok(state) = crate::platform::dirs::state_dir() {
         let path = state.join("console").join("switches.json");
-        let board = Arc::new(switch::Switchboard::load(path, server)?);
+        let board = Arc::new(switch::Switchboard::load(path, watched.server.clone())?);
         switch::install(board.clone());
         tokio::spawn(board.follow());
     }
@@ -84,7 +95,7 @@ pub(crate) async fn start(
             tracing::warn!(error = %e, "the console's URL could not be kept for `mcp-chain console`");
         }
     }
-    let pages = Arc::new(page::Pages::new(desk, bound, secret, token, pin_files));
+    let pages = Arc::new(page::Pages::new(desk, bound, secret, token, watched));
     Ok(page::serve(listener, pages))
 }
 

@@ -10,6 +10,9 @@
 //! - `GET /SECRET/page.js`: its small script (live updates, local times);
 //! - `GET /SECRET/events`: Server-Sent Events, one each time what waits
 //!   changes;
+//! - `GET /SECRET/activity` (`?tool=…&outcome=…`): the layers' decisions
+//!   and the audit's last lines, filtered, and `activity/events`, one
+//!   event when there is more (`recent.rs`);
 //! - `POST /SECRET/revoke`: a lasting approval taken back (as `mcp-chain
 //!   approve revoke` does), judged as a decision is;
 //! - `POST /SECRET/accept`, `/switch`: a drifted pin accepted, a tool
@@ -21,7 +24,7 @@
 //!   replay) is 409.
 
 use super::super::front::guard;
-use super::{actions, views};
+use super::{actions, recent, views};
 use bytes::Bytes;
 use http_body_util::{combinators::BoxBody, BodyExt, Full, StreamBody};
 use hyper::body::{Frame, Incoming};
@@ -37,7 +40,10 @@ use subtle::ConstantTimeEq;
 pub(super) type Body = BoxBody<Bytes, Infallible>;
 
 pub(super) const PAGE_TEMPLATE: &str = "approvals.html";
+const BASE: &str = include_str!("base.html");
 const PAGE: &str = include_str!("approvals.html");
+pub(super) const ACTIVITY_TEMPLATE: &str = "activity.html";
+const ACTIVITY: &str = include_str!("activity.html");
 const SCRIPT: &str = include_str!("page.js");
 
 /// The most of a decision's form read.
@@ -57,6 +63,11 @@ pub(super) struct Pages {
     pub(super) origins: Vec<String>,
     /// The config's pin files: their drift is shown, and accepted here.
     pub(super) pin_files: Vec<std::path::PathBuf>,
+    /// The files the chain's audit layers append to: their last lines are
+    /// shown on the activity page.
+    pub(super) audit_files: Vec<std::path::PathBuf>,
+    /// The server this process guards, as the approve book names it.
+    pub(super) server: String,
     pub(super) templates: minijinja::Environment<'static>,
 }
 
@@ -66,7 +77,7 @@ impl Pages {
         bound: SocketAddr,
         secret: String,
         token: String,
-        pin_files: Vec<std::path::PathBuf>,
+        watched: super::Watched,
     ) -> Self {
         let hosts = guard::answered_hosts(&[], bound).unwrap_or_default();
         let port = bound.port();
@@ -78,10 +89,6 @@ impl Pages {
         .iter()
         .map(|host| format!("http://{host}:{port}"))
         .collect();
-        let mut templates = minijinja::Environment::new();
-        templates
-            .add_template(PAGE_TEMPLATE, PAGE)
-            .expect("the approval page's template is valid");
         Self {
             desk,
             bound,
@@ -89,10 +96,27 @@ impl Pages {
             token,
             hosts,
             origins,
-            pin_files,
-            templates,
+            pin_files: watched.pin_files,
+            audit_files: watched.audit_files,
+            server: watched.server,
+            templates: templates(),
         }
     }
+}
+
+/// The console's pages, parsed once.
+fn templates() -> minijinja::Environment<'static> {
+    let mut templates = minijinja::Environment::new();
+    for (name, source) in [
+        ("base.html", BASE),
+        (PAGE_TEMPLATE, PAGE),
+        (ACTIVITY_TEMPLATE, ACTIVITY),
+    ] {
+        templates
+            .add_template(name, source)
+            .expect("the console's templates are valid");
+    }
+    templates
 }
 
 /// Serves the console on `listener` until the process ends.
@@ -139,6 +163,8 @@ async fn answer(pages: &Pages, request: Request<Incoming>) -> Response<Body> {
             response
         }
         ("/events", &Method::GET) => events(pages),
+        ("/activity", &Method::GET | &Method::HEAD) => recent::page(pages, head.uri.query()),
+        ("/activity/events", &Method::GET) => recent::events(pages),
         ("/decide", &Method::POST) => match actions::form(pages, &head, body).await {
             Ok(form) => actions::decide(pages, &form),
             Err(refused) => refused,
@@ -155,9 +181,11 @@ async fn answer(pages: &Pages, request: Request<Incoming>) -> Response<Body> {
             Ok(form) => actions::switch(&form),
             Err(refused) => refused,
         },
-        ("/" | "/page.js" | "/events" | "/decide" | "/revoke" | "/accept" | "/switch", _) => {
-            plain(StatusCode::METHOD_NOT_ALLOWED, "not with this method")
-        }
+        (
+            "/" | "/page.js" | "/events" | "/activity" | "/activity/events" | "/decide" | "/revoke"
+            | "/accept" | "/switch",
+            _,
+        ) => plain(StatusCode::METHOD_NOT_ALLOWED, "not with this method"),
         _ => plain(StatusCode::NOT_FOUND, "not found"),
     }
 }
@@ -231,6 +259,21 @@ pub(super) fn set(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_pages_render_with_nothing_to_show() {
+        let templates = templates();
+        for name in [PAGE_TEMPLATE, ACTIVITY_TEMPLATE] {
+            let html = templates
+                .get_template(name)
+                .and_then(|t| t.render(minijinja::context! { filter => minijinja::context! {} }))
+                .expect("renders");
+            assert!(
+                html.contains("<main>") && html.contains("page.js"),
+                "{name}"
+            );
+        }
+    }
 
     #[test]
     fn only_the_secret_opens_the_console() {

@@ -77,6 +77,10 @@ pub(super) fn page(pages: &Pages) -> Response<Body> {
         grants => grants,
         drifts => drifts(pages),
         tools => tools(),
+        answered => super::recent::answered(&pages.server),
+        sessions => super::sessions::running(),
+        server => shown(&pages.server, 300),
+        page => "approvals",
         token => &pages.token,
         listen => pages.bound.to_string(),
     };

@@ -127,6 +127,12 @@ impl Session {
         };
         tracing::info!(session = %short(&id), client = %info.client, token = info.token.as_deref(), ?kind, "session started");
         let layers = front.layers_for_session(&info);
+        let from = info.client.clone();
+        let caller = match (&info.principal, &info.token) {
+            (Some(p), _) => Some(format!("{} ({})", p.subject, p.issuer)),
+            (None, Some(token)) => Some(format!("token {token}")),
+            (None, None) => None,
+        };
         let tasks = front.sessions.tasks.clone();
         tasks.spawn(async move {
             // In shared mode the session's server is a port into the pool.
@@ -141,6 +147,8 @@ impl Session {
                 client: "tcp",
                 server: relay::Starts::network_transport(&front.upstream),
                 id: Some(short(&id).to_owned()),
+                from: Some(from),
+                caller,
             };
             let ending = relay::session(&front.config, &front.budget, layers, server, client, signals, Some(seen)).await;
             match ending {

@@ -97,6 +97,8 @@ pub(crate) async fn run(
         client: "pipe",
         server: upstream.network_transport(),
         id: None,
+        from: None,
+        caller: None,
     };
     session(
         config,
@@ -118,6 +120,10 @@ pub(crate) struct Seen {
     pub(crate) server: &'static str,
     /// The front session's id, shortened.
     pub(crate) id: Option<String>,
+    /// Where its client is (an HTTP front's client address), and who it
+    /// is: the console lists the session with them.
+    pub(crate) from: Option<String>,
+    pub(crate) caller: Option<String>,
 }
 
 /// The client's end of a session: its messages, the queue of what goes to
@@ -147,6 +153,14 @@ pub(crate) async fn session<S: Source>(
         false => Queue::default(),
         true => Queue::of_messages(),
     };
+    // Listed in the console (with one) while the session runs.
+    let _listed = seen.as_ref().map(|seen| {
+        crate::console::sessions::started(
+            seen.id.as_deref(),
+            seen.from.clone(),
+            seen.caller.clone(),
+        )
+    });
     let upstream_conn = Connector::new(server_queue.clone(), "server").recording();
     let downstream_conn = Connector::new(client_queue.clone(), "client");
     let reloadable = layers.updates.is_some();

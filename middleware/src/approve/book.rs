@@ -94,6 +94,11 @@ impl Book {
         &self.server
     }
 
+    /// The file every decision is appended to (JSON lines).
+    pub fn decisions_file(&self) -> PathBuf {
+        self.dir.join("decisions.jsonl")
+    }
+
     /// Every grant kept in `dir`, whatever server (an unreadable file is
     /// none, said on stderr: a grant is never guessed).
     pub fn grants_in(dir: &Path) -> Vec<Grant> {
@@ -161,7 +166,7 @@ impl Book {
         }
         let mut text = line.to_string();
         text.push('\n');
-        let written = mcp_chain_private::open_append(&self.dir.join("decisions.jsonl"))
+        let written = mcp_chain_private::open_append(&self.decisions_file())
             .and_then(|mut file| file.write_all(text.as_bytes()));
         if let Err(e) = written {
             tracing::warn!(error = %e, "approve: a decision could not be recorded");

@@ -2,16 +2,22 @@
 //! travels the protocol's way (multi round-trip requests): an
 //! `input_required` result asks, the retry's `inputResponses` answers, and
 //! a sealed `requestState` ties the two to this call (see `question.rs`).
+//! A client that cannot ask (no elicitation in its request's
+//! capabilities, or `ask` without `"elicitation"`) is asked on the
+//! approval page when `ask` has `"page"`, the call waiting meanwhile; a
+//! lasting grant (`remember = "always"`) holds for it as for any.
 
+use super::desk;
 use super::question::{answer_of, can_ask, elicitation, meta, State, INPUT_KEY};
-use super::service::{decided, refusal, settled, unreadable, Approve, Call, LAYER};
+use super::service::{decided, refusal, settle, settled, unreadable, Approve, Call, LAYER};
+use super::ways::Way;
 use crate::embedded::{is_input_required, INPUT_REQUESTS, INPUT_RESPONSES};
 use crate::message::meta::CLIENT_CAPABILITIES;
 use crate::message::method;
 use crate::payload::Payload;
 use crate::{note, BoxError, Envelope, Message, ResponseFuture};
 use serde_json::{json, Value};
-use tower::Service;
+use tower::{Service, ServiceExt};
 
 impl<S> Approve<S>
 where
@@ -76,12 +82,29 @@ where
             None => {
                 let capabilities = meta(&call.params).and_then(|m| m.get(CLIENT_CAPABILITIES));
                 let elicitation = capabilities.and_then(|c| c.get("elicitation"));
-                if !can_ask(elicitation) {
-                    let decision = self.layer.cannot_ask(&call.id, &call.tool);
-                    return settled(decision, &mut self.inner, env);
+                let ways = &self.layer.shared.settings.ways;
+                if ways.contains(&Way::Elicitation) && can_ask(elicitation) {
+                    // The protocol's own way first.
+                    let question = ("asked", Some(self.question(&call, state_text)));
+                    return settled(question, &mut self.inner, env);
                 }
-                let question = ("asked", Some(self.question(&call, state_text)));
-                return settled(question, &mut self.inner, env);
+                let params = Payload::from(Value::Object(call.params.clone()));
+                if let Some(granted) = self.layer.granted_for_good(&call.tool, Some(&params)) {
+                    return settled(granted, &mut self.inner, env);
+                }
+                if ways.contains(&Way::Page) && desk::installed().is_some() {
+                    // A client that cannot ask: the approval page, while
+                    // the call waits (its requestState, the server's own,
+                    // goes on untouched).
+                    let layer = self.layer.clone();
+                    let inner = self.inner.clone();
+                    return Box::pin(async move {
+                        let decision = layer.ask_on_the_page(&call).await;
+                        settle(decision, inner.oneshot(env)).await
+                    });
+                }
+                let decision = self.layer.cannot_ask(&call.id, &call.tool);
+                return settled(decision, &mut self.inner, env);
             }
         };
         // Approved: the server gets its own state back, or none.

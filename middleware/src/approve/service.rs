@@ -155,7 +155,7 @@ pub(super) fn refusal(id: &RequestId, reason: &'static str, message: &str) -> De
 
 /// The note of a decision, made inside the answer's future (where an
 /// audit outside collects notes), then the layer's answer or `answer`.
-async fn settle<F>(decision: Decision, answer: F) -> Result<Option<Message>, BoxError>
+pub(super) async fn settle<F>(decision: Decision, answer: F) -> Result<Option<Message>, BoxError>
 where
     F: std::future::Future<Output = Result<Option<Message>, BoxError>>,
 {

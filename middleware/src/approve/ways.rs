@@ -70,6 +70,22 @@ impl ApproveLayer {
         decision
     }
 
+    /// A 2026-07-28 call whose client cannot ask: the approval page alone,
+    /// within the call's `timeout`, without "Allow for this session" (a
+    /// sessionless request has no session to remember it in); the
+    /// decision recorded.
+    pub(super) async fn ask_on_the_page(&self, call: &Call) -> Decision {
+        crate::decided!("approve", "asked");
+        let deadline = Instant::now() + self.shared.settings.timeout;
+        let asked = match desk::installed() {
+            Some(desk) => self.on_page(&desk, call, deadline, false).await,
+            None => None,
+        };
+        let decision = asked.unwrap_or_else(|| self.cannot_ask(&call.id, &call.tool));
+        self.record(&call.tool, &call.arguments, decision.0);
+        decision
+    }
+
     async fn ask_each_way(&self, call: &Call) -> Decision {
         let settings = &self.shared.settings;
         let (id, tool) = (&call.id, call.tool.as_str());
@@ -86,7 +102,10 @@ impl ApproveLayer {
                     self.elicit(call, wait, last).await
                 }
                 Way::Page => match desk::installed() {
-                    Some(desk) => self.on_page(&desk, call, deadline).await,
+                    Some(desk) => {
+                        let session_choice = settings.remember_session;
+                        self.on_page(&desk, call, deadline, session_choice).await
+                    }
                     None => None,
                 },
                 Way::Elicitation => None,
@@ -151,13 +170,15 @@ impl ApproveLayer {
         Some(decision)
     }
 
-    /// mcp-chain's approval page, until `deadline`. `None`: the desk let
-    /// the question go.
+    /// mcp-chain's approval page, until `deadline`, offering "Allow for
+    /// this session" with `session_choice`. `None`: the desk let the
+    /// question go.
     async fn on_page(
         &self,
         desk: &std::sync::Arc<desk::Desk>,
         call: &Call,
         deadline: Instant,
+        session_choice: bool,
     ) -> Option<Decision> {
         let settings = &self.shared.settings;
         let mut question = desk.ask(Waiting {
@@ -166,7 +187,7 @@ impl ApproveLayer {
             arguments: call.arguments.clone(),
             caller: self.session.caller.clone(),
             policy: settings.patterns.clone(),
-            session_choice: settings.remember_session,
+            session_choice,
             always_choice: settings.remember_always,
             since: SystemTime::now(),
         });

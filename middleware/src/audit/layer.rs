@@ -26,6 +26,11 @@ pub struct AuditLayer {
 }
 
 impl AuditLayer {
+    /// The file this layer appends to; `None` when it writes to stderr.
+    pub fn file(&self) -> Option<&std::path::Path> {
+        self.shared.sink.file()
+    }
+
     pub(super) fn new(shared: Shared) -> Self {
         Self {
             shared: Arc::new(shared),

@@ -20,6 +20,8 @@ const FLUSH_AT: usize = 64 * 1024;
 pub(super) struct Sink {
     /// The file's path, or `stderr`.
     path: PathBuf,
+    /// Lines go to the file at `path` (not stderr).
+    file: bool,
     log: Mutex<Log>,
 }
 
@@ -59,15 +61,22 @@ impl Sink {
         } else {
             Out::File(mcp_chain_private::open_append(path.as_ref())?)
         };
-        let path = PathBuf::from(if path == STDERR { "stderr" } else { path });
+        let file = path != STDERR;
+        let path = PathBuf::from(if file { path } else { "stderr" });
         let log = Log {
             out,
             queued: Vec::new(),
         };
         Ok(Self {
             path,
+            file,
             log: Mutex::new(log),
         })
+    }
+
+    /// The file lines go to; `None` for stderr.
+    pub(super) fn file(&self) -> Option<&Path> {
+        self.file.then_some(self.path.as_path())
     }
 
     /// Writes one line (`line` adds it to the queue, newline included),
