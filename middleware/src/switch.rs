@@ -291,7 +291,8 @@ where
             }
             return crate::boxed(self.inner.call(env));
         }
-        if req.method != method::TOOLS_LIST {
+        // `server/discover` (2026-07-28) may list the tools as well.
+        if req.method != method::TOOLS_LIST && req.method != method::SERVER_DISCOVER {
             return crate::boxed(self.inner.call(env));
         }
         let answer = self.inner.call(env);
@@ -322,6 +323,7 @@ fn hide_switched_off(board: &Switchboard, result: &mut crate::payload::Payload) 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn a_switch_is_kept_per_server_and_an_unreadable_file_does_not_start() {
@@ -339,6 +341,19 @@ mod tests {
         assert!(!Switchboard::load(path.clone(), "a".into())
             .expect("read")
             .is_off("write_file"));
+        // Out of every listing, `server/discover`'s too.
+        a.set("write_file", true).expect("kept");
+        for listing in [
+            json!({"tools": [{"name": "write_file"}, {"name": "read_file"}]}),
+            json!({"serverInfo": {}, "tools": [{"name": "write_file"}, {"name": "read_file"}]}),
+        ] {
+            let mut result = crate::payload::Payload::from(listing);
+            hide_switched_off(&a, &mut result);
+            assert_eq!(
+                result.member("tools").expect("read"),
+                Some(json!([{"name": "read_file"}]))
+            );
+        }
         std::fs::write(&path, b"[{").expect("written");
         assert!(Switchboard::load(path, "a".into()).is_err(), "fails closed");
         let _ = std::fs::remove_dir_all(&dir);
