@@ -354,7 +354,12 @@ fn serve_console(
         audit_files,
         server,
     };
-    let started = console::start(console, config.path.as_deref(), watched);
+    let started = console::start(
+        console,
+        config.path.as_deref(),
+        watched,
+        config.front.oauth.as_deref(),
+    );
     match runtime.block_on(started) {
         Ok(task) => {
             runtime.spawn(task);

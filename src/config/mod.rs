@@ -14,7 +14,7 @@ mod telemetry;
 mod upstream;
 mod validate;
 
-pub use console::{ConsoleConfig, OpenAt};
+pub use console::{ConsoleConfig, OpenAt, SignInConfig, ADMIN_SCOPE};
 pub use error::ConfigError;
 pub use front::{parse_listen, BadListen, FrontConfig, Token};
 pub use front_oauth::{FrontOAuth, Introspection, Network};

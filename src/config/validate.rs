@@ -84,7 +84,7 @@ pub(super) fn validate(file: ConfigFile, text: &str) -> Result<Config, Vec<Probl
         ));
     }
 
-    let console = super::console::console(file.console, &mut problems);
+    let console = super::console::console(file.console, front.oauth.is_some(), &mut problems);
 
     let mut chain = Vec::with_capacity(file.middleware.len());
     for (index, entry) in file.middleware.into_iter().enumerate() {

@@ -20,6 +20,11 @@ pub(crate) mod activity;
 mod page;
 mod recent;
 pub(crate) mod sessions;
+#[cfg(feature = "remote")]
+mod sign_in;
+#[cfg(not(feature = "remote"))]
+#[path = "no_sign_in.rs"]
+mod sign_in;
 mod views;
 
 use crate::config::{ConsoleConfig, OpenAt};
@@ -50,6 +55,8 @@ pub(crate) enum ConsoleError {
     Random,
     #[error("console: {0}")]
     Switches(#[from] mcp_chain_middleware::switch::Unreadable),
+    #[error("{0}")]
+    SignIn(String),
 }
 
 /// Binds the console, installs the process's approval desk, and says
@@ -58,6 +65,7 @@ pub(crate) async fn start(
     config: &ConsoleConfig,
     config_path: Option<&Path>,
     watched: Watched,
+    front_oauth: Option<&crate::config::FrontOAuth>,
 ) -> Result<impl Future<Output = ()> + Send + 'static, ConsoleError> {
     let listen_error = |why| ConsoleError::Listen {
         addr: config.listen,
@@ -69,7 +77,17 @@ pub(crate) async fn start(
     let bound = listener.local_addr().map_err(listen_error)?;
     let secret = random_hex().ok_or(ConsoleError::Random)?;
     let token = random_hex().ok_or(ConsoleError::Random)?;
-    let url = Url::parse(&format!("http://{bound}/{secret}/")).expect("a URL of our own making");
+    let gate = match (&config.sign_in, front_oauth) {
+        (Some(sign_in), Some(oauth)) => {
+            Some(sign_in::Gate::new(sign_in, oauth, &secret).map_err(ConsoleError::SignIn)?)
+        }
+        _ => None,
+    };
+    let url = match &config.sign_in {
+        Some(sign_in) => sign_in.public_url.join(&format!("{secret}/")),
+        None => Url::parse(&format!("http://{bound}/{secret}/")),
+    }
+    .map_err(|e| ConsoleError::SignIn(format!("console.public_url: {e}")))?;
     let open = config.open;
     let shown = url.clone();
     let desk = Arc::new(Desk::new(move || {
@@ -95,7 +113,15 @@ pub(crate) async fn start(
             tracing::warn!(error = %e, "the console's URL could not be kept for `mcp-chain console`");
         }
     }
-    let pages = Arc::new(page::Pages::new(desk, bound, secret, token, watched));
+    let pages = Arc::new(page::Pages::new(
+        desk,
+        bound,
+        secret,
+        token,
+        watched,
+        gate,
+        config.sign_in.as_ref(),
+    ));
     Ok(page::serve(listener, pages))
 }
 

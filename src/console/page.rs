@@ -68,6 +68,8 @@ pub(super) struct Pages {
     pub(super) audit_files: Vec<std::path::PathBuf>,
     /// The server this process guards, as the approve book names it.
     pub(super) server: String,
+    /// With `[console] client_id`: the sign-in before every page.
+    gate: Option<super::sign_in::Gate>,
     pub(super) templates: minijinja::Environment<'static>,
 }
 
@@ -78,17 +80,21 @@ impl Pages {
         secret: String,
         token: String,
         watched: super::Watched,
+        gate: Option<super::sign_in::Gate>,
+        sign_in: Option<&crate::config::SignInConfig>,
     ) -> Self {
-        let hosts = guard::answered_hosts(&[], bound).unwrap_or_default();
+        let loopback = ["127.0.0.1", "localhost", "[::1]"];
+        let mut hosts: Vec<String> = loopback.iter().map(|h| (*h).to_owned()).collect();
         let port = bound.port();
-        let origins = [
-            "127.0.0.1".to_owned(),
-            "localhost".to_owned(),
-            "[::1]".to_owned(),
-        ]
-        .iter()
-        .map(|host| format!("http://{host}:{port}"))
-        .collect();
+        let mut origins: Vec<String> = loopback
+            .iter()
+            .map(|host| format!("http://{host}:{port}"))
+            .collect();
+        // Behind a sign-in, where people reach it too.
+        if let Some(public) = sign_in.map(|s| &s.public_url) {
+            hosts.extend(public.host_str().map(str::to_ascii_lowercase));
+            origins.push(public.origin().ascii_serialization());
+        }
         Self {
             desk,
             bound,
@@ -99,6 +105,7 @@ impl Pages {
             pin_files: watched.pin_files,
             audit_files: watched.audit_files,
             server: watched.server,
+            gate,
             templates: templates(),
         }
     }
@@ -151,6 +158,20 @@ async fn answer(pages: &Pages, request: Request<Incoming>) -> Response<Body> {
     let Some(rest) = under_secret(head.uri.path(), &pages.secret) else {
         return plain(StatusCode::NOT_FOUND, "not found");
     };
+    if let Some(gate) = &pages.gate {
+        if (rest, &head.method) == ("/callback", &Method::GET) {
+            return gate.callback(head.uri.query()).await;
+        }
+        if gate.person(&head.headers).is_none() {
+            return match (rest, &head.method) {
+                ("/" | "/activity", &Method::GET) => gate.begin().await,
+                _ => plain(
+                    StatusCode::UNAUTHORIZED,
+                    "sign in first: open the console's page",
+                ),
+            };
+        }
+    }
     match (rest, &head.method) {
         ("/", &Method::GET | &Method::HEAD) => views::page(pages),
         ("/page.js", &Method::GET | &Method::HEAD) => {

@@ -21,7 +21,7 @@ pub(crate) mod guard;
 mod handler;
 mod intake;
 mod reply;
-mod resource;
+pub(crate) mod resource;
 mod router;
 mod routes;
 mod session;

@@ -238,6 +238,30 @@ fn check_pkce(metadata: &ServerMetadata) -> Result<(), OAuthError> {
     }
 }
 
+/// The authorization server at `issuer`, for a person signing in there
+/// (the console): its metadata found, naming that issuer, offering PKCE
+/// S256, every endpoint a web page or API.
+pub(crate) async fn authorization_server(
+    fetch: &Fetch,
+    issuer: &Url,
+) -> Result<ServerMetadata, OAuthError> {
+    let metadata =
+        server_metadata(fetch, issuer)
+            .await?
+            .ok_or_else(|| OAuthError::NoAuthorizationServer {
+                server: shown(issuer),
+            })?;
+    if trimmed(&metadata.issuer) != trimmed(issuer.as_str()) {
+        return Err(OAuthError::IssuerMismatch {
+            expected: shown(issuer),
+            found: mcp_chain_middleware::shown::shown(&metadata.issuer, 200),
+        });
+    }
+    check_pkce(&metadata)?;
+    check_endpoints(&metadata)?;
+    Ok(metadata)
+}
+
 /// Every endpoint the metadata names is a web page or API mcp-chain may
 /// reach: https, or http on loopback. The authorization endpoint is opened
 /// in the user's browser, so a `file:`, `smb:`, `javascript:` or custom

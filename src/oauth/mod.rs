@@ -12,7 +12,9 @@
 //! - `store`: the tokens per server, private files in the state directory;
 //! - `auth`: the tokens while mcp-chain runs (the header each request
 //!   carries, renewal on expiry, 401 and step-up);
-//! - `commands`: `login`, `logout`, `auth status`.
+//! - `commands`: `login`, `logout`, `auth status`;
+//! - `person`: a person signing in to the console at the front's
+//!   authorization server.
 //!
 //! The client of mcp-chain never sees the server's challenge, and its own
 //! credentials never reach the server: the upstream's identity is
@@ -26,6 +28,7 @@ mod discovery;
 mod error;
 mod fetch;
 mod login;
+pub(crate) mod person;
 mod register;
 mod store;
 mod tokens;

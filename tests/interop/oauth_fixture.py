@@ -47,6 +47,9 @@ class State:
     introspect_bytes: int = 0  # /introspect answers this many bytes of padding (a hostile issuer)
     client_secret: str | None = None  # a confidential pre-registered client
     issuer: str | None = None  # another authorization server (its JWTs checked against its JWKS)
+    jwt_for: str | None = None  # codes are traded for JWTs naming this audience (a person signing in to a console)
+    person: str = "alice"  # the `sub` of those JWTs
+    grant_scopes: list[str] | None = None  # the scopes those JWTs hold, whatever was asked
     lock: threading.Lock = field(default_factory=threading.Lock)
     codes: dict[str, dict[str, Any]] = field(default_factory=dict)
     access: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -220,6 +223,21 @@ class Handler(BaseHTTPRequestHandler):
         else:
             self.send(404, {"error": "not found"})
 
+    def person_token(self, f: dict[str, str]) -> None:
+        """A code traded for a JWT for `jwt_for` (minted outside the lock,
+        which the key takes)."""
+        s = self.state
+        with s.lock:
+            asked = s.codes.pop(f.get("code", ""), None)
+        verifier = f.get("code_verifier", "").encode()
+        challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier).digest()).rstrip(b"=").decode()
+        if not asked or asked.get("code_challenge") != challenge or asked.get("redirect_uri") != f.get("redirect_uri"):
+            self.send(400, {"error": "invalid_grant"})
+            return
+        scopes = s.grant_scopes if s.grant_scopes is not None else asked.get("scope", "").split()
+        token = s.mint({"sub": s.person, "aud": s.jwt_for, "scope": " ".join(scopes)})
+        self.send(200, {"access_token": token, "token_type": "Bearer", "expires_in": 300, "scope": " ".join(scopes)})
+
     def token(self, f: dict[str, str]) -> None:
         s = self.state
         with s.lock:
@@ -229,6 +247,9 @@ class Handler(BaseHTTPRequestHandler):
             self.send(400, {"error": "invalid_target"})
             return
         grant = f.get("grant_type")
+        if grant == "authorization_code" and s.jwt_for:
+            self.person_token(f)
+            return
         with s.lock:
             if grant == "authorization_code":
                 asked = s.codes.pop(f.get("code", ""), None)
