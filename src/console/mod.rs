@@ -83,11 +83,12 @@ pub(crate) async fn start(
         }
         _ => None,
     };
+    // Behind a sign-in the console's address is its public URL; else the
+    // secret URL on loopback.
     let url = match &config.sign_in {
-        Some(sign_in) => sign_in.public_url.join(&format!("{secret}/")),
-        None => Url::parse(&format!("http://{bound}/{secret}/")),
-    }
-    .map_err(|e| ConsoleError::SignIn(format!("console.public_url: {e}")))?;
+        Some(sign_in) => sign_in.public_url.clone(),
+        None => Url::parse(&format!("http://{bound}/{secret}/")).expect("a URL of our own making"),
+    };
     let open = config.open;
     let shown = url.clone();
     let desk = Arc::new(Desk::new(move || {

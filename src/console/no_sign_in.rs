@@ -25,4 +25,8 @@ impl Gate {
     pub(super) async fn callback(&self, _: Option<&str>) -> Response<Body> {
         match *self {}
     }
+
+    pub(super) fn to_the_pages(&self) -> Response<Body> {
+        match *self {}
+    }
 }

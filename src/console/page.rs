@@ -155,13 +155,24 @@ async fn answer(pages: &Pages, request: Request<Incoming>) -> Response<Body> {
         Err(guard::Refusal::BadRequest(why)) => return plain(StatusCode::BAD_REQUEST, why),
         Err(_) => return plain(StatusCode::FORBIDDEN, "this Host is not allowed"),
     }
+    // Behind a sign-in, the console's own address and the sign-in's way
+    // back are outside the secret path.
+    if let Some(gate) = &pages.gate {
+        match (head.uri.path(), &head.method) {
+            ("/callback", &Method::GET) => return gate.callback(head.uri.query()).await,
+            ("/", &Method::GET) => {
+                return match gate.person(&head.headers) {
+                    Some(_) => gate.to_the_pages(),
+                    None => gate.begin().await,
+                }
+            }
+            _ => {}
+        }
+    }
     let Some(rest) = under_secret(head.uri.path(), &pages.secret) else {
         return plain(StatusCode::NOT_FOUND, "not found");
     };
     if let Some(gate) = &pages.gate {
-        if (rest, &head.method) == ("/callback", &Method::GET) {
-            return gate.callback(head.uri.query()).await;
-        }
         if gate.person(&head.headers).is_none() {
             return match (rest, &head.method) {
                 ("/" | "/activity", &Method::GET) => gate.begin().await,

@@ -4,18 +4,20 @@
 //! token the front itself would accept (its issuer, its audience, its
 //! required scopes) and that holds `mcp-chain:admin`.
 //!
-//! A page asked for without a sign-in sends the browser to the
+//! The console's address is then `public_url` itself, stable across
+//! restarts (the secret path is where it sends a person signed in). A
+//! page asked for without a sign-in sends the browser to the
 //! authorization endpoint (authorization code, PKCE S256, a state drawn
 //! for it, `resource` the front's audience); the person comes back at
-//! `/SECRET/callback`, where the state is taken (once), `iss` checked, the
-//! code traded and the token checked. The person then holds a cookie (a
-//! random 128-bit value, `HttpOnly`, `SameSite=Lax`, `Secure` on https,
-//! its path the console's secret path) good until the token expires, at
-//! most [`SIGNED_IN_AT_MOST`]; the token itself is dropped. The forms keep
+//! `public_url` + `callback` (the redirect URI registered at the issuer),
+//! where the state is taken (once), `iss` checked, the code traded and the
+//! token checked. The person then holds a cookie (a random 128-bit value,
+//! `HttpOnly`, `SameSite=Lax`, `Secure` on https) good until the token
+//! expires, at most [`SIGNED_IN_AT_MOST`]; the token itself is dropped. The forms keep
 //! their own checks (origin, the page's token): the cookie alone decides
 //! nothing. Sign-ins under way and people signed in are both bounded.
 
-use super::page::{plain, set, text, Body};
+use super::page::{plain, text, Body};
 use crate::config::{FrontOAuth, SignInConfig, ADMIN_SCOPE};
 use crate::front::resource::ResourceServer;
 use crate::oauth::person::SignIn;
@@ -42,6 +44,8 @@ pub(super) struct Gate {
     pending: Mutex<HashMap<String, (PkceCodeVerifier, Instant)>>,
     people: Mutex<HashMap<String, (String, Instant)>>,
     cookie_path: String,
+    /// Where a person signed in is sent: the pages, at the secret path.
+    landing: String,
     secure: bool,
 }
 
@@ -51,10 +55,14 @@ impl Gate {
         oauth: &FrontOAuth,
         secret: &str,
     ) -> Result<Self, String> {
-        let callback = config
-            .public_url
-            .join(&format!("{secret}/callback"))
-            .map_err(|e| format!("console.public_url: {e}"))?;
+        let public = &config.public_url;
+        let joined = |path: &str| {
+            public
+                .join(path)
+                .map_err(|e| format!("console.public_url: {e}"))
+        };
+        let callback = joined("callback")?;
+        let landing = joined(&format!("{secret}/"))?.to_string();
         let resource = Url::parse(&oauth.audience)
             .map_err(|e| format!("front.oauth.audience is not a URL to ask a token for: {e}"))?;
         let mut scopes = vec![ADMIN_SCOPE.to_owned()];
@@ -74,8 +82,9 @@ impl Gate {
             tokens,
             pending: Mutex::new(HashMap::new()),
             people: Mutex::new(HashMap::new()),
-            cookie_path: format!("/{secret}/"),
-            secure: config.public_url.scheme() == "https",
+            cookie_path: public.path().to_owned(),
+            landing,
+            secure: public.scheme() == "https",
         })
     }
 
@@ -214,10 +223,20 @@ impl Gate {
             self.cookie_path,
             lasts.as_secs()
         );
-        let mut response = text(StatusCode::SEE_OTHER, "signed in");
-        set(&mut response, LOCATION, "./");
+        let mut response = self.to_the_pages();
         if let Ok(cookie) = HeaderValue::from_str(&cookie) {
             response.headers_mut().insert(SET_COOKIE, cookie);
+        }
+        response
+    }
+}
+
+impl Gate {
+    /// Sends a person signed in to the pages.
+    pub(super) fn to_the_pages(&self) -> Response<Body> {
+        let mut response = text(StatusCode::SEE_OTHER, "to the console");
+        if let Ok(location) = HeaderValue::from_str(&self.landing) {
+            response.headers_mut().insert(LOCATION, location);
         }
         response
     }

@@ -50,6 +50,8 @@ client_id = "console"
         self.env = {"MCP_CHAIN_STATE_DIR": str(tmp / "state")}
 
     def page(self, stderr: Path) -> str:
+        """The console's address: its public URL (the pages are under a
+        secret path it sends a person to once signed in)."""
         found = harness.wait_until(lambda: re.search(r"the approval page is at (\S+)", stderr.read_text()), 10)
         return found.group(1)
 
@@ -86,11 +88,14 @@ def test_a_person_signs_in_with_the_admin_scope_and_sees_the_console(browser, is
     signed = Signed(tmp_path, issuer)
     issuer.state.jwt_for = signed.url
     with harness.listening(signed.argv, signed.port, "mcp-chain console sign-in", env=signed.env) as stderr:
-        page = signed.page(stderr)
+        root = signed.page(stderr)
+        assert root == f"http://127.0.0.1:{signed.console_port}/"
         browser.delete_all_cookies()
-        browser.get(page)
+        browser.get(root)
         assert harness.wait_until(lambda: browser.find_elements(By.TAG_NAME, "h1"), 20, 0.2)
         assert browser.find_element(By.TAG_NAME, "h1").text == "Calls waiting for your approval"
+        page = browser.current_url
+        assert re.fullmatch(re.escape(root) + "[0-9a-f]{32}/", page), page
         browser.get(page + "activity")
         assert browser.find_element(By.TAG_NAME, "h1").text == "Activity"
         # What the console asked the issuer for.
@@ -98,37 +103,48 @@ def test_a_person_signs_in_with_the_admin_scope_and_sees_the_console(browser, is
         assert asked["client_id"] == "console" and asked["code_challenge_method"] == "S256"
         assert set(asked["scope"].split()) == {"mcp-chain:admin", "mcp:read"}
         assert asked["resource"] == signed.url
-        assert asked["redirect_uri"] == page + "callback"
+        assert asked["redirect_uri"] == root + "callback"
         cookie = browser.get_cookie("mcp-chain-console")
-        assert cookie and cookie["httpOnly"] and cookie["sameSite"] == "Lax"
-        assert cookie["path"] == urllib.parse.urlparse(page).path
+        assert cookie and cookie["httpOnly"] and cookie["sameSite"] == "Lax" and cookie["path"] == "/"
+        # Signed in, the console's address leads to the pages at once.
+        browser.get(root)
+        assert browser.current_url == page
 
 
 def test_without_a_sign_in_nothing_is_shown_or_decided(issuer: OAuthFixture, tmp_path: Path):
     signed = Signed(tmp_path, issuer)
     issuer.state.jwt_for = signed.url
     with harness.listening(signed.argv, signed.port, "mcp-chain console sign-in", env=signed.env) as stderr:
-        page = signed.page(stderr)
-        # The secret URL alone: sent to sign in, nothing of the page.
-        status, headers, body = fetch(page)
+        root = signed.page(stderr)
+        # The console's address: sent to sign in, nothing of the page.
+        status, headers, body = fetch(root)
         assert status == 303 and headers["Location"].startswith(issuer.state.base + "/authorize?"), (status, headers)
         assert "approval" not in body
+        # Someone signs in; the attacker learns the pages' secret path,
+        # not the cookie.
+        status, headers, _ = sign_in_by_hand(root, issuer)
+        assert status == 303
+        page = headers["Location"]
+        status, headers, body = fetch(page)
+        assert status == 303 and headers["Location"].startswith(issuer.state.base + "/authorize?")
+        assert "approval" not in body
         state = dict(urllib.parse.parse_qsl(urllib.parse.urlparse(headers["Location"]).query))["state"]
-        origin = f"http://127.0.0.1:{signed.console_port}"
+        origin = root.rstrip("/")
         for path, data in (("decide", b"id=1&choice=allow_once&token=x"), ("switch", b"tool=echo&to=off&token=x")):
             status, _, _ = fetch(page + path, "POST", data, {"Origin": origin, "Content-Type": "application/x-www-form-urlencoded"})
             assert status == 401, path
         assert fetch(page + "events")[0] == 401
+        assert fetch(page + "activity/events")[0] == 401
         # A guessed cookie is no sign-in.
         assert fetch(page, headers={"Cookie": "mcp-chain-console=" + "0" * 32})[0] == 303
         # A callback with a state this console never made, or none.
-        assert fetch(page + "callback?code=x&state=forged")[0] == 400
-        assert fetch(page + "callback?code=x")[0] == 400
+        assert fetch(root + "callback?code=x&state=forged")[0] == 400
+        assert fetch(root + "callback?code=x")[0] == 400
         # The real state with a code the issuer never gave: refused, and
         # the state is spent (a replay is refused too).
-        status, _, _ = fetch(page + f"callback?code=forged&state={state}&iss={urllib.parse.quote(issuer.state.base)}")
+        status, _, _ = fetch(root + f"callback?code=forged&state={state}&iss={urllib.parse.quote(issuer.state.base)}")
         assert status == 403
-        assert fetch(page + f"callback?code=forged&state={state}")[0] == 400
+        assert fetch(root + f"callback?code=forged&state={state}")[0] == 400
 
 
 def sign_in_by_hand(page: str, issuer: OAuthFixture) -> tuple[int, Any, str]:
@@ -144,19 +160,20 @@ def sign_in_by_hand(page: str, issuer: OAuthFixture) -> tuple[int, Any, str]:
 def test_a_token_without_the_scope_or_for_another_resource_signs_no_one_in(issuer: OAuthFixture, tmp_path: Path):
     signed = Signed(tmp_path, issuer)
     with harness.listening(signed.argv, signed.port, "mcp-chain console sign-in", env=signed.env) as stderr:
-        page = signed.page(stderr)
+        root = signed.page(stderr)
         issuer.state.jwt_for = signed.url
         issuer.state.grant_scopes = ["mcp:read"]
-        status, headers, body = sign_in_by_hand(page, issuer)
+        status, headers, body = sign_in_by_hand(root, issuer)
         assert status == 403 and "mcp-chain:admin" in body and "Set-Cookie" not in headers, (status, body)
         issuer.state.grant_scopes = None
         issuer.state.jwt_for = "http://127.0.0.1:9/other"
-        status, headers, body = sign_in_by_hand(page, issuer)
+        status, headers, body = sign_in_by_hand(root, issuer)
         assert status == 403 and "not one this mcp-chain accepts" in body and "Set-Cookie" not in headers
         # The right token: a cookie, and with it the page.
         issuer.state.jwt_for = signed.url
-        status, headers, _ = sign_in_by_hand(page, issuer)
-        assert status == 303 and headers["Location"] == "./", (status, headers)
+        status, headers, _ = sign_in_by_hand(root, issuer)
+        page = headers["Location"]
+        assert status == 303 and re.fullmatch(re.escape(root) + "[0-9a-f]{32}/", page), (status, headers)
         cookie = headers["Set-Cookie"].split(";", 1)[0]
         status, _, body = fetch(page, headers={"Cookie": cookie})
         assert status == 200 and "Calls waiting for your approval" in body
@@ -188,7 +205,7 @@ def test_off_loopback_only_behind_a_sign_in(issuer: OAuthFixture, tmp_path: Path
     signed = Signed(tmp_path, issuer, console=f'listen = "0.0.0.0:{port}"\npublic_url = "http://localhost:{port}/"')
     signed.console_port = port
     with harness.listening(signed.argv, signed.port, "mcp-chain console off loopback", env=signed.env) as stderr:
-        page = signed.page(stderr)
-        assert page.startswith(f"http://localhost:{port}/")
-        status, headers, _ = fetch(page)
+        root = signed.page(stderr)
+        assert root == f"http://localhost:{port}/"
+        status, headers, _ = fetch(root)
         assert status == 303 and headers["Location"].startswith(issuer.state.base + "/authorize?")
