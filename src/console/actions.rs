@@ -109,23 +109,62 @@ pub(super) fn revoke(form: &[(String, String)]) -> Response<Body> {
     back_to_the_page()
 }
 
-/// A drifted definition accepted, as `mcp-chain pin accept NAME` does.
-pub(super) fn accept(pages: &Pages, form: &[(String, String)]) -> Response<Body> {
+/// The drift a form names, as the page showed it, if still there.
+fn drift_named<'p>(
+    pages: &'p Pages,
+    form: &[(String, String)],
+) -> Result<
+    (
+        &'p std::path::Path,
+        mcp_chain_middleware::pin::file::Compared,
+    ),
+    Response<Body>,
+> {
     let file = field(form, "file").and_then(|v| v.parse::<usize>().ok());
     let path = file.and_then(|n| pages.pin_files.get(n));
     let (Some(path), Some(name)) = (path, field(form, "name")) else {
-        return plain(
+        return Err(plain(
             StatusCode::BAD_REQUEST,
-            "an accept names a pin file and a definition",
-        );
+            "the form names a pin file and a definition",
+        ));
     };
-    // The name as the page showed it: the drift it names, if still there.
     let compared = mcp_chain_middleware::pin::file::compared(path).unwrap_or_default();
-    let Some((drift, _, _)) = compared
-        .iter()
+    match compared
+        .into_iter()
         .find(|(d, _, _)| shown(&d.name, 200) == name)
-    else {
-        return plain(StatusCode::CONFLICT, "that drift is no longer there");
+    {
+        Some(found) => Ok((path, found)),
+        None => Err(plain(StatusCode::CONFLICT, "that drift is no longer there")),
+    }
+}
+
+/// A drifted definition left hidden, as a person decided on the page.
+pub(super) fn keep_hidden(pages: &Pages, form: &[(String, String)]) -> Response<Body> {
+    let (path, (drift, _, seen)) = match drift_named(pages, form) {
+        Ok(found) => found,
+        Err(refused) => return refused,
+    };
+    let key = super::kept::key(path, drift.kind(), &drift.name, &seen);
+    match super::kept::keep(key) {
+        Ok(()) => {
+            tracing::warn!(kind = drift.kind(), name = %shown(&drift.name, 200), "console: a drifted definition is kept hidden");
+            back_to_the_page()
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "console: \"keep hidden\" could not be kept");
+            plain(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "that choice could not be kept",
+            )
+        }
+    }
+}
+
+/// A drifted definition accepted, as `mcp-chain pin accept NAME` does.
+pub(super) fn accept(pages: &Pages, form: &[(String, String)]) -> Response<Body> {
+    let (path, (drift, _, _)) = match drift_named(pages, form) {
+        Ok(found) => found,
+        Err(refused) => return refused,
     };
     match mcp_chain_middleware::pin::file::accept(path, std::slice::from_ref(&drift.name)) {
         Ok(_) => back_to_the_page(),

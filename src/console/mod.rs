@@ -17,6 +17,7 @@
 
 mod actions;
 pub(crate) mod activity;
+mod kept;
 mod page;
 mod recent;
 pub(crate) mod sessions;

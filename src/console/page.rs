@@ -15,8 +15,8 @@
 //!   event when there is more (`recent.rs`);
 //! - `POST /SECRET/revoke`: a lasting approval taken back (as `mcp-chain
 //!   approve revoke` does), judged as a decision is;
-//! - `POST /SECRET/accept`, `/switch`: a drifted pin accepted, a tool
-//!   switched off or on (`actions.rs`);
+//! - `POST /SECRET/accept`, `/keep`, `/switch`: a drifted pin accepted or
+//!   kept hidden, a tool switched off or on (`actions.rs`);
 //! - `POST /SECRET/decide`: a decision. Only a POST decides (a link, a
 //!   prefetch or a GET cannot), only from this page's own origin (`Origin`,
 //!   `Sec-Fetch-Site`), only with the page's token; a refusal is a 4xx,
@@ -207,6 +207,10 @@ async fn answer(pages: &Pages, request: Request<Incoming>) -> Response<Body> {
         },
         ("/accept", &Method::POST) => match actions::form(pages, &head, body).await {
             Ok(form) => actions::accept(pages, &form),
+            Err(refused) => refused,
+        },
+        ("/keep", &Method::POST) => match actions::form(pages, &head, body).await {
+            Ok(form) => actions::keep_hidden(pages, &form),
             Err(refused) => refused,
         },
         ("/switch", &Method::POST) => match actions::form(pages, &head, body).await {

@@ -153,18 +153,22 @@ struct ShownDrift {
     name: String,
     what: String,
     rows: Vec<(String, String, String)>,
+    /// A person chose "Keep hidden" for it as it is now.
+    kept: bool,
 }
 
 /// What drifted from the pins, with the pinned and the seen definition of
 /// each field that differs (every field of a new one), escaped and cut.
 fn drifts(pages: &Pages) -> Vec<ShownDrift> {
     let cut = |text: &str| shown(text, 2000);
+    let kept = super::kept::all();
     let mut shown_drifts = Vec::new();
     for (file, path) in pages.pin_files.iter().enumerate() {
         let Ok(compared) = mcp_chain_middleware::pin::file::compared(path) else {
             continue;
         };
         for (drift, pinned, seen) in compared {
+            let key = super::kept::key(path, drift.kind(), &drift.name, &seen);
             let fields: Vec<&String> = match drift.changed.is_empty() {
                 true => seen.keys().collect(),
                 false => drift.changed.iter().collect(),
@@ -187,6 +191,7 @@ fn drifts(pages: &Pages) -> Vec<ShownDrift> {
                 name: shown(&drift.name, 200),
                 what: drift.what(),
                 rows,
+                kept: kept.contains(&key),
             });
         }
     }

@@ -352,9 +352,10 @@ async def test_always_lasts_for_the_same_call_until_revoked_or_the_rule_changes(
 
 async def test_a_drifted_tool_is_accepted_on_the_page_and_the_client_told(browser, tmp_path: Path):
     """The pin layer hides server-everything's `echo` (its description
-    differs from the pinned one); the page shows the drift, field by field,
-    and Accept does what `pin accept` does: the running session's client
-    is told its tool list changed and sees `echo` again."""
+    differs from the pinned one); the page shows the drift, the pinned and
+    the new text side by side; Keep hidden leaves it hidden and sets it
+    aside; Accept does what `pin accept` does: the running session's
+    client is told its tool list changed and sees `echo` again."""
     import hashlib
 
     from selenium.webdriver.common.by import By
@@ -367,18 +368,33 @@ async def test_a_drifted_tool_is_accepted_on_the_page_and_the_client_told(browse
     pinned = json.loads(pins.read_text())
     trusted = json.dumps("Echoes back the input.", separators=(",", ":")).encode()
     pinned["tools"]["echo"]["pinned"]["description"] = "sha256:" + hashlib.sha256(trusted).hexdigest()
+    now = pinned["tools"]["echo"]["texts"]["description"]
+    pinned["tools"]["echo"]["texts"]["description"] = trusted.decode()
     pins.write_text(json.dumps(pinned, indent=2))
     async with open_session(everything_argv(), console.chain, label="console-pin", env=console.env) as conn:
         assert "echo" not in {t.name for t in (await conn.session.list_tools()).tools}
 
-        def accept(driver) -> None:
+        def keep(driver) -> None:
             driver.get(page_of(conn))
             drift = driver.find_element(By.CSS_SELECTOR, "section.drift")
             assert "echo" in drift.text and "changed (description)" in drift.text, drift.text
-            assert "description" in drift.find_element(By.TAG_NAME, "table").text
-            driver.find_element(By.XPATH, "//button[normalize-space()='Accept']").click()
+            # The pinned and the new description, side by side, as text.
+            row = [c.text for c in drift.find_elements(By.XPATH, ".//tr[th[@scope='row']]/*")]
+            assert row == ["description", trusted.decode(), now], row
+            # Keep hidden: out of the drifts waiting for a look, under
+            # "Kept hidden".
+            driver.find_element(By.XPATH, "//button[normalize-space()='Keep hidden']").click()
+            kept = "//details/summary[normalize-space()='Kept hidden (1)']"
+            assert harness.wait_until(lambda: driver.find_elements(By.XPATH, kept), 10, 0.1)
+            assert not driver.find_elements(By.XPATH, "//main/section[@class='drift']")
+
+        def accept(driver) -> None:
+            driver.find_element(By.XPATH, "//details/summary").click()
+            driver.find_element(By.XPATH, "//details//button[normalize-space()='Accept']").click()
             assert harness.wait_until(lambda: not driver.find_elements(By.CSS_SELECTOR, "section.drift"), 10, 0.1)
 
+        await anyio.to_thread.run_sync(keep, browser)
+        assert "echo" not in {t.name for t in (await conn.session.list_tools()).tools}, "kept hidden"
         await anyio.to_thread.run_sync(accept, browser)
         await conn.wait_for(lambda: conn.incoming("notifications/tools/list_changed"), what="list_changed")
         assert "echo" in {t.name for t in (await conn.session.list_tools()).tools}

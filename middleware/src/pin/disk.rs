@@ -2,7 +2,7 @@
 //! (What the pins mean, and when the file is read again, is `store.rs`.)
 
 use super::error::PinFileError;
-use super::fingerprint::{Fields, Kind};
+use super::fingerprint::{Fields, Kind, Texts};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -33,6 +33,10 @@ pub(super) type Section = BTreeMap<String, Entry>;
 pub(super) struct Entry {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(super) pinned: Option<Fields>,
+    /// What was pinned, as text, for a person to compare (files written
+    /// before mcp-chain kept it have none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) texts: Option<Texts>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(super) pending: Option<Pending>,
 }
@@ -46,6 +50,9 @@ pub(super) struct Pending {
     /// The fields that differ from the pin; empty for a new one.
     pub(super) changed: Vec<String>,
     pub(super) fields: Fields,
+    /// What was seen, as text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) texts: Option<Texts>,
 }
 
 /// A definition that is not as pinned.

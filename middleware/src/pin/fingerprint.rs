@@ -13,6 +13,18 @@ use std::collections::BTreeMap;
 /// entry, so a field added or removed is a change.
 pub(crate) type Fields = BTreeMap<String, String>;
 
+/// Field name → its JSON text (keys sorted), cut at [`TEXT_AT_MOST`]: what
+/// the pin file keeps beside the fingerprints so a person can compare the
+/// pinned and the new definition (the fingerprints alone decide).
+pub(crate) type Texts = BTreeMap<String, String>;
+
+/// The most of one field's text kept for a person to read.
+const TEXT_AT_MOST: usize = 16 * 1024;
+
+/// One listed definition as the pins judge it: its key, fingerprints and
+/// texts.
+pub(crate) type Seen = (String, Fields, Texts);
+
 /// The kinds of listed definitions pinned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub(crate) enum Kind {
@@ -97,7 +109,7 @@ impl Kind {
 /// The key and the fingerprinted fields of one listed item. `Err` when it
 /// cannot be read (not an object, no key, a field unreadable): a guard
 /// cannot vouch for what it cannot read.
-pub(crate) fn of_item(kind: Kind, item: &Item<'_>) -> Result<(String, Fields), Unreadable> {
+pub(crate) fn of_item(kind: Kind, item: &Item<'_>) -> Result<Seen, Unreadable> {
     let key = match item.try_member(kind.key())? {
         Some(Value::String(key)) => key,
         _ => {
@@ -109,25 +121,50 @@ pub(crate) fn of_item(kind: Kind, item: &Item<'_>) -> Result<(String, Fields), U
         }
     };
     let mut fields = Fields::new();
+    let mut texts = Texts::new();
     for &field in kind.fields() {
         if let Some(value) = item.try_member(field)? {
-            fields.insert(field.to_owned(), digest(&value));
+            let mut text = Vec::new();
+            canonical(&value, &mut text);
+            let sum = <sha2::Sha256 as sha2::Digest>::digest(&text);
+            fields.insert(field.to_owned(), hex_digest(&sum));
+            texts.insert(
+                field.to_owned(),
+                cut(String::from_utf8_lossy(&text).into_owned()),
+            );
         }
     }
-    Ok((key, fields))
+    Ok((key, fields, texts))
+}
+
+/// `text`, cut at [`TEXT_AT_MOST`] bytes (on a character) with a mark.
+fn cut(mut text: String) -> String {
+    if text.len() > TEXT_AT_MOST {
+        let mut at = TEXT_AT_MOST;
+        while !text.is_char_boundary(at) {
+            at -= 1;
+        }
+        let length = text.len();
+        text.truncate(at);
+        text.push_str(&format!("… ({length} bytes in all)"));
+    }
+    text
+}
+
+fn hex_digest(sum: &[u8]) -> String {
+    let mut out = String::with_capacity(7 + 64);
+    out.push_str("sha256:");
+    for byte in sum {
+        out.push_str(&format!("{byte:02x}"));
+    }
+    out
 }
 
 /// `sha256:` and the hex digest of `value` written with sorted keys.
 pub(crate) fn digest(value: &Value) -> String {
     let mut text = Vec::new();
     canonical(value, &mut text);
-    let sum = <sha2::Sha256 as sha2::Digest>::digest(&text);
-    let mut out = String::with_capacity(7 + 64);
-    out.push_str("sha256:");
-    for byte in sum.iter() {
-        out.push_str(&format!("{byte:02x}"));
-    }
-    out
+    hex_digest(&<sha2::Sha256 as sha2::Digest>::digest(&text))
 }
 
 /// `value` as JSON with every object's keys in sorted order.

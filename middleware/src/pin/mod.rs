@@ -47,6 +47,12 @@ pub mod file {
     use super::PinFileError;
     use std::path::Path;
 
+    /// `sha256:…` of `value` with its object keys sorted: the fingerprint
+    /// pins are made of, for what the console keeps of a drift.
+    pub fn fingerprint(value: &serde_json::Value) -> String {
+        super::fingerprint::digest(value)
+    }
+
     /// What is pinned and unchanged: (kind in words, name).
     pub type Pinned = Vec<(&'static str, String)>;
 

@@ -26,7 +26,7 @@
 pub use super::disk::Drift;
 use super::disk::{self, drifts, read, stamp, Entry, Pending, PinFile, VERSION};
 use super::error::PinFileError;
-use super::fingerprint::{changed, Fields, Kind};
+use super::fingerprint::{changed, Fields, Kind, Seen, Texts};
 use crate::audit::Timestamp;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -181,12 +181,7 @@ impl Store {
     /// Judges one page of a listing of `kind`: the items' keys and
     /// fingerprints. Records what is new or changed; the drifts, in order.
     /// `last_page`: the listing has no more pages.
-    pub(crate) fn judge(
-        &self,
-        kind: Kind,
-        items: Vec<(String, Fields)>,
-        last_page: bool,
-    ) -> Vec<Drift> {
+    pub(crate) fn judge(&self, kind: Kind, items: Vec<Seen>, last_page: bool) -> Vec<Drift> {
         let mut state = self.lock();
         self.refresh_locked(&mut state);
         let first_sight = state.first_sight.contains(&kind);
@@ -194,14 +189,20 @@ impl Store {
         let section = state.file.section_mut(kind);
         let mut drifts: Vec<Drift> = Vec::new();
         let mut as_pinned = Vec::new();
-        for (name, fields) in items {
+        for (name, fields, texts) in items {
             let entry = section.entry(name.clone()).or_default();
             if entry.pinned.as_ref() == Some(&fields) {
+                // A pin written without its text gets it now.
+                if entry.texts.is_none() {
+                    entry.texts = Some(texts);
+                    dirty = true;
+                }
                 as_pinned.push(name);
                 continue;
             }
             if first_sight && entry.pinned.is_none() {
                 entry.pinned = Some(fields);
+                entry.texts = Some(texts);
                 entry.pending = None;
                 dirty = true;
                 continue;
@@ -215,6 +216,7 @@ impl Store {
                     seen: Timestamp::now().to_string(),
                     changed: changed.clone(),
                     fields,
+                    texts: Some(texts),
                 });
                 dirty = true;
             }
@@ -288,15 +290,29 @@ impl Store {
     }
 
     /// Each drift with what is pinned (none for a new one) and what was
-    /// seen, field by field: what a person compares before accepting.
+    /// seen, field by field: what a person compares before accepting. Each
+    /// field as text where the file keeps it, else its fingerprint.
     pub(crate) fn compared(&self) -> Vec<(Drift, Option<Fields>, Fields)> {
+        let shown = |fields: &Fields, texts: Option<&Texts>| -> Fields {
+            fields
+                .iter()
+                .map(|(name, digest)| {
+                    let text = texts.and_then(|t| t.get(name)).unwrap_or(digest);
+                    (name.clone(), text.clone())
+                })
+                .collect()
+        };
         let state = self.lock();
         drifts(&state.file)
             .into_iter()
             .filter_map(|drift| {
                 let entry = state.file.section(drift.kind)?.get(&drift.name)?;
-                let seen = entry.pending.as_ref()?.fields.clone();
-                let pinned = entry.pinned.clone();
+                let pending = entry.pending.as_ref()?;
+                let seen = shown(&pending.fields, pending.texts.as_ref());
+                let pinned = entry
+                    .pinned
+                    .as_ref()
+                    .map(|fields| shown(fields, entry.texts.as_ref()));
                 Some((drift, pinned, seen))
             })
             .collect()
@@ -340,7 +356,9 @@ impl Store {
                 .section_mut(drift.kind)
                 .get_mut(&drift.name)
                 .expect("a drift's entry exists");
-            entry.pinned = entry.pending.take().map(|p| p.fields);
+            let accepted = entry.pending.take();
+            entry.texts = accepted.as_ref().and_then(|p| p.texts.clone());
+            entry.pinned = accepted.map(|p| p.fields);
         }
         if !drifts.is_empty() {
             self.save(&mut state)?;
