@@ -118,15 +118,15 @@ fn drift_named<'p>(
         &'p std::path::Path,
         mcp_chain_middleware::pin::file::Compared,
     ),
-    Response<Body>,
+    Box<Response<Body>>,
 > {
     let file = field(form, "file").and_then(|v| v.parse::<usize>().ok());
     let path = file.and_then(|n| pages.pin_files.get(n));
     let (Some(path), Some(name)) = (path, field(form, "name")) else {
-        return Err(plain(
+        return Err(Box::new(plain(
             StatusCode::BAD_REQUEST,
             "the form names a pin file and a definition",
-        ));
+        )));
     };
     let compared = mcp_chain_middleware::pin::file::compared(path).unwrap_or_default();
     match compared
@@ -134,7 +134,10 @@ fn drift_named<'p>(
         .find(|(d, _, _)| shown(&d.name, 200) == name)
     {
         Some(found) => Ok((path, found)),
-        None => Err(plain(StatusCode::CONFLICT, "that drift is no longer there")),
+        None => Err(Box::new(plain(
+            StatusCode::CONFLICT,
+            "that drift is no longer there",
+        ))),
     }
 }
 
@@ -142,7 +145,7 @@ fn drift_named<'p>(
 pub(super) fn keep_hidden(pages: &Pages, form: &[(String, String)]) -> Response<Body> {
     let (path, (drift, _, seen)) = match drift_named(pages, form) {
         Ok(found) => found,
-        Err(refused) => return refused,
+        Err(refused) => return *refused,
     };
     let key = super::kept::key(path, drift.kind(), &drift.name, &seen);
     match super::kept::keep(key) {
@@ -164,7 +167,7 @@ pub(super) fn keep_hidden(pages: &Pages, form: &[(String, String)]) -> Response<
 pub(super) fn accept(pages: &Pages, form: &[(String, String)]) -> Response<Body> {
     let (path, (drift, _, _)) = match drift_named(pages, form) {
         Ok(found) => found,
-        Err(refused) => return refused,
+        Err(refused) => return *refused,
     };
     match mcp_chain_middleware::pin::file::accept(path, std::slice::from_ref(&drift.name)) {
         Ok(_) => back_to_the_page(),
