@@ -30,12 +30,20 @@ pub(crate) fn server_of(upstream: &UpstreamConfig) -> String {
     }
 }
 
-/// Installs the process's book for `upstream`, when there is a state
-/// directory (without one, "Always" holds for the session only).
-pub(crate) fn install_book(upstream: &UpstreamConfig) {
+/// Installs the process's book for `server` (as [`server_of`] names
+/// it), when there is a state directory (without one, "Always" holds for
+/// the session only).
+pub(crate) fn install_book(server: String) {
     if let Some(dir) = dir() {
-        book::install(Arc::new(Book::new(dir, server_of(upstream))));
+        book::install(Arc::new(Book::new(dir, server)));
     }
+}
+
+/// The servers of a gateway, as grants and switches name them: each
+/// server's name, in order.
+pub(crate) fn gateway_of(gateway: &crate::config::GatewayConfig) -> String {
+    let names: Vec<&str> = gateway.servers.iter().map(|s| s.name.as_str()).collect();
+    format!("gateway ({})", names.join(", "))
 }
 
 /// `mcp-chain approve list|revoke`.

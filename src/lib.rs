@@ -62,6 +62,7 @@ mod check;
 mod connector;
 mod console;
 mod front;
+mod gateway;
 mod layers;
 mod mcp_http;
 #[cfg(feature = "remote")]
@@ -217,6 +218,7 @@ fn run(cli: &Cli, config: Config, background: Background) -> ExitCode {
         Some(command @ (Command::Login { .. } | Command::Logout { .. } | Command::Auth { .. })) => {
             auth_command(&config, command)
         }
+        None if config.gateway.is_some() => serve_gateway(&config, cli, background, reloading),
         None => match upstream_for(&config, cli, &cli.server) {
             Ok(upstream) if config.front.listen.is_some() => listen(
                 config,
@@ -225,13 +227,39 @@ fn run(cli: &Cli, config: Config, background: Background) -> ExitCode {
                 background,
                 reloading,
             ),
-            Ok(upstream) => serve(&config, &upstream, background, reloading),
+            Ok(upstream) => {
+                let server = approvals::server_of(&upstream);
+                serve(&config, &upstream, server, background, reloading)
+            }
             Err(message) => {
                 eprintln!("mcp-chain: {message}");
                 ExitCode::FAILURE
             }
         },
     }
+}
+
+/// Serves `[servers.*]` behind one mcp-chain, over stdio.
+fn serve_gateway(
+    config: &Config,
+    cli: &Cli,
+    background: Background,
+    reloading: Reloading,
+) -> ExitCode {
+    let Some(gateway) = config.gateway.clone() else {
+        return ExitCode::FAILURE;
+    };
+    if !cli.server.is_empty() {
+        eprintln!("mcp-chain: the command after `--` and [servers.*] both name what to serve; give one or the other");
+        return ExitCode::FAILURE;
+    }
+    if config.front.listen.is_some() {
+        eprintln!("mcp-chain: [servers.*] is served over stdio in this version; the HTTP front serves one [upstream]");
+        return ExitCode::FAILURE;
+    }
+    let server = approvals::gateway_of(&gateway);
+    let upstream = gateway::Gateway::new(config, gateway);
+    serve(config, &upstream, server, background, reloading)
 }
 
 fn effective_config(cli: &Cli) -> Result<Config, ArgError> {
@@ -394,7 +422,7 @@ fn listen(
     if let Some(task) = background {
         runtime.spawn(task);
     }
-    approvals::install_book(&upstream);
+    approvals::install_book(approvals::server_of(&upstream));
     if let Err(code) = serve_console(&runtime, &config, approvals::server_of(&upstream)) {
         return code;
     }
@@ -415,7 +443,8 @@ fn listen(
 
 fn serve(
     config: &Config,
-    upstream: &UpstreamConfig,
+    upstream: &dyn relay::Starts,
+    server: String,
     background: Background,
     reloading: Reloading,
 ) -> ExitCode {
@@ -426,8 +455,8 @@ fn serve(
     if let Some(task) = background {
         runtime.spawn(task);
     }
-    approvals::install_book(upstream);
-    if let Err(code) = serve_console(&runtime, config, approvals::server_of(upstream)) {
+    approvals::install_book(server.clone());
+    if let Err(code) = serve_console(&runtime, config, server) {
         return code;
     }
     let result = runtime.block_on(async {

@@ -10,6 +10,7 @@ mod front;
 mod front_oauth;
 mod oauth;
 mod place;
+mod servers;
 mod telemetry;
 mod upstream;
 mod validate;
@@ -19,6 +20,8 @@ pub use error::ConfigError;
 pub use front::{parse_listen, BadListen, FrontConfig, Token};
 pub use front_oauth::{FrontOAuth, Introspection, Network};
 pub use oauth::{is_secure, ClientId, Grant, OAuthConfig, Resource};
+pub(crate) use servers::{name_chars, MAX_NAME_LEN};
+pub use servers::{GatewayConfig, ServerConfig};
 pub use telemetry::{shown_endpoint, Otlp, Telemetry, TelemetryConfig};
 pub use upstream::{
     is_url, BadUrlUpstream, CommandConfig, Envelope, RestartPolicy, Transport, UpstreamConfig,
@@ -49,6 +52,9 @@ pub struct Config {
     pub telemetry: TelemetryConfig,
     /// `[console]`: the approval page (off unless configured).
     pub console: Option<ConsoleConfig>,
+    /// `[servers.*]` and `[gateway]`: many servers behind one (instead of
+    /// `[upstream]`).
+    pub gateway: Option<GatewayConfig>,
     /// The layers, in file order: the first is outermost.
     pub(crate) chain: Vec<Entry>,
     /// The file this came from, for messages.
@@ -70,6 +76,7 @@ impl Default for Config {
             front: FrontConfig::default(),
             telemetry: TelemetryConfig::default(),
             console: None,
+            gateway: None,
             chain: Vec::new(),
             path: None,
             watch_config: false,
@@ -151,6 +158,8 @@ pub(crate) struct Sources {
     pub(crate) front: Option<toml::Value>,
     pub(crate) telemetry: Option<toml::Value>,
     pub(crate) console: Option<toml::Value>,
+    pub(crate) servers: Option<toml::Value>,
+    pub(crate) gateway: Option<toml::Value>,
     /// One per `[[middleware]]` entry, in order.
     pub(crate) middleware: Vec<toml::Value>,
 }
@@ -178,6 +187,8 @@ impl Sources {
             front: table.remove("front"),
             telemetry: table.remove("telemetry"),
             console: table.remove("console"),
+            servers: table.remove("servers"),
+            gateway: table.remove("gateway"),
             middleware,
         }
     }

@@ -35,9 +35,16 @@ pub(crate) type Problem = (Option<usize>, String);
 /// Checks `file`, read from `text` (where each problem is placed).
 pub(super) fn validate(file: ConfigFile, text: &str) -> Result<Config, Vec<Problem>> {
     let mut problems = Vec::new();
+    if file.upstream.is_some() && file.servers.is_some() {
+        problems.push((
+            None,
+            "upstream, servers: give [upstream] (one server) or [servers.NAME] tables (many behind one), not both".to_owned(),
+        ));
+    }
     let upstream = file
         .upstream
         .and_then(|u| super::upstream::upstream(u, &mut problems));
+    let gateway = super::servers::gateway(file.servers, file.gateway, &mut problems);
 
     let max_message_bytes = match file.proxy.max_message_bytes {
         None => DEFAULT_MAX_MESSAGE_BYTES,
@@ -118,6 +125,7 @@ pub(super) fn validate(file: ConfigFile, text: &str) -> Result<Config, Vec<Probl
             shutdown_grace,
             front,
             telemetry,
+            gateway,
             console,
             chain,
             path: None,

@@ -70,7 +70,7 @@ pub struct RunError(#[from] StartError);
 /// signal arrives or the server is gone for good, then shuts down in order.
 pub(crate) async fn run(
     config: &Config,
-    upstream: &UpstreamConfig,
+    upstream: &dyn Starts,
     client_in: Reader,
     client_out: Writer,
     signals: mpsc::Receiver<()>,

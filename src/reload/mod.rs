@@ -176,6 +176,8 @@ impl Reloader {
 fn needs_restart(running: &Sources, next: &Sources) -> Option<&'static str> {
     if running.upstream != next.upstream {
         Some("[upstream]")
+    } else if running.servers != next.servers || running.gateway != next.gateway {
+        Some("[servers] or [gateway]")
     } else if without(&running.proxy, &["watch_config"]) != without(&next.proxy, &["watch_config"])
     {
         Some("[proxy]")

@@ -1,0 +1,225 @@
+//! What the client sends: routed to the server that owns what it names.
+
+use super::{error, gateway_id, Hub, Pending, State};
+use crate::gateway::names::Listing;
+use mcp_chain_middleware::message::{method, Request};
+use mcp_chain_middleware::{ErrorCode, Message, RequestId};
+use serde_json::{json, Value};
+
+impl Hub {
+    pub(in crate::gateway) async fn client_sent(&mut self, message: Message) {
+        match message {
+            Message::Request(request) => self.client_request(request).await,
+            Message::Notification(note) => self.client_notification(Message::Notification(note)),
+            answer @ (Message::Response(_) | Message::Error(_)) => {
+                // The client's answer to a server's request.
+                let asked = answer
+                    .id()
+                    .and_then(gateway_id)
+                    .and_then(|id| self.asked.remove(&id));
+                if let Some((k, theirs)) = asked {
+                    let mut answer = answer;
+                    answer.set_id(theirs);
+                    self.notify(k, answer);
+                }
+            }
+        }
+    }
+
+    pub(super) async fn client_request(&mut self, request: Request) {
+        let id = request.id.clone();
+        let params = request
+            .params
+            .as_ref()
+            .and_then(|p| p.to_value().ok())
+            .unwrap_or(Value::Null);
+        match request.method.as_str() {
+            method::INITIALIZE => self.initialize(id, params),
+            method::PING => self.send_client(Message::response(id, json!({}))).await,
+            method::LOGGING_SET_LEVEL => {
+                for k in self.up_members() {
+                    let message =
+                        Message::request(0, method::LOGGING_SET_LEVEL, Some(params.clone()));
+                    self.send_server(k, message, Pending::Quiet { k });
+                }
+                self.send_client(Message::response(id, json!({}))).await;
+            }
+            name => match Listing::of(name) {
+                Some(listing) => self.list(id, listing, &params).await,
+                None => self.route(id, name, params).await,
+            },
+        }
+    }
+
+    pub(super) fn client_notification(&mut self, note: Message) {
+        let Message::Notification(mut note) = note else {
+            return;
+        };
+        match note.method.as_str() {
+            method::NOTIFICATION_INITIALIZED => {
+                self.client_initialized = true;
+                for k in self.up_members() {
+                    self.notify(k, Message::Notification(note.clone()));
+                }
+            }
+            method::NOTIFICATION_CANCELLED => {
+                // Only a request of this client's, to the server it went to.
+                let params = note.params.as_ref().and_then(|p| p.to_value().ok());
+                let asked = params.as_ref().and_then(|p| p.get("requestId")).cloned();
+                let found = self.pending.iter().find_map(|(gw, pending)| match pending {
+                    Pending::Forward { k, client, .. }
+                        if asked.as_ref()
+                            == Some(&serde_json::to_value(client).unwrap_or(Value::Null)) =>
+                    {
+                        Some((*k, *gw))
+                    }
+                    _ => None,
+                });
+                if let (Some((k, gw)), Some(mut params)) = (found, params) {
+                    params["requestId"] = json!(gw);
+                    note.params = Some(params.into());
+                    self.notify(k, Message::Notification(note));
+                }
+            }
+            _ => {
+                // Roots changed, progress of an answer: every server.
+                for k in self.up_members() {
+                    self.notify(k, Message::Notification(note.clone()));
+                }
+            }
+        }
+    }
+
+    pub(super) async fn list(&mut self, id: RequestId, listing: Listing, params: &Value) {
+        let start = match params.get("cursor") {
+            None | Some(Value::Null) => self.next_up(None).map(|k| (k, None)),
+            Some(Value::String(token)) => match self.cursors.find(token) {
+                Some(found) => Some(found),
+                None => {
+                    let message = "the cursor is not one this mcp-chain gave (or it is too old); list again from the start".to_owned();
+                    return self
+                        .send_client(error(id, ErrorCode::INVALID_PARAMS, message))
+                        .await;
+                }
+            },
+            Some(_) => {
+                let message = "a cursor is a string".to_owned();
+                return self
+                    .send_client(error(id, ErrorCode::INVALID_PARAMS, message))
+                    .await;
+            }
+        };
+        let Some((k, inner)) = start else {
+            let empty = json!({ listing.array(): [] });
+            return self.send_client(Message::response(id, empty)).await;
+        };
+        let mut params = params.clone();
+        if !params.is_object() {
+            params = json!({});
+        }
+        match inner {
+            Some(cursor) => params["cursor"] = cursor,
+            None => {
+                if let Some(p) = params.as_object_mut() {
+                    p.remove("cursor");
+                }
+            }
+        }
+        let method = match listing {
+            Listing::Tools => method::TOOLS_LIST,
+            Listing::Prompts => method::PROMPTS_LIST,
+            Listing::Resources => method::RESOURCES_LIST,
+            Listing::Templates => method::RESOURCES_TEMPLATES_LIST,
+        };
+        let message = Message::request(0, method, Some(params));
+        let pending = Pending::Forward {
+            k,
+            client: id.clone(),
+            listing: Some(listing),
+        };
+        if !self.send_server(k, message, pending) {
+            self.send_client(self.unreachable(id, k)).await;
+        }
+    }
+
+    /// A request to the server that owns what it names.
+    pub(super) async fn route(&mut self, id: RequestId, name: &str, mut params: Value) {
+        let owner = match name {
+            method::TOOLS_CALL | method::PROMPTS_GET => self.rename(&mut params, "name"),
+            method::RESOURCES_READ
+            | method::RESOURCES_SUBSCRIBE
+            | method::RESOURCES_UNSUBSCRIBE => params
+                .get("uri")
+                .and_then(Value::as_str)
+                .and_then(|uri| self.owners.of(uri)),
+            method::COMPLETION_COMPLETE => {
+                match params.pointer("/ref/type").and_then(Value::as_str) {
+                    Some("ref/prompt") => {
+                        params.get_mut("ref").and_then(|r| self.rename(r, "name"))
+                    }
+                    Some("ref/resource") => params
+                        .pointer("/ref/uri")
+                        .and_then(Value::as_str)
+                        .and_then(|uri| self.owners.of(uri)),
+                    _ => None,
+                }
+            }
+            _ => {
+                let message = format!("{name:?} is not served by this gateway of servers");
+                return self
+                    .send_client(error(id, ErrorCode::METHOD_NOT_FOUND, message))
+                    .await;
+            }
+        };
+        let Some(k) = owner.filter(|&k| matches!(self.members[k].state, State::Up(_))) else {
+            let message =
+                "no server behind this mcp-chain offers that (list again: it may have gone)"
+                    .to_owned();
+            return self
+                .send_client(error(id, ErrorCode::INVALID_PARAMS, message))
+                .await;
+        };
+        let message = Message::request(0, name, Some(params));
+        let pending = Pending::Forward {
+            k,
+            client: id.clone(),
+            listing: None,
+        };
+        if !self.send_server(k, message, pending) {
+            self.send_client(self.unreachable(id, k)).await;
+        }
+    }
+
+    /// The owner of the client's name at `key` in `params`, the name
+    /// replaced by the server's own.
+    pub(super) fn rename(&self, params: &mut Value, key: &str) -> Option<usize> {
+        let name = params.get(key)?.as_str()?;
+        let (k, theirs) = self.names.split(name)?;
+        params[key] = Value::String(theirs);
+        Some(k)
+    }
+
+    pub(super) fn unreachable(&self, id: RequestId, k: usize) -> Message {
+        let member = &self.members[k];
+        let why = match &member.state {
+            State::Down(why) => why.clone(),
+            _ => "it is not keeping up".to_owned(),
+        };
+        let message = format!("the server {} cannot be reached: {why}", member.name);
+        error(id, ErrorCode::CONNECTION_CLOSED, message)
+    }
+
+    pub(super) fn up_members(&self) -> Vec<usize> {
+        (0..self.members.len())
+            .filter(|&k| matches!(self.members[k].state, State::Up(_)))
+            .collect()
+    }
+
+    /// The first server up after `after` (from the first when `None`).
+    pub(super) fn next_up(&self, after: Option<usize>) -> Option<usize> {
+        let from = after.map_or(0, |k| k + 1);
+        (from..self.members.len()).find(|&k| matches!(self.members[k].state, State::Up(_)))
+    }
+
+    // === from the servers ===
+}

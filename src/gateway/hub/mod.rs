@@ -1,0 +1,207 @@
+//! The gateway's books and routes: one client session on one side, a
+//! session per server on the other (each through its own chain). Every
+//! request the client sends a server gets an id of the gateway's, so an
+//! answer is known by its id alone and a server can answer only what was
+//! sent to it; every request a server sends the client gets one too, and
+//! the client's answer goes back to that server with the server's id.
+//!
+//! - `initialize`: each server is initialized with the client's own
+//!   params; the client is answered once all have answered or
+//!   `startup_timeout` passed (`merge.rs`). A server that answers later
+//!   joins: its lists are announced changed.
+//! - listings: one server's page at a time, named for the client, with a
+//!   cursor of the gateway's for what follows (`names.rs`);
+//! - calls, prompts, reads, subscriptions, completions: to their owner,
+//!   with the server's own name;
+//! - `ping` answered here; `logging/setLevel` to every server;
+//!   cancellations by the gateway's id; list changes re-announced.
+//! - a server that ends: what it owes is answered -32000 at once, its
+//!   names leave the lists (announced), the others go on.
+
+use super::merge;
+
+mod client;
+mod server;
+use super::names::{Cursors, Listing, Names, Owners};
+use crate::peer::Read;
+use mcp_chain_middleware::message::{method, Incoming};
+use mcp_chain_middleware::{ErrorCode, ErrorObject, Message, RequestId};
+use serde_json::Value;
+use std::collections::HashMap;
+use tokio::sync::mpsc;
+
+/// One server, as the hub sees it.
+pub(super) struct Member {
+    pub(super) name: String,
+    /// The way into its session (as its client).
+    pub(super) to: mpsc::Sender<Read>,
+    pub(super) state: State,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub(super) enum State {
+    Starting,
+    /// Initialized: its `initialize` result.
+    Up(Value),
+    /// Ended, or failed to start: why.
+    Down(String),
+}
+
+/// What an answer with one of the gateway's ids is for.
+enum Pending {
+    /// A request of the client's, sent to server `k`.
+    Forward {
+        k: usize,
+        client: RequestId,
+        listing: Option<Listing>,
+    },
+    /// The `initialize` the gateway sent server `k`.
+    Initialize { k: usize },
+    /// An answer nobody waits for (`logging/setLevel` beyond the first).
+    Quiet { k: usize },
+}
+
+/// The client's `initialize`, while the servers answer theirs.
+struct Startup {
+    client: RequestId,
+    params: Value,
+}
+
+pub(super) struct Hub {
+    up: mpsc::Sender<Read>,
+    pub(super) members: Vec<Member>,
+    names: Names,
+    cursors: Cursors,
+    owners: Owners,
+    next_id: u64,
+    pending: HashMap<u64, Pending>,
+    /// Requests of the servers, by the id the client sees: (server, its id).
+    asked: HashMap<u64, (usize, RequestId)>,
+    /// The client's `initialize` params, once it sent them.
+    client_params: Option<Value>,
+    startup: Option<Startup>,
+    client_initialized: bool,
+}
+
+fn read(message: Message) -> Read {
+    Read::Parsed(Incoming::Single(Ok(message)))
+}
+
+fn number(id: u64) -> RequestId {
+    RequestId::Number(id.into())
+}
+
+fn gateway_id(id: &RequestId) -> Option<u64> {
+    match id {
+        RequestId::Number(n) => n.as_u64(),
+        RequestId::String(_) => None,
+    }
+}
+
+fn error(id: RequestId, code: ErrorCode, message: String) -> Message {
+    Message::error(Some(id), ErrorObject::new(code, message))
+}
+
+impl Hub {
+    pub(super) fn new(
+        up: mpsc::Sender<Read>,
+        members: Vec<Member>,
+        names: Names,
+        secret: String,
+    ) -> Self {
+        Self {
+            up,
+            members,
+            names,
+            cursors: Cursors::new(secret),
+            owners: Owners::default(),
+            next_id: 0,
+            pending: HashMap::new(),
+            asked: HashMap::new(),
+            client_params: None,
+            startup: None,
+            client_initialized: false,
+        }
+    }
+
+    async fn send_client(&self, message: Message) {
+        let _ = self.up.send(read(message)).await;
+    }
+
+    /// Sends `request` to server `k` under a new id of the gateway's;
+    /// `false` when its session cannot take it (gone, or not keeping up).
+    fn send_server(&mut self, k: usize, mut request: Message, pending: Pending) -> bool {
+        self.next_id += 1;
+        let id = self.next_id;
+        request.set_id(number(id));
+        if self.members[k].to.try_send(read(request)).is_err() {
+            return false;
+        }
+        self.pending.insert(id, pending);
+        true
+    }
+
+    fn notify(&self, k: usize, message: Message) {
+        let _ = self.members[k].to.try_send(read(message));
+    }
+
+    pub(super) fn starting(&self) -> bool {
+        self.startup.is_some()
+    }
+
+    // === from the client ===
+
+    fn initialize(&mut self, client: RequestId, params: Value) {
+        self.client_params = Some(params.clone());
+        self.startup = Some(Startup { client, params });
+        for k in 0..self.members.len() {
+            self.send_initialize(k);
+        }
+    }
+
+    fn send_initialize(&mut self, k: usize) {
+        let Some(params) = self.client_params.clone() else {
+            return;
+        };
+        let message = Message::request(0, method::INITIALIZE, Some(params));
+        if !self.send_server(k, message, Pending::Initialize { k }) {
+            self.members[k].state = State::Down("its session did not take initialize".into());
+        }
+    }
+
+    /// Answers the client's `initialize` with what the servers up now say,
+    /// when all have answered, or `now` (the startup time is over).
+    pub(super) async fn answer_initialize(&mut self, now: bool) {
+        let waiting = self.members.iter().any(|m| m.state == State::Starting);
+        if waiting && !now {
+            return;
+        }
+        let Some(startup) = self.startup.take() else {
+            return;
+        };
+        for member in self
+            .members
+            .iter_mut()
+            .filter(|m| m.state == State::Starting)
+        {
+            tracing::warn!(server = %member.name, "gateway: not up when the client's initialize was answered; it joins when it is");
+        }
+        let answers: Vec<(&str, &Value)> = self
+            .members
+            .iter()
+            .filter_map(|m| match &m.state {
+                State::Up(result) => Some((m.name.as_str(), result)),
+                _ => None,
+            })
+            .collect();
+        let result = merge::initialize(&startup.params, &answers);
+        self.send_client(Message::response(startup.client, result))
+            .await;
+    }
+}
+
+fn pending_server(pending: &Pending) -> usize {
+    match pending {
+        Pending::Forward { k, .. } | Pending::Initialize { k } | Pending::Quiet { k } => *k,
+    }
+}

@@ -1,0 +1,192 @@
+//! What the servers send: answers back to who asked, questions and
+//! notices to the client, a server's end kept its own.
+
+use super::{gateway_id, number, pending_server, Hub, Pending, State};
+use crate::gateway::names::Listing;
+use mcp_chain_middleware::message::method;
+use mcp_chain_middleware::Message;
+use serde_json::{json, Value};
+
+impl Hub {
+    pub(in crate::gateway) async fn server_sent(&mut self, k: usize, message: Message) {
+        match message {
+            Message::Request(mut request) => {
+                // A server's question for the client, under an id of ours.
+                self.next_id += 1;
+                let id = self.next_id;
+                self.asked.insert(id, (k, request.id.clone()));
+                request.id = number(id);
+                self.send_client(Message::Request(request)).await;
+            }
+            Message::Notification(note) => self.server_notification(k, note).await,
+            answer => self.server_answer(k, answer).await,
+        }
+    }
+
+    pub(super) async fn server_answer(&mut self, k: usize, mut answer: Message) {
+        let gw = answer.id().and_then(gateway_id);
+        let pending = match gw.and_then(|gw| self.pending.remove(&gw)) {
+            // Only the server it was sent to answers it.
+            Some(p) if pending_server(&p) == k => p,
+            Some(p) => {
+                self.pending.insert(gw.unwrap_or_default(), p);
+                return;
+            }
+            None => return,
+        };
+        match pending {
+            Pending::Quiet { .. } => {}
+            Pending::Initialize { k } => {
+                let result = match &answer {
+                    Message::Response(r) => r.result.to_value().ok(),
+                    _ => None,
+                };
+                let joined_late = self.startup.is_none();
+                self.members[k].state = match result {
+                    Some(result) => State::Up(result),
+                    None => State::Down("it refused initialize".into()),
+                };
+                if joined_late {
+                    self.joined(k).await;
+                } else {
+                    self.answer_initialize(false).await;
+                }
+            }
+            Pending::Forward { k, client, listing } => {
+                answer.set_id(client);
+                if let (Some(listing), Message::Response(response)) = (listing, &mut answer) {
+                    if let Ok(mut result) = response.result.to_value() {
+                        self.named(k, listing, &mut result);
+                        response.result = result.into();
+                    }
+                }
+                self.send_client(answer).await;
+            }
+        }
+    }
+
+    /// A page of server `k`'s listing as the client sees it: its names
+    /// prefixed (what cannot be is left out, said on stderr), what it owns
+    /// noted, and the cursor to what follows.
+    pub(super) fn named(&mut self, k: usize, listing: Listing, result: &mut Value) {
+        let server = self.members[k].name.clone();
+        if let Some(Value::Array(items)) = result.get_mut(listing.array()) {
+            items.retain_mut(|item| match listing {
+                Listing::Tools | Listing::Prompts => {
+                    let Some(name) = item.get("name").and_then(Value::as_str) else { return false };
+                    match self.names.join(k, name) {
+                        Some(joined) => {
+                            item["name"] = Value::String(joined);
+                            true
+                        }
+                        None => {
+                            tracing::warn!(%server, name = %mcp_chain_middleware::shown::shown(name, 200), "gateway: a name that cannot be offered with its prefix (too long, or a character a name may not hold) is left out");
+                            false
+                        }
+                    }
+                }
+                Listing::Resources => item
+                    .get("uri")
+                    .and_then(Value::as_str)
+                    .is_some_and(|uri| self.owners.note(k, uri, false)),
+                Listing::Templates => item
+                    .get("uriTemplate")
+                    .and_then(Value::as_str)
+                    .is_some_and(|uri| self.owners.note(k, uri, true)),
+            });
+        }
+        let inner = result.get("nextCursor").filter(|c| !c.is_null()).cloned();
+        let next = match inner {
+            Some(cursor) => Some(self.cursors.issue(k, Some(cursor))),
+            None => self
+                .next_up(Some(k))
+                .map(|next| self.cursors.issue(next, None)),
+        };
+        if let Some(object) = result.as_object_mut() {
+            match next {
+                Some(token) => object.insert("nextCursor".into(), Value::String(token)),
+                None => object.remove("nextCursor"),
+            };
+        }
+    }
+
+    pub(super) async fn server_notification(
+        &mut self,
+        k: usize,
+        mut note: mcp_chain_middleware::message::Notification,
+    ) {
+        if note.method == method::NOTIFICATION_CANCELLED {
+            // The server withdraws a question it asked the client.
+            let theirs = note
+                .params
+                .as_ref()
+                .and_then(|p| p.member("requestId").ok().flatten());
+            let ours = self.asked.iter().find_map(|(id, (owner, asked))| {
+                (*owner == k && theirs == serde_json::to_value(asked).ok()).then_some(*id)
+            });
+            let Some(ours) = ours else { return };
+            self.asked.remove(&ours);
+            if let Some(Ok(mut params)) = note.params.as_ref().map(|p| p.to_value()) {
+                params["requestId"] = json!(ours);
+                note.params = Some(params.into());
+            }
+        }
+        self.send_client(Message::Notification(note)).await;
+    }
+
+    /// Server `k` is up after the client was answered: it is initialized
+    /// as the others were, and the client told its lists changed.
+    pub(super) async fn joined(&mut self, k: usize) {
+        if !matches!(self.members[k].state, State::Up(_)) {
+            return;
+        }
+        tracing::warn!(server = %self.members[k].name, "gateway: a server joined");
+        if self.client_initialized {
+            self.notify(
+                k,
+                Message::notification(method::NOTIFICATION_INITIALIZED, None),
+            );
+        }
+        self.lists_changed().await;
+    }
+
+    pub(super) async fn lists_changed(&self) {
+        if !self.client_initialized {
+            return;
+        }
+        for changed in [
+            method::NOTIFICATION_TOOLS_LIST_CHANGED,
+            method::NOTIFICATION_PROMPTS_LIST_CHANGED,
+            method::NOTIFICATION_RESOURCES_LIST_CHANGED,
+        ] {
+            self.send_client(Message::notification(changed, None)).await;
+        }
+    }
+
+    /// Server `k`'s session ended: what it owes is answered, what it
+    /// offered leaves the lists.
+    pub(in crate::gateway) async fn ended(&mut self, k: usize, why: String) {
+        tracing::warn!(server = %self.members[k].name, reason = %why, "gateway: a server is gone; the others go on");
+        let was_up = matches!(self.members[k].state, State::Up(_));
+        self.members[k].state = State::Down(why);
+        self.owners.forget(k);
+        self.asked.retain(|_, (owner, _)| *owner != k);
+        let owed: Vec<u64> = self
+            .pending
+            .iter()
+            .filter(|(_, p)| pending_server(p) == k)
+            .map(|(gw, _)| *gw)
+            .collect();
+        for gw in owed {
+            if let Some(Pending::Forward { client, .. }) = self.pending.remove(&gw) {
+                let answer = self.unreachable(client, k);
+                self.send_client(answer).await;
+            }
+        }
+        if self.startup.is_some() {
+            self.answer_initialize(false).await;
+        } else if was_up {
+            self.lists_changed().await;
+        }
+    }
+}

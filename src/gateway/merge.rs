@@ -1,0 +1,92 @@
+//! The client's `initialize`, answered for many servers: mcp-chain's own
+//! `serverInfo`; the oldest protocol revision any server settled on (every
+//! server can speak it; revisions are dates); capabilities the union of
+//! the servers' (a list is `listChanged` always: servers join and leave);
+//! each server's `instructions` under its name.
+
+use serde_json::{json, Map, Value};
+
+/// The answer to the client's `initialize` (`params`), from the servers'
+/// answers `(name, result)`.
+pub(super) fn initialize(params: &Value, answers: &[(&str, &Value)]) -> Value {
+    let asked = params
+        .get("protocolVersion")
+        .and_then(Value::as_str)
+        .unwrap_or("2025-06-18");
+    let version = answers
+        .iter()
+        .filter_map(|(_, r)| r.get("protocolVersion").and_then(Value::as_str))
+        .min()
+        .unwrap_or(asked);
+    let mut capabilities = Map::new();
+    let offered = |name: &'static str| {
+        answers
+            .iter()
+            .filter_map(move |(_, r)| r.pointer(&format!("/capabilities/{name}")))
+    };
+    for list in ["tools", "prompts"] {
+        if offered(list).next().is_some() {
+            capabilities.insert(list.into(), json!({"listChanged": true}));
+        }
+    }
+    if offered("resources").next().is_some() {
+        let subscribe = offered("resources").any(|r| r.get("subscribe") == Some(&json!(true)));
+        capabilities.insert(
+            "resources".into(),
+            json!({"listChanged": true, "subscribe": subscribe}),
+        );
+    }
+    for plain in ["logging", "completions"] {
+        if offered(plain).next().is_some() {
+            capabilities.insert(plain.into(), json!({}));
+        }
+    }
+    let instructions: Vec<String> = answers
+        .iter()
+        .filter_map(|(name, r)| {
+            let text = r.get("instructions")?.as_str()?.trim();
+            (!text.is_empty()).then(|| format!("## {name}\n\n{text}"))
+        })
+        .collect();
+    let mut result = json!({
+        "protocolVersion": version,
+        "capabilities": capabilities,
+        "serverInfo": {"name": "mcp-chain", "version": env!("CARGO_PKG_VERSION")},
+    });
+    if !instructions.is_empty() {
+        result["instructions"] = Value::String(instructions.join("\n\n"));
+    }
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_servers_answers_are_merged() {
+        let files = json!({"protocolVersion": "2025-11-25", "capabilities": {"tools": {}, "resources": {"subscribe": true}},
+                           "serverInfo": {"name": "fs"}, "instructions": "Read files."});
+        let time = json!({"protocolVersion": "2025-06-18", "capabilities": {"tools": {"listChanged": false}, "logging": {}},
+                          "serverInfo": {"name": "time"}});
+        let merged = initialize(
+            &json!({"protocolVersion": "2025-11-25"}),
+            &[("files", &files), ("time", &time)],
+        );
+        assert_eq!(merged["protocolVersion"], "2025-06-18");
+        assert_eq!(merged["serverInfo"]["name"], "mcp-chain");
+        assert_eq!(
+            merged["capabilities"]["tools"],
+            json!({"listChanged": true})
+        );
+        assert_eq!(
+            merged["capabilities"]["resources"],
+            json!({"listChanged": true, "subscribe": true})
+        );
+        assert_eq!(merged["capabilities"]["logging"], json!({}));
+        assert!(merged["capabilities"].get("prompts").is_none());
+        assert_eq!(merged["instructions"], "## files\n\nRead files.");
+        let none = initialize(&json!({"protocolVersion": "2025-03-26"}), &[]);
+        assert_eq!(none["protocolVersion"], "2025-03-26");
+    }
+}

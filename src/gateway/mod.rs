@@ -1,0 +1,250 @@
+//! Many servers behind one mcp-chain (`[servers.NAME]`): to the client one
+//! server, to each server an ordinary client.
+//!
+//! ```text
+//! client ─▶ shared chain ─▶ [hub] ─▶ server A's session (A's chain) ─▶ A
+//!                                └─▶ server B's session (B's chain) ─▶ B
+//! ```
+//!
+//! The client's session is relayed as for one server, through the shared
+//! `[[middleware]]`; its "server" is the gateway, which starts here (the
+//! [`Starts`] the relay asks for). The gateway runs each server in a
+//! session of its own, the same relay with the server's own chain and
+//! `[upstream]`-like settings (restarts, OAuth, transports), whose
+//! "client" is the hub (`hub.rs`): messages pass between them in memory,
+//! parsed once where they entered. One server that fails to start,
+//! crashes or hangs is its own: its session ends or stops keeping up, and
+//! the hub answers what it owed and takes its names out of the lists.
+
+mod hub;
+mod merge;
+mod names;
+
+use crate::config::{Config, GatewayConfig, ServerConfig};
+use crate::peer::{Peer, Read};
+use crate::relay::{self, SessionLayers, Starts};
+use crate::transport::budget::Budget;
+use crate::transport::queue::{Outgoing, Queue, Taken};
+use crate::upstream::{End, Lifecycle, Server, ServerSource, StartError, Upstream};
+use hub::{Hub, Member, State};
+use mcp_chain_middleware::Message;
+use std::sync::Arc;
+use tokio::sync::{mpsc, oneshot};
+
+/// Messages held toward the client, and toward each server's session,
+/// before the sender waits (toward the client) or the server is deemed
+/// not to keep up (toward a server).
+const HELD: usize = 256;
+
+/// What the hub hears.
+enum Event {
+    /// A message a server's session sends its client (the hub).
+    FromServer(usize, Message),
+    /// A server's session ended: why.
+    Ended(usize, String),
+}
+
+/// The servers of `[servers.*]`, as the relay starts its server.
+pub(crate) struct Gateway {
+    /// The limits each server's session keeps (the process's own).
+    limits: Arc<Config>,
+    gateway: GatewayConfig,
+}
+
+impl Gateway {
+    pub(crate) fn new(config: &Config, gateway: GatewayConfig) -> Self {
+        let limits = Config {
+            max_message_bytes: config.max_message_bytes,
+            max_bytes_in_flight: config.max_bytes_in_flight,
+            shutdown_grace: config.shutdown_grace,
+            ..Config::default()
+        };
+        Self {
+            limits: Arc::new(limits),
+            gateway,
+        }
+    }
+}
+
+impl Starts for Gateway {
+    fn takes_messages(&self) -> bool {
+        true
+    }
+
+    fn start(&self, up: Upstream, stop: oneshot::Receiver<()>) -> Result<Server, StartError> {
+        let (to_client, from_hub) = mpsc::channel(HELD);
+        let (events_tx, events) = mpsc::channel(HELD);
+        let mut members = Vec::new();
+        let mut stops = Vec::new();
+        for (k, server) in self.gateway.servers.iter().enumerate() {
+            let (member, stop) =
+                start_member(k, server, &self.limits, &up.budget, events_tx.clone());
+            members.push(member);
+            stops.push(stop);
+        }
+        let prefixes = self
+            .gateway
+            .servers
+            .iter()
+            .map(|s| s.prefix.clone())
+            .collect();
+        let names = names::Names::new(self.gateway.separator.clone(), prefixes);
+        // The cursors' tokens are checked against those issued; the random
+        // part only keeps one session's from looking like another's.
+        let secret = random_hex().unwrap_or_default();
+        let hub = Hub::new(to_client, members, names, secret);
+        let run = Run {
+            hub,
+            queue: up.queue.clone(),
+            events,
+            stops,
+            startup_timeout: self.gateway.startup_timeout,
+        };
+        let end = tokio::spawn(run.serve(stop));
+        let (_, restarted) = mpsc::channel(1);
+        Ok(Peer {
+            source: ServerSource::Parsed(from_hub),
+            sink: up.queue,
+            lifecycle: Lifecycle { restarted, end },
+        })
+    }
+}
+
+/// Starts server `k`'s session, the hub its client; the member, and the
+/// way to ask its session to stop.
+fn start_member(
+    k: usize,
+    server: &ServerConfig,
+    limits: &Arc<Config>,
+    budget: &Arc<Budget>,
+    events: mpsc::Sender<Event>,
+) -> (Member, Stopping) {
+    let (to, source) = mpsc::channel::<Read>(HELD);
+    let queue = Queue::of_messages();
+    // What the server's session sends its client reaches the hub.
+    let taking = queue.clone();
+    let heard = events.clone();
+    let writer = tokio::spawn(async move {
+        let mut taken = Taken::default();
+        while taking.take(&mut taken).await {
+            for outgoing in taken.messages.drain(..) {
+                let messages = match outgoing {
+                    Outgoing::One(message) => vec![message],
+                    Outgoing::Batch(messages) => messages,
+                };
+                for message in messages {
+                    if heard.send(Event::FromServer(k, message)).await.is_err() {
+                        return;
+                    }
+                }
+            }
+            taken.clear();
+        }
+    });
+    let client = Peer {
+        source,
+        sink: queue,
+        lifecycle: writer,
+    };
+    let (stop, signals) = mpsc::channel(2);
+    let layers = SessionLayers::fixed(crate::layers::applying(&server.chain, None));
+    let (limits, budget, upstream) = (limits.clone(), budget.clone(), server.upstream.clone());
+    let name = server.name.clone();
+    let session = tokio::spawn(async move {
+        let ended =
+            relay::session(&limits, &budget, layers, &upstream, client, signals, None).await;
+        let why = match ended {
+            Ok(relay::Ending::Clean) => "its session ended".to_owned(),
+            Ok(relay::Ending::ServerGone(reason)) => reason,
+            Err(e) => format!("it could not start: {e}"),
+        };
+        tracing::debug!(server = %name, reason = %why, "gateway: a server's session ended");
+        let _ = events.send(Event::Ended(k, why)).await;
+    });
+    let member = Member {
+        name: server.name.clone(),
+        to,
+        state: State::Starting,
+    };
+    (member, Stopping { stop, session })
+}
+
+/// A server's session, as the gateway stops it.
+struct Stopping {
+    /// Asks it to stop as a single server's session stops.
+    stop: mpsc::Sender<()>,
+    session: tokio::task::JoinHandle<()>,
+}
+
+/// The hub at work: the client's messages (after the shared chain), the
+/// servers' (after theirs), the start-up time, the stop.
+struct Run {
+    hub: Hub,
+    queue: Queue,
+    events: mpsc::Receiver<Event>,
+    stops: Vec<Stopping>,
+    startup_timeout: std::time::Duration,
+}
+
+impl Run {
+    async fn serve(mut self, mut stop: oneshot::Receiver<()>) -> End {
+        let mut taken = Taken::default();
+        let mut deadline: Option<tokio::time::Instant> = None;
+        loop {
+            if deadline.is_none() && self.hub.starting() {
+                deadline = Some(tokio::time::Instant::now() + self.startup_timeout);
+            }
+            let started = async {
+                match deadline {
+                    Some(at) => tokio::time::sleep_until(at).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                _ = &mut stop => break,
+                more = self.queue.take(&mut taken) => {
+                    if !more {
+                        break;
+                    }
+                    for outgoing in taken.messages.drain(..) {
+                        let messages = match outgoing {
+                            Outgoing::One(message) => vec![message],
+                            Outgoing::Batch(messages) => messages,
+                        };
+                        for message in messages {
+                            self.hub.client_sent(message).await;
+                        }
+                    }
+                    taken.clear();
+                }
+                Some(event) = self.events.recv() => match event {
+                    Event::FromServer(k, message) => self.hub.server_sent(k, message).await,
+                    Event::Ended(k, why) => self.hub.ended(k, why).await,
+                },
+                () = started, if deadline.is_some() => {
+                    self.hub.answer_initialize(true).await;
+                    deadline = None;
+                }
+            }
+            if !self.hub.starting() {
+                deadline = None;
+            }
+        }
+        // Each server's session stops as a single server's would (its owed
+        // answers, then its server's grace); nothing listens for them now.
+        drop(self.events);
+        for stopping in &self.stops {
+            let _ = stopping.stop.try_send(());
+        }
+        for stopping in self.stops {
+            let _ = stopping.session.await;
+        }
+        End::Stopped(None)
+    }
+}
+
+fn random_hex() -> Option<String> {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes).ok()?;
+    Some(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}

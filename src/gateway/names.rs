@@ -1,0 +1,238 @@
+//! What the client sees of each server's listings: tools and prompts
+//! named `{prefix}{separator}{name}`, cursors mcp-chain owns, and who owns
+//! each resource URI.
+
+use crate::config::{name_chars, MAX_NAME_LEN};
+use mcp_chain_middleware::message::method;
+use std::collections::{HashMap, HashSet, VecDeque};
+
+/// The listings merged across servers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(super) enum Listing {
+    Tools,
+    Prompts,
+    Resources,
+    Templates,
+}
+
+impl Listing {
+    pub(super) fn of(method: &str) -> Option<Self> {
+        Some(match method {
+            method::TOOLS_LIST => Self::Tools,
+            method::PROMPTS_LIST => Self::Prompts,
+            method::RESOURCES_LIST => Self::Resources,
+            method::RESOURCES_TEMPLATES_LIST => Self::Templates,
+            _ => return None,
+        })
+    }
+
+    /// The array a result of this listing carries.
+    pub(super) fn array(self) -> &'static str {
+        match self {
+            Self::Tools => "tools",
+            Self::Prompts => "prompts",
+            Self::Resources => "resources",
+            Self::Templates => "resourceTemplates",
+        }
+    }
+}
+
+/// How a server's names become the client's, and back.
+pub(super) struct Names {
+    separator: String,
+    prefixes: Vec<String>,
+}
+
+impl Names {
+    pub(super) fn new(separator: String, prefixes: Vec<String>) -> Self {
+        Self {
+            separator,
+            prefixes,
+        }
+    }
+
+    /// The client's name for server `k`'s `name`; `None` when it would not
+    /// be a valid name (too long, a character a name may not hold).
+    pub(super) fn join(&self, k: usize, name: &str) -> Option<String> {
+        let prefix = &self.prefixes[k];
+        let joined = match prefix.is_empty() {
+            true => name.to_owned(),
+            false => format!("{prefix}{}{name}", self.separator),
+        };
+        let valid = !name.is_empty() && joined.len() <= MAX_NAME_LEN && name_chars(&joined);
+        valid.then_some(joined)
+    }
+
+    /// Which server a client's name is of, and the server's name; the
+    /// longest prefix that fits wins (`a` and `a__b` may both be
+    /// prefixes). A server whose prefix is empty owns what no prefix fits.
+    pub(super) fn split(&self, name: &str) -> Option<(usize, String)> {
+        let mut found: Option<(usize, usize)> = None;
+        for (k, prefix) in self.prefixes.iter().enumerate() {
+            if prefix.is_empty() {
+                continue;
+            }
+            let head = format!("{prefix}{}", self.separator);
+            if name.len() > head.len()
+                && name.starts_with(&head)
+                && found.is_none_or(|(_, len)| head.len() > len)
+            {
+                found = Some((k, head.len()));
+            }
+        }
+        match found {
+            Some((k, len)) => Some((k, name[len..].to_owned())),
+            None => {
+                let bare = self.prefixes.iter().position(String::is_empty)?;
+                Some((bare, name.to_owned()))
+            }
+        }
+    }
+}
+
+/// Cursors handed to the client: opaque tokens for (server, the server's
+/// own cursor), kept while [`KEPT`] newer ones are not; a token not
+/// issued here, or forgotten, is refused rather than guessed.
+pub(super) struct Cursors {
+    secret: String,
+    next: u64,
+    issued: VecDeque<(String, usize, Option<serde_json::Value>)>,
+}
+
+/// Cursors remembered per client session.
+const KEPT: usize = 1024;
+
+impl Cursors {
+    pub(super) fn new(secret: String) -> Self {
+        Self {
+            secret,
+            next: 0,
+            issued: VecDeque::new(),
+        }
+    }
+
+    pub(super) fn issue(&mut self, k: usize, inner: Option<serde_json::Value>) -> String {
+        self.next += 1;
+        let token = format!("mcp-chain.{}.{}", self.next, self.secret);
+        if self.issued.len() == KEPT {
+            self.issued.pop_front();
+        }
+        self.issued.push_back((token.clone(), k, inner));
+        token
+    }
+
+    pub(super) fn find(&self, token: &str) -> Option<(usize, Option<serde_json::Value>)> {
+        self.issued
+            .iter()
+            .find(|(t, _, _)| t == token)
+            .map(|(_, k, inner)| (*k, inner.clone()))
+    }
+}
+
+/// Which server owns each resource URI and template the listings named.
+/// A URI two servers list is owned by neither (reading it is an error).
+#[derive(Default)]
+pub(super) struct Owners {
+    uris: HashMap<String, usize>,
+    templates: HashMap<String, usize>,
+    clashes: HashSet<String>,
+}
+
+impl Owners {
+    /// Notes that server `k` lists `uri` (a template, with `template`);
+    /// whether it may be listed (no other server lists it).
+    pub(super) fn note(&mut self, k: usize, uri: &str, template: bool) -> bool {
+        if self.clashes.contains(uri) {
+            return false;
+        }
+        let map = match template {
+            true => &mut self.templates,
+            false => &mut self.uris,
+        };
+        match map.get(uri) {
+            Some(&owner) if owner != k => {
+                map.remove(uri);
+                self.clashes.insert(uri.to_owned());
+                tracing::warn!(uri = %mcp_chain_middleware::shown::shown(uri, 200), "gateway: two servers list the same resource; it is listed by neither and reading it is refused");
+                false
+            }
+            _ => {
+                map.insert(uri.to_owned(), k);
+                true
+            }
+        }
+    }
+
+    /// The server that owns `uri`: one that listed it, else one whose
+    /// template's fixed start it begins with (the longest).
+    pub(super) fn of(&self, uri: &str) -> Option<usize> {
+        if self.clashes.contains(uri) {
+            return None;
+        }
+        if let Some(&k) = self.uris.get(uri) {
+            return Some(k);
+        }
+        if let Some(&k) = self.templates.get(uri) {
+            return Some(k);
+        }
+        self.templates
+            .iter()
+            .filter_map(|(template, &k)| {
+                let fixed = template.split('{').next().unwrap_or(template);
+                (!fixed.is_empty() && uri.starts_with(fixed)).then_some((fixed.len(), k))
+            })
+            .max_by_key(|(len, _)| *len)
+            .map(|(_, k)| k)
+    }
+
+    /// Forgets what server `k` listed (it is gone).
+    pub(super) fn forget(&mut self, k: usize) {
+        self.uris.retain(|_, owner| *owner != k);
+        self.templates.retain(|_, owner| *owner != k);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_join_and_split_by_the_longest_prefix() {
+        let names = Names::new("__".into(), vec!["a".into(), "a__b".into(), "time".into()]);
+        assert_eq!(names.join(2, "now").as_deref(), Some("time__now"));
+        assert_eq!(names.split("time__now"), Some((2, "now".into())));
+        assert_eq!(names.split("a__b__x"), Some((1, "x".into())));
+        assert_eq!(names.split("a__x"), Some((0, "x".into())));
+        assert_eq!(names.split("other__x"), None);
+        assert_eq!(names.split("time__"), None);
+        assert_eq!(names.join(2, &"x".repeat(124)), None, "past 128");
+        assert_eq!(names.join(2, "has space"), None);
+        let bare = Names::new("__".into(), vec![String::new(), "t".into()]);
+        assert_eq!(bare.split("read"), Some((0, "read".into())));
+        assert_eq!(bare.split("t__now"), Some((1, "now".into())));
+    }
+
+    #[test]
+    fn a_uri_two_servers_list_is_owned_by_neither() {
+        let mut owners = Owners::default();
+        assert!(owners.note(0, "file:///a", false));
+        assert!(owners.note(0, "file:///a", false), "listed again");
+        assert!(!owners.note(1, "file:///a", false));
+        assert_eq!(owners.of("file:///a"), None);
+        assert!(owners.note(1, "db://{table}", true));
+        assert_eq!(owners.of("db://users"), Some(1));
+        owners.forget(1);
+        assert_eq!(owners.of("db://users"), None);
+    }
+
+    #[test]
+    fn only_issued_cursors_are_found() {
+        let mut cursors = Cursors::new("s3".into());
+        let token = cursors.issue(2, Some(serde_json::json!("p2")));
+        assert_eq!(
+            cursors.find(&token),
+            Some((2, Some(serde_json::json!("p2"))))
+        );
+        assert_eq!(cursors.find("mcp-chain.1.other"), None);
+    }
+}

@@ -1,0 +1,155 @@
+"""Many servers behind one mcp-chain ([servers.NAME]), over stdio, with the
+official Python SDK client: server-everything, mcp-server-time and the
+demo server, each with its own chain inside the shared one. Every tool by
+its prefixed name, prompts, resources and templates, completions; a
+server that never starts and one killed mid-call leave the others
+working; a forged cursor; a name made too long by its prefix."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+from pathlib import Path
+
+import anyio
+import pytest
+from mcp import types
+from mcp.shared.exceptions import MCPError
+
+import harness
+from harness import Chain, open_session
+
+pytestmark = pytest.mark.anyio
+
+DEMO = harness.REPO / "target" / "debug" / "mcp-chain-demo-server"
+
+
+def gateway(tmp: Path, extra: str = "", shared: str = "") -> Chain:
+    audit = tmp / "all.jsonl"
+    config = tmp / "gateway.toml"
+    everything = json.dumps([str(harness.EVERYTHING), "stdio", harness.RUN_MARKER])
+    config.write_text(f"""
+[servers.everything]
+command = "{harness.NODE}"
+args = {everything}
+
+[servers.time]
+command = "{harness.TIME_SERVER}"
+
+[servers.demo]
+command = "{DEMO}"
+
+[[servers.demo.middleware]]
+type = "filter"
+tools = {{ deny = ["slow_count"] }}
+{extra}
+[gateway]
+startup_timeout = "20s"
+
+[[middleware]]
+type = "audit"
+path = "{audit}"
+{shared}
+""")
+    return Chain("gateway", config)
+
+
+def session(chain: Chain, label: str = "gateway", **callbacks):
+    argv = [str(harness.MCP_CHAIN), "--config", str(chain.config)]
+    return open_session(argv, chain, label=label, exact_argv=True, **callbacks)
+
+
+async def all_tools(conn) -> dict:
+    tools, cursor = {}, None
+    while True:
+        page = await conn.session.list_tools(params=types.PaginatedRequestParams(cursor=cursor) if cursor else None)
+        tools.update({t.name: t for t in page.tools})
+        cursor = page.next_cursor
+        if not cursor:
+            return tools
+
+
+async def test_every_server_is_one_server_to_the_client(tmp_path: Path):
+    chain = gateway(tmp_path)
+    async with session(chain) as conn:
+        tools = await all_tools(conn)
+        assert {"everything__echo", "everything__get-sum", "time__get_current_time", "demo__add"} <= set(tools), sorted(tools)
+        # The demo server's own chain denies slow_count: it is not listed.
+        assert "demo__slow_count" not in tools and not any(n.startswith("demo__demo__") for n in tools)
+        echo = await conn.session.call_tool("everything__echo", {"message": "through the gateway"})
+        assert echo.content[0].text == "Echo: through the gateway"
+        now = await conn.session.call_tool("time__get_current_time", {"timezone": "UTC"})
+        assert not now.is_error and "UTC" in now.content[0].text
+        added = await conn.session.call_tool("demo__add", {"a": 2, "b": 40})
+        assert "42" in added.content[0].text
+        with pytest.raises(MCPError) as unknown:
+            await conn.session.call_tool("nobody__echo", {})
+        assert unknown.value.error.code == -32602
+
+        greet = await conn.session.get_prompt("demo__greet", {"name": "Ada"})
+        assert "Ada" in json.dumps(greet.model_dump())
+
+        resources = []
+        cursor = None
+        while True:
+            page = await conn.session.list_resources(params=types.PaginatedRequestParams(cursor=cursor) if cursor else None)
+            resources += page.resources
+            cursor = page.next_cursor
+            if not cursor:
+                break
+        uris = {str(r.uri) for r in resources}
+        assert "demo://readme" in uris, uris
+        read = await conn.session.read_resource("demo://readme")
+        assert read.contents
+
+        # A cursor this mcp-chain never gave.
+        with pytest.raises(MCPError) as forged:
+            await conn.session.list_tools(params=types.PaginatedRequestParams(cursor="mcp-chain.1.forged"))
+        assert forged.value.error.code == -32602 and "cursor" in forged.value.error.message
+    lines = harness.jsonl(tmp_path / "all.jsonl")
+    called = {l.get("tool") for l in lines if l.get("method") == "tools/call"}
+    assert {"everything__echo", "time__get_current_time", "demo__add"} <= called, called
+
+
+async def test_a_server_that_cannot_start_leaves_the_others_working(tmp_path: Path):
+    chain = gateway(tmp_path, extra='\n[servers.broken]\ncommand = "/nonexistent/mcp-server"\n')
+    async with session(chain, label="gateway-broken") as conn:
+        tools = await all_tools(conn)
+        assert "everything__echo" in tools and not any(n.startswith("broken__") for n in tools)
+        echo = await conn.session.call_tool("everything__echo", {"message": "still here"})
+        assert echo.content[0].text == "Echo: still here"
+    assert "broken" in conn.stderr.read_text()
+
+
+async def test_a_server_killed_mid_call_is_its_own_failure(tmp_path: Path):
+    chain = gateway(tmp_path)
+    async with session(chain, label="gateway-kill") as conn:
+        assert "demo__add" in await all_tools(conn)
+        demo = [pid for pid in harness.processes_with(str(DEMO)) if pid != os.getpid()]
+        assert demo, "the demo server's process"
+
+        for pid in demo:
+            os.kill(pid, signal.SIGKILL)
+        await conn.wait_for(lambda: conn.incoming("notifications/tools/list_changed"), what="list_changed")
+        tools = await all_tools(conn)
+        assert "demo__add" not in tools and "everything__echo" in tools
+        with pytest.raises(MCPError):
+            await conn.session.call_tool("demo__add", {"a": 1, "b": 1})
+        echo = await conn.session.call_tool("everything__echo", {"message": "others go on"})
+        assert echo.content[0].text == "Echo: others go on"
+
+
+def test_a_config_with_upstream_and_servers_is_refused(tmp_path: Path):
+    config = tmp_path / "both.toml"
+    config.write_text(f'[upstream]\ncommand = "{DEMO}"\n\n[servers.demo]\ncommand = "{DEMO}"\n')
+    done = subprocess.run([str(harness.MCP_CHAIN), "check", "--config", str(config)], capture_output=True, text=True, timeout=30)
+    assert done.returncode != 0 and "upstream, servers" in done.stderr, done.stderr
+    config.write_text(f'[servers.a]\ncommand = "{DEMO}"\nprefix = "x"\n[servers.b]\ncommand = "{DEMO}"\nprefix = "x"\n')
+    done = subprocess.run([str(harness.MCP_CHAIN), "check", "--config", str(config)], capture_output=True, text=True, timeout=30)
+    assert done.returncode != 0 and "servers.b.prefix" in done.stderr, done.stderr
+    config.write_text(f'[servers.demo]\ncommand = "{DEMO}"\n')
+    done = subprocess.run([str(harness.MCP_CHAIN), "--config", str(config), "--", str(DEMO)], capture_output=True,
+                          text=True, timeout=30, stdin=subprocess.DEVNULL)
+    assert done.returncode != 0 and "[servers.*]" in done.stderr, done.stderr
