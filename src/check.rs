@@ -14,53 +14,13 @@ pub(crate) fn run(config: &Config, upstream: &Result<UpstreamConfig, ArgError>) 
         |p| p.display().to_string(),
     );
     let mut report = format!("{origin}: ok\n");
-    match upstream {
-        Ok(UpstreamConfig::Command(u)) => {
-            let _ = writeln!(report, "upstream: {} {}", u.command, u.args.join(" "));
-            if !u.env.is_empty() {
-                let keys: Vec<_> = u.env.keys().map(String::as_str).collect();
-                let _ = writeln!(report, "  env: {}", keys.join(", "));
-            }
-            if let Some(cwd) = &u.cwd {
-                let _ = writeln!(report, "  cwd: {}", cwd.display());
-            }
-            if u.restart.on_failure {
-                let _ = writeln!(
-                    report,
-                    "  restart: on-failure (at most {}, backoff from {:?})",
-                    u.restart.max_restarts, u.restart.backoff
-                );
-            }
-        }
-        Ok(UpstreamConfig::Url(u)) => {
-            let _ = writeln!(report, "upstream: {}", u.url);
-            let transport = match u.transport {
-                Transport::Auto => "streamable-http, or legacy HTTP+SSE if the server answers the first POST with 400, 404 or 405",
-                Transport::StreamableHttp => "streamable-http",
-                Transport::Sse => "legacy HTTP+SSE (2024-11-05)",
-                Transport::WebSocket if u.envelope == Envelope::McpPayload => {
-                    "websocket, each message in an {\"type\": \"mcp\", \"payload\": …} envelope"
-                }
-                Transport::WebSocket => "websocket",
-            };
-            let _ = writeln!(
-                report,
-                "  transport: {transport} (transport = \"{}\")",
-                u.transport.name()
-            );
-            if !u.headers.is_empty() {
-                let names: Vec<_> = u.headers.iter().map(|(n, _)| n.as_str()).collect();
-                let _ = writeln!(report, "  headers: {}", names.join(", "));
-            }
-            if let Some(ca) = &u.ca_file {
-                let _ = writeln!(report, "  ca_file: {}", ca.display());
-            }
-            oauth(&mut report, u);
-        }
-        Err(ArgError::NoServer) => {
+    match (upstream, &config.gateway) {
+        (_, Some(gateway)) => servers(&mut report, gateway),
+        (Ok(upstream), None) => describe(&mut report, "upstream", "  ", upstream),
+        (Err(ArgError::NoServer), None) => {
             report += "upstream: none (give one after `--` when running)\n";
         }
-        Err(e) => {
+        (Err(e), None) => {
             eprintln!("mcp-chain: {e}");
             return ExitCode::FAILURE;
         }
@@ -247,5 +207,83 @@ fn oauth(report: &mut String, u: &crate::config::UrlConfig) {
     }
     if let Some(port) = o.callback_port {
         let _ = writeln!(report, "    callback: http://127.0.0.1:{port}/callback");
+    }
+}
+
+/// One server as `check` shows it: `label` and its command or URL, then
+/// how it is run, each line indented by `indent`.
+fn describe(report: &mut String, label: &str, indent: &str, upstream: &UpstreamConfig) {
+    let mut lines = String::new();
+    match upstream {
+        UpstreamConfig::Command(u) => {
+            let _ = writeln!(lines, "{label}: {} {}", u.command, u.args.join(" "));
+            if !u.env.is_empty() {
+                let keys: Vec<_> = u.env.keys().map(String::as_str).collect();
+                let _ = writeln!(lines, "  env: {}", keys.join(", "));
+            }
+            if let Some(cwd) = &u.cwd {
+                let _ = writeln!(lines, "  cwd: {}", cwd.display());
+            }
+            if u.restart.on_failure {
+                let _ = writeln!(
+                    lines,
+                    "  restart: on-failure (at most {}, backoff from {:?})",
+                    u.restart.max_restarts, u.restart.backoff
+                );
+            }
+        }
+        UpstreamConfig::Url(u) => {
+            let _ = writeln!(lines, "{label}: {}", u.url);
+            let transport = match u.transport {
+                Transport::Auto => "streamable-http, or legacy HTTP+SSE if the server answers the first POST with 400, 404 or 405",
+                Transport::StreamableHttp => "streamable-http",
+                Transport::Sse => "legacy HTTP+SSE (2024-11-05)",
+                Transport::WebSocket if u.envelope == Envelope::McpPayload => {
+                    "websocket, each message in an {\"type\": \"mcp\", \"payload\": …} envelope"
+                }
+                Transport::WebSocket => "websocket",
+            };
+            let _ = writeln!(
+                lines,
+                "  transport: {transport} (transport = \"{}\")",
+                u.transport.name()
+            );
+            if !u.headers.is_empty() {
+                let names: Vec<_> = u.headers.iter().map(|(n, _)| n.as_str()).collect();
+                let _ = writeln!(lines, "  headers: {}", names.join(", "));
+            }
+            if let Some(ca) = &u.ca_file {
+                let _ = writeln!(lines, "  ca_file: {}", ca.display());
+            }
+            oauth(&mut lines, u);
+        }
+    }
+    for (n, line) in lines.lines().enumerate() {
+        let _ = match n {
+            0 => writeln!(report, "{}", line.trim_end()),
+            _ => writeln!(report, "{indent}{}", line.trim_start()),
+        };
+    }
+}
+
+/// `[servers.*]`: each server, its prefix, how it is run and its chain.
+fn servers(report: &mut String, gateway: &crate::config::GatewayConfig) {
+    let _ = writeln!(
+        report,
+        "servers (one gateway; names are prefix{}name; initialize waits {:?} for them):",
+        gateway.separator, gateway.startup_timeout
+    );
+    for server in &gateway.servers {
+        let label = format!("  {} (prefix {:?})", server.name, server.prefix);
+        describe(report, &label, "    ", &server.upstream);
+        let layers: Vec<&str> = server.chain.iter().map(|e| e.layer.name()).collect();
+        let _ = match layers.is_empty() {
+            true => writeln!(report, "    chain: empty"),
+            false => writeln!(
+                report,
+                "    chain, inside the shared one: {}",
+                layers.join(", ")
+            ),
+        };
     }
 }

@@ -153,3 +153,63 @@ def test_a_config_with_upstream_and_servers_is_refused(tmp_path: Path):
     done = subprocess.run([str(harness.MCP_CHAIN), "--config", str(config), "--", str(DEMO)], capture_output=True,
                           text=True, timeout=30, stdin=subprocess.DEVNULL)
     assert done.returncode != 0 and "[servers.*]" in done.stderr, done.stderr
+
+
+async def test_server_questions_progress_and_cancellation_cross_the_gateway(tmp_path: Path):
+    """server-everything's sampling and elicitation requests reach the
+    client (under the gateway's ids) and the answers reach it back;
+    progress arrives by the client's token; a cancelled call is
+    cancelled at the server, and the session goes on."""
+    from test_everything import Client, text_of
+
+    client = Client()
+    chain = gateway(tmp_path)
+    async with session(chain, label="gateway-questions", **client.callbacks()) as conn:
+        with anyio.fail_after(30):
+            sampled = await conn.session.call_tool("everything__trigger-sampling-request", {"prompt": "say hi", "maxTokens": 20})
+            assert "sampled by the interop client" in text_of(sampled)
+            elicited = await conn.session.call_tool("everything__trigger-elicitation-request", {})
+            assert "Ada Lovelace" in text_of(elicited)
+        assert len(client.sampled) == 1 and len(client.elicited) == 1
+
+        progress = []
+
+        async def on_progress(value, total, message):
+            progress.append(value)
+
+        with anyio.fail_after(20):
+            done = await conn.session.call_tool("everything__trigger-long-running-operation", {"duration": 1, "steps": 3},
+                                                progress_callback=on_progress)
+        assert "completed" in text_of(done) and progress == [1, 2, 3], progress
+
+        started = anyio.Event()
+
+        async def on_first(value, total, message):
+            started.set()
+
+        async def call():
+            await conn.session.call_tool("everything__trigger-long-running-operation", {"duration": 2, "steps": 4},
+                                         progress_callback=on_first)
+
+        with anyio.fail_after(10):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(call)
+                await started.wait()
+                tg.cancel_scope.cancel()
+        request_id = conn.outgoing("tools/call")[-1]["id"]
+        await anyio.sleep(2.5)
+        assert conn.responses_to(request_id) == [], "a cancelled call was answered"
+        echo = await conn.session.call_tool("everything__echo", {"message": "after"})
+        assert text_of(echo) == "Echo: after"
+
+
+def test_check_prints_each_server_and_its_chain(tmp_path: Path):
+    chain = gateway(tmp_path)
+    done = subprocess.run([str(harness.MCP_CHAIN), "check", "--config", str(chain.config)], capture_output=True,
+                          text=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert 'servers (one gateway; names are prefix__name' in out, out
+    assert f'  demo (prefix "demo"): {DEMO}\n    chain, inside the shared one: filter' in out, out
+    assert f'  time (prefix "time"): {harness.TIME_SERVER}\n    chain: empty' in out, out
+    assert "chain, client → server" in out and "1. audit" in out
