@@ -218,15 +218,20 @@ fn run(cli: &Cli, config: Config, background: Background) -> ExitCode {
         Some(command @ (Command::Login { .. } | Command::Logout { .. } | Command::Auth { .. })) => {
             auth_command(&config, command)
         }
-        None if config.gateway.is_some() => serve_gateway(&config, cli, background, reloading),
+        None if config.gateway.is_some() => serve_gateway(config, cli, background, reloading),
         None => match upstream_for(&config, cli, &cli.server) {
-            Ok(upstream) if config.front.listen.is_some() => listen(
-                config,
-                upstream,
-                cli.allow_unauthenticated,
-                background,
-                reloading,
-            ),
+            Ok(upstream) if config.front.listen.is_some() => {
+                let server = approvals::server_of(&upstream);
+                let served = relay::Served::One(upstream);
+                listen(
+                    config,
+                    served,
+                    server,
+                    cli.allow_unauthenticated,
+                    background,
+                    reloading,
+                )
+            }
             Ok(upstream) => {
                 let server = approvals::server_of(&upstream);
                 serve(&config, &upstream, server, background, reloading)
@@ -239,9 +244,9 @@ fn run(cli: &Cli, config: Config, background: Background) -> ExitCode {
     }
 }
 
-/// Serves `[servers.*]` behind one mcp-chain, over stdio.
+/// Serves `[servers.*]` behind one mcp-chain, over stdio or the front.
 fn serve_gateway(
-    config: &Config,
+    config: Config,
     cli: &Cli,
     background: Background,
     reloading: Reloading,
@@ -253,13 +258,20 @@ fn serve_gateway(
         eprintln!("mcp-chain: the command after `--` and [servers.*] both name what to serve; give one or the other");
         return ExitCode::FAILURE;
     }
-    if config.front.listen.is_some() {
-        eprintln!("mcp-chain: [servers.*] is served over stdio in this version; the HTTP front serves one [upstream]");
-        return ExitCode::FAILURE;
-    }
     let server = approvals::gateway_of(&gateway);
-    let upstream = gateway::Gateway::new(config, gateway);
-    serve(config, &upstream, server, background, reloading)
+    let upstream = gateway::Gateway::new(&config, gateway);
+    if config.front.listen.is_some() {
+        let served = relay::Served::Many(upstream);
+        return listen(
+            config,
+            served,
+            server,
+            cli.allow_unauthenticated,
+            background,
+            reloading,
+        );
+    }
+    serve(&config, &upstream, server, background, reloading)
 }
 
 fn effective_config(cli: &Cli) -> Result<Config, ArgError> {
@@ -403,7 +415,8 @@ fn serve_console(
 /// Serves the chain over HTTP (`--listen`, `[front] listen`).
 fn listen(
     config: Config,
-    upstream: UpstreamConfig,
+    upstream: relay::Served,
+    server: String,
     allow_unauthenticated: bool,
     background: Background,
     reloading: Reloading,
@@ -422,8 +435,8 @@ fn listen(
     if let Some(task) = background {
         runtime.spawn(task);
     }
-    approvals::install_book(approvals::server_of(&upstream));
-    if let Err(code) = serve_console(&runtime, &config, approvals::server_of(&upstream)) {
+    approvals::install_book(server.clone());
+    if let Err(code) = serve_console(&runtime, &config, server) {
         return code;
     }
     let stop = || platform::signals::shutdown(false);

@@ -27,7 +27,7 @@ mod routes;
 mod session;
 mod stateless;
 
-use crate::config::{Config, FrontConfig, UpstreamConfig};
+use crate::config::{Config, FrontConfig};
 use crate::layers::Policy;
 use crate::relay::{Make, SessionLayers};
 use crate::transport::budget::Budget;
@@ -51,7 +51,7 @@ const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
 pub(crate) struct Front {
     config: Arc<Config>,
     settings: FrontConfig,
-    upstream: UpstreamConfig,
+    upstream: crate::relay::Served,
     /// Host, Origin, token and OAuth checks; a reload replaces them
     /// (`[front]` tokens, allowed_hosts, allowed_origins, oauth), for the
     /// requests after it.
@@ -145,6 +145,8 @@ pub(crate) enum StartError {
     Exposed(SocketAddr),
     #[error("front.oauth: {0}")]
     OAuth(#[from] resource::SetupError),
+    #[error("front.shared_pool: the shared pool serves one [upstream]; [servers.*] is served a gateway per session")]
+    SharedGateway,
     #[error("cannot listen on {listen}: {source}")]
     Listen {
         listen: SocketAddr,
@@ -170,7 +172,7 @@ pub(crate) fn check_exposure(
 /// signal cuts their grace short).
 pub(crate) async fn run(
     config: Config,
-    upstream: UpstreamConfig,
+    upstream: crate::relay::Served,
     listen: SocketAddr,
     mut signals: mpsc::Receiver<()>,
     followed: Option<crate::reload::Followed>,
@@ -189,9 +191,16 @@ pub(crate) async fn run(
         None => OAuth::Off,
     };
     let config = Arc::new(config);
-    let shared = settings.shared_pool.map(|size| {
-        crate::pool::Pool::start(size, config.clone(), budget.clone(), upstream.clone())
-    });
+    let shared = match (settings.shared_pool, &upstream) {
+        (None, _) => None,
+        (Some(size), crate::relay::Served::One(one)) => Some(crate::pool::Pool::start(
+            size,
+            config.clone(),
+            budget.clone(),
+            one.clone(),
+        )),
+        (Some(_), crate::relay::Served::Many(_)) => return Err(StartError::SharedGateway),
+    };
     let front = Arc::new(Front {
         checks: std::sync::RwLock::new(Arc::new(Checks::new(&settings, bound, oauth))),
         config,

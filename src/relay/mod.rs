@@ -353,6 +353,36 @@ impl Starts for UpstreamConfig {
     }
 }
 
+/// What a session's server is: one upstream (`[upstream]`, or what
+/// `--` names), or many behind one (`[servers.*]`).
+pub(crate) enum Served {
+    One(UpstreamConfig),
+    Many(crate::gateway::Gateway),
+}
+
+impl Starts for Served {
+    fn takes_messages(&self) -> bool {
+        match self {
+            Self::One(one) => one.takes_messages(),
+            Self::Many(many) => many.takes_messages(),
+        }
+    }
+
+    fn network_transport(&self) -> &'static str {
+        match self {
+            Self::One(one) => one.network_transport(),
+            Self::Many(many) => many.network_transport(),
+        }
+    }
+
+    fn start(&self, up: Upstream, stop: oneshot::Receiver<()>) -> Result<Server, StartError> {
+        match self {
+            Self::One(one) => one.start(up, stop),
+            Self::Many(many) => many.start(up, stop),
+        }
+    }
+}
+
 /// Tells the client, down the to-client chain, to list again what each new
 /// server may list differently.
 async fn announce(

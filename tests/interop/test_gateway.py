@@ -213,3 +213,22 @@ def test_check_prints_each_server_and_its_chain(tmp_path: Path):
     assert f'  demo (prefix "demo"): {DEMO}\n    chain, inside the shared one: filter' in out, out
     assert f'  time (prefix "time"): {harness.TIME_SERVER}\n    chain: empty' in out, out
     assert "chain, client → server" in out and "1. audit" in out
+
+
+async def test_the_http_front_serves_the_gateway(tmp_path: Path):
+    """The same servers through the HTTP front (Streamable HTTP): each
+    session its own gateway; the shared pool is refused with a reason."""
+    chain = gateway(tmp_path)
+    served = Chain("gateway-http", chain.config, front="streamable")
+    async with session(served, label="gateway-http") as conn:
+        tools = await all_tools(conn)
+        assert {"everything__echo", "time__get_current_time", "demo__add"} <= set(tools)
+        added = await conn.session.call_tool("demo__add", {"a": 1, "b": 2})
+        assert "3" in added.content[0].text
+        echo = await conn.session.call_tool("everything__echo", {"message": "over http"})
+        assert echo.content[0].text == "Echo: over http"
+    shared = tmp_path / "shared.toml"
+    shared.write_text(chain.config.read_text() + f'\n[front]\nlisten = "127.0.0.1:{harness.free_port()}"\nshared_pool = 2\n')
+    done = subprocess.run([str(harness.MCP_CHAIN), "--config", str(shared)], capture_output=True, text=True, timeout=30,
+                          stdin=subprocess.DEVNULL)
+    assert done.returncode != 0 and "front.shared_pool" in done.stderr, done.stderr
