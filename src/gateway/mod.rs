@@ -190,7 +190,14 @@ impl Run {
     async fn serve(mut self, mut stop: oneshot::Receiver<()>) -> End {
         let mut taken = Taken::default();
         let mut deadline: Option<tokio::time::Instant> = None;
+        // The client's end closed: what was asked is still answered (as a
+        // server answers what it read before its input closed), then the
+        // servers stop.
+        let mut client_done = false;
         loop {
+            if client_done && self.hub.idle() {
+                break;
+            }
             if deadline.is_none() && self.hub.starting() {
                 deadline = Some(tokio::time::Instant::now() + self.startup_timeout);
             }
@@ -202,9 +209,10 @@ impl Run {
             };
             tokio::select! {
                 _ = &mut stop => break,
-                more = self.queue.take(&mut taken) => {
+                more = self.queue.take(&mut taken), if !client_done => {
                     if !more {
-                        break;
+                        client_done = true;
+                        continue;
                     }
                     for outgoing in taken.messages.drain(..) {
                         let messages = match outgoing {

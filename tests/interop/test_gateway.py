@@ -232,3 +232,25 @@ async def test_the_http_front_serves_the_gateway(tmp_path: Path):
     done = subprocess.run([str(harness.MCP_CHAIN), "--config", str(shared)], capture_output=True, text=True, timeout=30,
                           stdin=subprocess.DEVNULL)
     assert done.returncode != 0 and "front.shared_pool" in done.stderr, done.stderr
+
+
+def test_a_pipe_that_does_not_wait_is_answered_in_full(tmp_path: Path):
+    """docs/gateway.md's jq recipe: a client that writes initialize and
+    tools/list at once and closes its input. The listing waits for the
+    servers to be up (not an empty list), and is answered before the
+    gateway stops."""
+    chain = gateway(tmp_path)
+    lines = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+         "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "jq", "version": "1"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+    ]
+    done = subprocess.run([str(harness.MCP_CHAIN), "--config", str(chain.config)], capture_output=True, text=True,
+                          timeout=60, input="".join(json.dumps(l) + "\n" for l in lines))
+    answers = {a["id"]: a for a in map(json.loads, done.stdout.splitlines())}
+    assert answers[1]["result"]["serverInfo"]["name"] == "mcp-chain", done.stdout
+    page = answers[2]["result"]
+    assert [t["name"] for t in page["tools"]] and all(t["name"].startswith("demo__") for t in page["tools"]), page
+    assert page["nextCursor"].startswith("mcp-chain."), page
+    assert "grace ran out" not in done.stderr, done.stderr

@@ -6,8 +6,29 @@ use mcp_chain_middleware::message::{method, Request};
 use mcp_chain_middleware::{ErrorCode, Message, RequestId};
 use serde_json::{json, Value};
 
+/// The most a client may send before its `initialize` is answered.
+const DEFERRED_AT_MOST: usize = 256;
+
 impl Hub {
     pub(in crate::gateway) async fn client_sent(&mut self, message: Message) {
+        // While the servers start, only a ping is answered; the rest waits
+        // for the client's initialize to be answered.
+        let waits = match &message {
+            Message::Request(r) => r.method != method::PING && r.method != method::INITIALIZE,
+            _ => true,
+        };
+        if waits && self.starting() {
+            if self.deferred.len() < DEFERRED_AT_MOST {
+                self.deferred.push(message);
+            } else if let Message::Request(request) = message {
+                let message =
+                    "too many requests before initialize was answered; wait for its answer"
+                        .to_owned();
+                self.send_client(error(request.id, ErrorCode::INVALID_REQUEST, message))
+                    .await;
+            }
+            return;
+        }
         match message {
             Message::Request(request) => self.client_request(request).await,
             Message::Notification(note) => self.client_notification(Message::Notification(note)),

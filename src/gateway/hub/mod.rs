@@ -81,6 +81,10 @@ pub(super) struct Hub {
     client_params: Option<Value>,
     startup: Option<Startup>,
     client_initialized: bool,
+    /// What the client sent while its `initialize` waited for the
+    /// servers (a client that does not wait for the answer): handled, in
+    /// order, once it is answered.
+    deferred: Vec<Message>,
 }
 
 fn read(message: Message) -> Read {
@@ -121,6 +125,7 @@ impl Hub {
             client_params: None,
             startup: None,
             client_initialized: false,
+            deferred: Vec::new(),
         }
     }
 
@@ -147,6 +152,16 @@ impl Hub {
 
     pub(super) fn starting(&self) -> bool {
         self.startup.is_some()
+    }
+
+    /// Nothing the client asked is owed any more.
+    pub(super) fn idle(&self) -> bool {
+        !self.starting()
+            && self.deferred.is_empty()
+            && !self
+                .pending
+                .values()
+                .any(|p| matches!(p, Pending::Forward { .. }))
     }
 
     // === from the client ===
@@ -197,6 +212,9 @@ impl Hub {
         let result = merge::initialize(&startup.params, &answers);
         self.send_client(Message::response(startup.client, result))
             .await;
+        for message in std::mem::take(&mut self.deferred) {
+            Box::pin(self.client_sent(message)).await;
+        }
     }
 }
 
