@@ -484,3 +484,81 @@ scopes_supported = ["two words"]
         assert!(said.contains(expected), "{expected}: {said}");
     }
 }
+
+#[test]
+fn servers_are_read_each_with_its_prefix_and_chain() {
+    let config = load(
+        r#"
+[servers.time]
+command = "uvx"
+args = ["mcp-server-time"]
+
+[servers.tracker]
+url = "https://mcp.example.com/mcp"
+prefix = "jira"
+
+[[servers.tracker.middleware]]
+type = "filter"
+tools = { deny = ["delete_*"] }
+
+[gateway]
+separator = "."
+startup_timeout = "3s"
+"#,
+    )
+    .expect("valid");
+    let gateway = config.gateway.expect("a gateway");
+    assert_eq!(gateway.separator, ".");
+    assert_eq!(gateway.startup_timeout, std::time::Duration::from_secs(3));
+    let names: Vec<_> = gateway
+        .servers
+        .iter()
+        .map(|s| (s.name.as_str(), s.prefix.as_str(), s.chain.len()))
+        .collect();
+    assert_eq!(names, [("time", "time", 0), ("tracker", "jira", 1)]);
+    assert!(config.upstream.is_none());
+}
+
+#[test]
+fn servers_problems_name_the_server() {
+    let found = problems(
+        r#"
+[upstream]
+command = "a"
+
+[servers.a]
+command = "a"
+prefix = "has space"
+
+[servers.b]
+url = "ftp://x"
+
+[servers.c]
+command = "c"
+transport = "sse"
+
+[[servers.c.middleware]]
+type = "filter"
+tools = { deny = ["["] }
+
+[gateway]
+separator = ""
+"#,
+    );
+    let text = found.join("\n");
+    for expected in [
+        "upstream, servers: give [upstream]",
+        "servers.a.prefix",
+        "servers.b.",
+        "servers.c.transport: only for a URL upstream",
+        "servers.c.middleware[0]",
+        "gateway.separator",
+    ] {
+        assert!(text.contains(expected), "{expected:?} in {text}");
+    }
+    let lonely = problems("[gateway]\nseparator = \"__\"\n");
+    assert!(
+        lonely.iter().any(|p| p.contains("no [servers.NAME]")),
+        "{lonely:?}"
+    );
+}
