@@ -92,7 +92,8 @@ impl Starts for Gateway {
         // The cursors' tokens are checked against those issued; the random
         // part only keeps one session's from looking like another's.
         let secret = random_hex().unwrap_or_default();
-        let hub = Hub::new(to_client, members, names, secret);
+        let timeout = self.gateway.startup_timeout;
+        let hub = Hub::new(to_client, members, names, secret, timeout);
         let run = Run {
             hub,
             queue: up.queue.clone(),
@@ -201,8 +202,13 @@ impl Run {
             if deadline.is_none() && self.hub.starting() {
                 deadline = Some(tokio::time::Instant::now() + self.startup_timeout);
             }
-            let started = async {
-                match deadline {
+            // The first of: the start-up time over, a listing's time up.
+            let wake = match (deadline, self.hub.next_deadline()) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+            let woken = async {
+                match wake {
                     Some(at) => tokio::time::sleep_until(at).await,
                     None => std::future::pending().await,
                 }
@@ -229,9 +235,13 @@ impl Run {
                     Event::FromServer(k, message) => self.hub.server_sent(k, message).await,
                     Event::Ended(k, why) => self.hub.ended(k, why).await,
                 },
-                () = started, if deadline.is_some() => {
-                    self.hub.answer_initialize(true).await;
-                    deadline = None;
+                () = woken, if wake.is_some() => {
+                    let now = tokio::time::Instant::now();
+                    if deadline.is_some_and(|at| at <= now) {
+                        self.hub.answer_initialize(true).await;
+                        deadline = None;
+                    }
+                    self.hub.expire(now).await;
                 }
             }
             if !self.hub.starting() {

@@ -90,14 +90,19 @@ impl Names {
     }
 }
 
-/// Cursors handed to the client: opaque tokens for (server, the server's
-/// own cursor), kept while [`KEPT`] newer ones are not; a token not
-/// issued here, or forgotten, is refused rather than guessed.
+/// Cursors handed to the client: opaque tokens for what follows a merged
+/// page (each server with more to list, and its own cursor), kept while
+/// [`KEPT`] newer ones are not; a token not issued here, or forgotten, is
+/// refused rather than guessed.
 pub(super) struct Cursors {
     secret: String,
     next: u64,
-    issued: VecDeque<(String, usize, Option<serde_json::Value>)>,
+    issued: VecDeque<(String, Continuation)>,
 }
+
+/// What follows a merged page: (server, its cursor) for each server with
+/// more.
+pub(super) type Continuation = Vec<(usize, serde_json::Value)>;
 
 /// Cursors remembered per client session.
 const KEPT: usize = 1024;
@@ -111,21 +116,21 @@ impl Cursors {
         }
     }
 
-    pub(super) fn issue(&mut self, k: usize, inner: Option<serde_json::Value>) -> String {
+    pub(super) fn issue(&mut self, more: Continuation) -> String {
         self.next += 1;
         let token = format!("mcp-chain.{}.{}", self.next, self.secret);
         if self.issued.len() == KEPT {
             self.issued.pop_front();
         }
-        self.issued.push_back((token.clone(), k, inner));
+        self.issued.push_back((token.clone(), more));
         token
     }
 
-    pub(super) fn find(&self, token: &str) -> Option<(usize, Option<serde_json::Value>)> {
+    pub(super) fn find(&self, token: &str) -> Option<Continuation> {
         self.issued
             .iter()
-            .find(|(t, _, _)| t == token)
-            .map(|(_, k, inner)| (*k, inner.clone()))
+            .find(|(t, _)| t == token)
+            .map(|(_, more)| more.clone())
     }
 }
 
@@ -228,10 +233,10 @@ mod tests {
     #[test]
     fn only_issued_cursors_are_found() {
         let mut cursors = Cursors::new("s3".into());
-        let token = cursors.issue(2, Some(serde_json::json!("p2")));
+        let token = cursors.issue(vec![(2, serde_json::json!("p2"))]);
         assert_eq!(
             cursors.find(&token),
-            Some((2, Some(serde_json::json!("p2"))))
+            Some(vec![(2, serde_json::json!("p2"))])
         );
         assert_eq!(cursors.find("mcp-chain.1.other"), None);
     }

@@ -111,58 +111,6 @@ impl Hub {
         }
     }
 
-    pub(super) async fn list(&mut self, id: RequestId, listing: Listing, params: &Value) {
-        let start = match params.get("cursor") {
-            None | Some(Value::Null) => self.next_up(None).map(|k| (k, None)),
-            Some(Value::String(token)) => match self.cursors.find(token) {
-                Some(found) => Some(found),
-                None => {
-                    let message = "the cursor is not one this mcp-chain gave (or it is too old); list again from the start".to_owned();
-                    return self
-                        .send_client(error(id, ErrorCode::INVALID_PARAMS, message))
-                        .await;
-                }
-            },
-            Some(_) => {
-                let message = "a cursor is a string".to_owned();
-                return self
-                    .send_client(error(id, ErrorCode::INVALID_PARAMS, message))
-                    .await;
-            }
-        };
-        let Some((k, inner)) = start else {
-            let empty = json!({ listing.array(): [] });
-            return self.send_client(Message::response(id, empty)).await;
-        };
-        let mut params = params.clone();
-        if !params.is_object() {
-            params = json!({});
-        }
-        match inner {
-            Some(cursor) => params["cursor"] = cursor,
-            None => {
-                if let Some(p) = params.as_object_mut() {
-                    p.remove("cursor");
-                }
-            }
-        }
-        let method = match listing {
-            Listing::Tools => method::TOOLS_LIST,
-            Listing::Prompts => method::PROMPTS_LIST,
-            Listing::Resources => method::RESOURCES_LIST,
-            Listing::Templates => method::RESOURCES_TEMPLATES_LIST,
-        };
-        let message = Message::request(0, method, Some(params));
-        let pending = Pending::Forward {
-            k,
-            client: id.clone(),
-            listing: Some(listing),
-        };
-        if !self.send_server(k, message, pending) {
-            self.send_client(self.unreachable(id, k)).await;
-        }
-    }
-
     /// A request to the server that owns what it names.
     pub(super) async fn route(&mut self, id: RequestId, name: &str, mut params: Value) {
         let owner = match name {
@@ -204,7 +152,6 @@ impl Hub {
         let pending = Pending::Forward {
             k,
             client: id.clone(),
-            listing: None,
         };
         if !self.send_server(k, message, pending) {
             self.send_client(self.unreachable(id, k)).await;
@@ -234,12 +181,6 @@ impl Hub {
         (0..self.members.len())
             .filter(|&k| matches!(self.members[k].state, State::Up(_)))
             .collect()
-    }
-
-    /// The first server up after `after` (from the first when `None`).
-    pub(super) fn next_up(&self, after: Option<usize>) -> Option<usize> {
-        let from = after.map_or(0, |k| k + 1);
-        (from..self.members.len()).find(|&k| matches!(self.members[k].state, State::Up(_)))
     }
 
     // === from the servers ===

@@ -21,8 +21,9 @@
 use super::merge;
 
 mod client;
+mod listing;
 mod server;
-use super::names::{Cursors, Listing, Names, Owners};
+use super::names::{Cursors, Names, Owners};
 use crate::peer::Read;
 use mcp_chain_middleware::message::{method, Incoming};
 use mcp_chain_middleware::{ErrorCode, ErrorObject, Message, RequestId};
@@ -50,11 +51,9 @@ pub(super) enum State {
 /// What an answer with one of the gateway's ids is for.
 enum Pending {
     /// A request of the client's, sent to server `k`.
-    Forward {
-        k: usize,
-        client: RequestId,
-        listing: Option<Listing>,
-    },
+    Forward { k: usize, client: RequestId },
+    /// Server `k`'s part of a merged listing.
+    Part { k: usize, merging: u64 },
     /// The `initialize` the gateway sent server `k`.
     Initialize { k: usize },
     /// An answer nobody waits for (`logging/setLevel` beyond the first).
@@ -81,6 +80,11 @@ pub(super) struct Hub {
     client_params: Option<Value>,
     startup: Option<Startup>,
     client_initialized: bool,
+    /// Listings being merged, by number.
+    mergings: HashMap<u64, listing::Merging>,
+    next_merging: u64,
+    /// How long a server may take with its part of a listing.
+    part_within: std::time::Duration,
     /// What the client sent while its `initialize` waited for the
     /// servers (a client that does not wait for the answer): handled, in
     /// order, once it is answered.
@@ -112,6 +116,7 @@ impl Hub {
         members: Vec<Member>,
         names: Names,
         secret: String,
+        part_within: std::time::Duration,
     ) -> Self {
         Self {
             up,
@@ -126,6 +131,9 @@ impl Hub {
             startup: None,
             client_initialized: false,
             deferred: Vec::new(),
+            mergings: HashMap::new(),
+            next_merging: 0,
+            part_within,
         }
     }
 
@@ -158,6 +166,7 @@ impl Hub {
     pub(super) fn idle(&self) -> bool {
         !self.starting()
             && self.deferred.is_empty()
+            && self.mergings.is_empty()
             && !self
                 .pending
                 .values()
@@ -220,6 +229,9 @@ impl Hub {
 
 fn pending_server(pending: &Pending) -> usize {
     match pending {
-        Pending::Forward { k, .. } | Pending::Initialize { k } | Pending::Quiet { k } => *k,
+        Pending::Forward { k, .. }
+        | Pending::Part { k, .. }
+        | Pending::Initialize { k }
+        | Pending::Quiet { k } => *k,
     }
 }

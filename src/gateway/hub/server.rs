@@ -2,10 +2,9 @@
 //! notices to the client, a server's end kept its own.
 
 use super::{gateway_id, number, pending_server, Hub, Pending, State};
-use crate::gateway::names::Listing;
 use mcp_chain_middleware::message::method;
 use mcp_chain_middleware::Message;
-use serde_json::{json, Value};
+use serde_json::json;
 
 impl Hub {
     pub(in crate::gateway) async fn server_sent(&mut self, k: usize, message: Message) {
@@ -52,61 +51,17 @@ impl Hub {
                     self.answer_initialize(false).await;
                 }
             }
-            Pending::Forward { k, client, listing } => {
+            Pending::Forward { client, .. } => {
                 answer.set_id(client);
-                if let (Some(listing), Message::Response(response)) = (listing, &mut answer) {
-                    if let Ok(mut result) = response.result.to_value() {
-                        self.named(k, listing, &mut result);
-                        response.result = result.into();
-                    }
-                }
                 self.send_client(answer).await;
             }
-        }
-    }
-
-    /// A page of server `k`'s listing as the client sees it: its names
-    /// prefixed (what cannot be is left out, said on stderr), what it owns
-    /// noted, and the cursor to what follows.
-    pub(super) fn named(&mut self, k: usize, listing: Listing, result: &mut Value) {
-        let server = self.members[k].name.clone();
-        if let Some(Value::Array(items)) = result.get_mut(listing.array()) {
-            items.retain_mut(|item| match listing {
-                Listing::Tools | Listing::Prompts => {
-                    let Some(name) = item.get("name").and_then(Value::as_str) else { return false };
-                    match self.names.join(k, name) {
-                        Some(joined) => {
-                            item["name"] = Value::String(joined);
-                            true
-                        }
-                        None => {
-                            tracing::warn!(%server, name = %mcp_chain_middleware::shown::shown(name, 200), "gateway: a name that cannot be offered with its prefix (too long, or a character a name may not hold) is left out");
-                            false
-                        }
-                    }
-                }
-                Listing::Resources => item
-                    .get("uri")
-                    .and_then(Value::as_str)
-                    .is_some_and(|uri| self.owners.note(k, uri, false)),
-                Listing::Templates => item
-                    .get("uriTemplate")
-                    .and_then(Value::as_str)
-                    .is_some_and(|uri| self.owners.note(k, uri, true)),
-            });
-        }
-        let inner = result.get("nextCursor").filter(|c| !c.is_null()).cloned();
-        let next = match inner {
-            Some(cursor) => Some(self.cursors.issue(k, Some(cursor))),
-            None => self
-                .next_up(Some(k))
-                .map(|next| self.cursors.issue(next, None)),
-        };
-        if let Some(object) = result.as_object_mut() {
-            match next {
-                Some(token) => object.insert("nextCursor".into(), Value::String(token)),
-                None => object.remove("nextCursor"),
-            };
+            Pending::Part { k, merging } => {
+                let result = match &answer {
+                    Message::Response(r) => r.result.to_value().ok(),
+                    _ => None,
+                };
+                self.listed(merging, k, result).await;
+            }
         }
     }
 
@@ -171,6 +126,9 @@ impl Hub {
         self.members[k].state = State::Down(why);
         self.owners.forget(k);
         self.asked.retain(|_, (owner, _)| *owner != k);
+        for merging in self.mergings_waiting_on(k) {
+            self.listed(merging, k, None).await;
+        }
         let owed: Vec<u64> = self
             .pending
             .iter()
