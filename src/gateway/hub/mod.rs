@@ -9,8 +9,9 @@
 //!   params; the client is answered once all have answered or
 //!   `startup_timeout` passed (`merge.rs`). A server that answers later
 //!   joins: its lists are announced changed.
-//! - listings: one server's page at a time, named for the client, with a
-//!   cursor of the gateway's for what follows (`names.rs`);
+//! - listings: asked of every server at once, merged into one page named
+//!   for the client, with a cursor of the gateway's for what follows
+//!   (`listing.rs`, `names.rs`);
 //! - calls, prompts, reads, subscriptions, completions: to their owner,
 //!   with the server's own name;
 //! - `ping` answered here; `logging/setLevel` to every server;
