@@ -2,7 +2,8 @@
 //! `serverInfo`; the oldest protocol revision any server settled on (every
 //! server can speak it; revisions are dates); capabilities the union of
 //! the servers' (a list is `listChanged` always: servers join and leave);
-//! each server's `instructions` under its name.
+//! each server's `instructions` under its name; `tasks` the union of
+//! what the servers can do as tasks.
 
 use serde_json::{json, Map, Value};
 
@@ -36,6 +37,15 @@ pub(super) fn initialize(params: &Value, answers: &[(&str, &Value)]) -> Value {
             json!({"listChanged": true, "subscribe": subscribe}),
         );
     }
+    // Tasks: what any server can do as a task (each task routed to its
+    // own server).
+    let mut tasks = None;
+    for offered in offered("tasks") {
+        union(tasks.get_or_insert_with(|| json!({})), offered);
+    }
+    if let Some(tasks) = tasks {
+        capabilities.insert("tasks".into(), tasks);
+    }
     for plain in ["logging", "completions"] {
         if offered(plain).next().is_some() {
             capabilities.insert(plain.into(), json!({}));
@@ -59,15 +69,32 @@ pub(super) fn initialize(params: &Value, answers: &[(&str, &Value)]) -> Value {
     result
 }
 
+/// `from` merged into `into`: objects member by member, anything else
+/// kept as first seen.
+fn union(into: &mut Value, from: &Value) {
+    if let (Value::Object(into), Value::Object(from)) = (into, from) {
+        for (key, value) in from {
+            match into.get_mut(key) {
+                Some(existing) => union(existing, value),
+                None => {
+                    into.insert(key.clone(), value.clone());
+                }
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn the_servers_answers_are_merged() {
-        let files = json!({"protocolVersion": "2025-11-25", "capabilities": {"tools": {}, "resources": {"subscribe": true}},
+        let files = json!({"protocolVersion": "2025-11-25", "capabilities": {"tools": {}, "resources": {"subscribe": true},
+                           "tasks": {"list": {}, "requests": {"tools": {"call": {}}}}},
                            "serverInfo": {"name": "fs"}, "instructions": "Read files."});
-        let time = json!({"protocolVersion": "2025-06-18", "capabilities": {"tools": {"listChanged": false}, "logging": {}},
+        let time = json!({"protocolVersion": "2025-06-18", "capabilities": {"tools": {"listChanged": false}, "logging": {},
+                          "tasks": {"cancel": {}}},
                           "serverInfo": {"name": "time"}});
         let merged = initialize(
             &json!({"protocolVersion": "2025-11-25"}),
@@ -84,6 +111,10 @@ mod tests {
             json!({"listChanged": true, "subscribe": true})
         );
         assert_eq!(merged["capabilities"]["logging"], json!({}));
+        assert_eq!(
+            merged["capabilities"]["tasks"],
+            json!({"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}})
+        );
         assert!(merged["capabilities"].get("prompts").is_none());
         assert_eq!(merged["instructions"], "## files\n\nRead files.");
         let none = initialize(&json!({"protocolVersion": "2025-03-26"}), &[]);

@@ -13,6 +13,8 @@ pub(super) enum Listing {
     Prompts,
     Resources,
     Templates,
+    /// `tasks/list`: each server's tasks, their ids its own.
+    Tasks,
 }
 
 impl Listing {
@@ -22,6 +24,7 @@ impl Listing {
             method::PROMPTS_LIST => Self::Prompts,
             method::RESOURCES_LIST => Self::Resources,
             method::RESOURCES_TEMPLATES_LIST => Self::Templates,
+            method::TASKS_LIST => Self::Tasks,
             _ => return None,
         })
     }
@@ -33,6 +36,7 @@ impl Listing {
             Self::Prompts => "prompts",
             Self::Resources => "resources",
             Self::Templates => "resourceTemplates",
+            Self::Tasks => "tasks",
         }
     }
 }
@@ -61,6 +65,15 @@ impl Names {
         };
         let valid = !name.is_empty() && joined.len() <= MAX_NAME_LEN && name_chars(&joined);
         valid.then_some(joined)
+    }
+
+    /// The client's id for server `k`'s task `id`: its prefix before it, so
+    /// one server's task id can never address another's.
+    pub(super) fn task(&self, k: usize, id: &str) -> String {
+        match self.prefixes[k].is_empty() {
+            true => id.to_owned(),
+            false => format!("{}{}{id}", self.prefixes[k], self.separator),
+        }
     }
 
     /// Which server a client's name is of, and the server's name; the

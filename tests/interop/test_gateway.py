@@ -285,3 +285,66 @@ async def test_one_page_holds_every_server_and_a_slow_one_is_left_out(tmp_path: 
         echo = await conn.session.call_tool("everything__echo", {"message": "not held up"})
         assert echo.content[0].text == "Echo: not held up"
     assert "did not list in time" in conn.stderr.read_text()
+
+
+def test_a_task_belongs_to_its_server(tmp_path: Path):
+    """server-everything's simulate-research-query run as a task (MCP
+    Tasks, 2025-11-25) through the gateway: its id carries the server's
+    prefix in the created task, tasks/get, the status notifications; the
+    result is fetched by that id; the same id under another server's
+    prefix reaches that server, never the first."""
+    import time
+
+    chain = gateway(tmp_path)
+    proc = subprocess.Popen([str(harness.MCP_CHAIN), "--config", str(chain.config)], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    seen: list[dict] = []
+
+    def send(message: dict) -> None:
+        proc.stdin.write(json.dumps(message) + "\n")
+        proc.stdin.flush()
+
+    def answer(n: int) -> dict:
+        while True:
+            line = proc.stdout.readline()
+            assert line, "mcp-chain ended"
+            message = json.loads(line)
+            if message.get("id") == n:
+                return message
+            seen.append(message)
+
+    try:
+        send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
+        capabilities = answer(1)["result"]["capabilities"]
+        assert capabilities["tasks"]["requests"]["tools"]["call"] == {}, capabilities
+        send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        send({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "everything__simulate-research-query", "arguments": {"topic": "gateways"}, "task": {"ttl": 60000}}})
+        task = answer(2)["result"]["task"]["taskId"]
+        assert task.startswith("everything__"), task
+        status = None
+        for n in range(40):
+            send({"jsonrpc": "2.0", "id": 10 + n, "method": "tasks/get", "params": {"taskId": task}})
+            state = answer(10 + n)["result"]
+            assert state["taskId"] == task, state
+            status = state["status"]
+            if status == "completed":
+                break
+            time.sleep(0.5)
+        assert status == "completed"
+        send({"jsonrpc": "2.0", "id": 100, "method": "tasks/result", "params": {"taskId": task}})
+        result = answer(100)["result"]
+        assert "Research Report: gateways" in result["content"][0]["text"], result
+        notes = [m for m in seen if m.get("method") == "notifications/tasks/status"]
+        assert notes and all(m["params"]["taskId"] == task for m in notes), notes
+        # The server's own id under another prefix: the demo server has
+        # no such task (and no tasks at all); everything is not asked.
+        send({"jsonrpc": "2.0", "id": 101, "method": "tasks/get", "params": {"taskId": "demo__" + task.split("__", 1)[1]}})
+        assert "error" in answer(101)
+        send({"jsonrpc": "2.0", "id": 102, "method": "tasks/get", "params": {"taskId": "unknown-task"}})
+        refused = answer(102)
+        assert refused["error"]["code"] == -32602, refused
+    finally:
+        proc.stdin.close()
+        proc.wait(30)

@@ -38,6 +38,9 @@ pub const TASKS_RESULT: &str = "tasks/result";
 /// extension a completed task's state inlines the call's `result`, and one
 /// waiting on input carries `inputRequests`.
 pub const TASKS_GET: &str = "tasks/get";
+/// A task cancelled, and the tasks a receiver holds (2025-11-25).
+pub const TASKS_CANCEL: &str = "tasks/cancel";
+pub const TASKS_LIST: &str = "tasks/list";
 /// The client's answers to a task's `inputRequests` (tasks extension).
 pub const TASKS_UPDATE: &str = "tasks/update";
 /// A task's full state pushed by the server, as `tasks/get` would give it

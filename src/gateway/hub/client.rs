@@ -41,6 +41,11 @@ impl Hub {
                 if let Some((k, theirs)) = asked {
                     let mut answer = answer;
                     answer.set_id(theirs);
+                    if let Message::Response(response) = &mut answer {
+                        super::tasks::edited(&mut response.result, |v| {
+                            super::tasks::inward(&self.names, k, v)
+                        });
+                    }
                     self.notify(k, answer);
                 }
             }
@@ -121,6 +126,10 @@ impl Hub {
                 .get("uri")
                 .and_then(Value::as_str)
                 .and_then(|uri| self.owners.of(uri)),
+            method::TASKS_GET
+            | method::TASKS_RESULT
+            | method::TASKS_CANCEL
+            | method::TASKS_UPDATE => self.rename(&mut params, "taskId"),
             method::COMPLETION_COMPLETE => {
                 match params.pointer("/ref/type").and_then(Value::as_str) {
                     Some("ref/prompt") => {

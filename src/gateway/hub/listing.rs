@@ -186,6 +186,10 @@ impl Hub {
                 .get("uriTemplate")
                 .and_then(Value::as_str)
                 .is_some_and(|uri| self.owners.note(k, uri, true)),
+            Listing::Tasks => {
+                super::tasks::outward(&self.names, k, item);
+                true
+            }
         });
         (items, next)
     }
@@ -197,5 +201,6 @@ fn method_of(listing: Listing) -> &'static str {
         Listing::Prompts => method::PROMPTS_LIST,
         Listing::Resources => method::RESOURCES_LIST,
         Listing::Templates => method::RESOURCES_TEMPLATES_LIST,
+        Listing::Tasks => method::TASKS_LIST,
     }
 }

@@ -24,6 +24,7 @@ use super::merge;
 mod client;
 mod listing;
 mod server;
+mod tasks;
 use super::names::{Cursors, Names, Owners};
 use crate::peer::Read;
 use mcp_chain_middleware::message::{method, Incoming};

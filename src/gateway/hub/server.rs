@@ -15,6 +15,9 @@ impl Hub {
                 let id = self.next_id;
                 self.asked.insert(id, (k, request.id.clone()));
                 request.id = number(id);
+                if let Some(params) = &mut request.params {
+                    super::tasks::edited(params, |v| super::tasks::outward(&self.names, k, v));
+                }
                 self.send_client(Message::Request(request)).await;
             }
             Message::Notification(note) => self.server_notification(k, note).await,
@@ -53,6 +56,11 @@ impl Hub {
             }
             Pending::Forward { client, .. } => {
                 answer.set_id(client);
+                if let Message::Response(response) = &mut answer {
+                    super::tasks::edited(&mut response.result, |v| {
+                        super::tasks::outward(&self.names, k, v)
+                    });
+                }
                 self.send_client(answer).await;
             }
             Pending::Part { k, merging } => {
@@ -70,6 +78,9 @@ impl Hub {
         k: usize,
         mut note: mcp_chain_middleware::message::Notification,
     ) {
+        if let Some(params) = &mut note.params {
+            super::tasks::edited(params, |v| super::tasks::outward(&self.names, k, v));
+        }
         if note.method == method::NOTIFICATION_CANCELLED {
             // The server withdraws a question it asked the client.
             let theirs = note
