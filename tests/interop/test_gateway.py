@@ -348,3 +348,25 @@ def test_a_task_belongs_to_its_server(tmp_path: Path):
     finally:
         proc.stdin.close()
         proc.wait(30)
+
+
+def test_the_typescript_sdk_client_and_a_server_at_a_url(tmp_path: Path):
+    """server-everything served over Streamable HTTP at a URL, one server
+    of the gateway beside the demo server (stdio); the gateway served by
+    the front; the official TypeScript SDK client lists, calls with
+    progress and reads a resource by a URI it knows without listing
+    resources first (the gateway learnt its owner)."""
+    with harness.everything_served() as url:
+        config = tmp_path / "url.toml"
+        port = harness.free_port()
+        config.write_text(f'[servers.everything]\nurl = "{url}"\n\n[servers.demo]\ncommand = "{DEMO}"\n\n'
+                          f'[front]\nlisten = "127.0.0.1:{port}"\n')
+        with harness.listening([str(harness.MCP_CHAIN), "--config", str(config)], port, "gateway-ts"):
+            done = subprocess.run([harness.NODE, str(harness.INTEROP / "ts_client.cjs"), f"http://127.0.0.1:{port}/mcp",
+                                   "everything__"], capture_output=True, text=True, timeout=120, cwd=harness.INTEROP)
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout)
+    assert seen["server"] == "mcp-chain"
+    assert {"everything__echo", "demo__add"} <= set(seen["tools"]), seen["tools"]
+    assert seen["echo"] == "Echo: over HTTP"
+    assert seen["progress"] == [1, 2, 3] and seen["resourceBytes"] > 0, seen

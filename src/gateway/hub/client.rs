@@ -86,6 +86,7 @@ impl Hub {
                 self.client_initialized = true;
                 for k in self.up_members() {
                     self.notify(k, Message::Notification(note.clone()));
+                    self.learn(k);
                 }
             }
             method::NOTIFICATION_CANCELLED => {
@@ -150,6 +151,10 @@ impl Hub {
             }
         };
         let Some(k) = owner.filter(|&k| matches!(self.members[k].state, State::Up(_))) else {
+            let resource = name.starts_with("resources/") || name == method::COMPLETION_COMPLETE;
+            if owner.is_none() && resource && self.wait_for_owner(&id, name, &params) {
+                return;
+            }
             let message =
                 "no server behind this mcp-chain offers that (list again: it may have gone)"
                     .to_owned();

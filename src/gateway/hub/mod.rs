@@ -22,6 +22,7 @@
 use super::merge;
 
 mod client;
+mod learn;
 mod listing;
 mod server;
 mod tasks;
@@ -56,6 +57,11 @@ enum Pending {
     Forward { k: usize, client: RequestId },
     /// Server `k`'s part of a merged listing.
     Part { k: usize, merging: u64 },
+    /// What server `k` lists, asked by the gateway itself (`learn.rs`).
+    Learn {
+        k: usize,
+        listing: crate::gateway::names::Listing,
+    },
     /// The `initialize` the gateway sent server `k`.
     Initialize { k: usize },
     /// An answer nobody waits for (`logging/setLevel` beyond the first).
@@ -82,6 +88,9 @@ pub(super) struct Hub {
     client_params: Option<Value>,
     startup: Option<Startup>,
     client_initialized: bool,
+    /// Reads of URIs no server was known to own, waiting for what the
+    /// servers list (`learn.rs`).
+    unrouted: Vec<(RequestId, String, Value)>,
     /// Listings being merged, by number.
     mergings: HashMap<u64, listing::Merging>,
     next_merging: u64,
@@ -133,6 +142,7 @@ impl Hub {
             startup: None,
             client_initialized: false,
             deferred: Vec::new(),
+            unrouted: Vec::new(),
             mergings: HashMap::new(),
             next_merging: 0,
             part_within,
@@ -169,6 +179,7 @@ impl Hub {
         !self.starting()
             && self.deferred.is_empty()
             && self.mergings.is_empty()
+            && self.unrouted.is_empty()
             && !self
                 .pending
                 .values()
@@ -233,6 +244,7 @@ fn pending_server(pending: &Pending) -> usize {
     match pending {
         Pending::Forward { k, .. }
         | Pending::Part { k, .. }
+        | Pending::Learn { k, .. }
         | Pending::Initialize { k }
         | Pending::Quiet { k } => *k,
     }

@@ -38,6 +38,13 @@ impl Hub {
         };
         match pending {
             Pending::Quiet { .. } => {}
+            Pending::Learn { k, listing } => {
+                let result = match &answer {
+                    Message::Response(r) => r.result.to_value().ok(),
+                    _ => None,
+                };
+                self.learnt(k, listing, result).await;
+            }
             Pending::Initialize { k } => {
                 let result = match &answer {
                     Message::Response(r) => r.result.to_value().ok(),
@@ -81,6 +88,9 @@ impl Hub {
         if let Some(params) = &mut note.params {
             super::tasks::edited(params, |v| super::tasks::outward(&self.names, k, v));
         }
+        if note.method == method::NOTIFICATION_RESOURCES_LIST_CHANGED && self.client_initialized {
+            self.learn(k);
+        }
         if note.method == method::NOTIFICATION_CANCELLED {
             // The server withdraws a question it asked the client.
             let theirs = note
@@ -112,6 +122,7 @@ impl Hub {
                 k,
                 Message::notification(method::NOTIFICATION_INITIALIZED, None),
             );
+            self.learn(k);
         }
         self.lists_changed().await;
     }
@@ -152,6 +163,7 @@ impl Hub {
                 self.send_client(answer).await;
             }
         }
+        self.replay_unrouted().await;
         if self.startup.is_some() {
             self.answer_initialize(false).await;
         } else if was_up {
