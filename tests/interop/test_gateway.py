@@ -370,3 +370,41 @@ def test_the_typescript_sdk_client_and_a_server_at_a_url(tmp_path: Path):
     assert {"everything__echo", "demo__add"} <= set(seen["tools"]), seen["tools"]
     assert seen["echo"] == "Echo: over HTTP"
     assert seen["progress"] == [1, 2, 3] and seen["resourceBytes"] > 0, seen
+
+
+async def test_a_server_waiting_for_a_login_joins_once_it_is_done(tmp_path: Path):
+    """A server that needs an OAuth login (the project's OAuth fixture)
+    beside the others: they answer at once; its login waits in the
+    "browser" (a person who clicks only when told); once done, it joins
+    (list_changed) and its tools are called with the token."""
+    import sys
+
+    from oauth_fixture import OAuthFixture
+
+    go = tmp_path / "go"
+    person = tmp_path / "person.py"
+    person.write_text(
+        "import os, subprocess, sys, time\n"
+        f"while not os.path.exists({str(go)!r}):\n    time.sleep(0.05)\n"
+        f"sys.exit(subprocess.call([sys.executable, {str(harness.INTEROP / 'open_url.py')!r}, sys.argv[-1]]))\n")
+    env = {"MCP_CHAIN_STATE_DIR": str(tmp_path / "state"), "MCP_CHAIN_OPEN_URL": f"{sys.executable} {person}"}
+    with OAuthFixture() as secure:
+        extra = (f'\n[servers.secure]\nurl = "{secure.url}"\n\n[servers.secure.oauth]\n'
+                 'login_wait = "1s"\nlogin_timeout = "120s"\n')
+        chain = gateway(tmp_path, extra=extra)
+        async with session(chain, label="gateway-login", env=env) as conn:
+            tools = await all_tools(conn)
+            assert "everything__echo" in tools and not any(n.startswith("secure__") for n in tools), sorted(tools)
+            assert (await conn.session.call_tool("demo__add", {"a": 1, "b": 1})).content
+            before = len(conn.incoming("notifications/tools/list_changed"))
+            go.touch()
+            await conn.wait_for(lambda: len(conn.incoming("notifications/tools/list_changed")) > before,
+                                what="list_changed once the server joined")
+            for _ in range(240):
+                tools = await all_tools(conn)
+                if "secure__whoami" in tools:
+                    break
+                await anyio.sleep(0.25)
+            assert "secure__whoami" in tools, sorted(tools)
+            whoami = await conn.session.call_tool("secure__whoami", {})
+            assert whoami.content[0].text == "read"

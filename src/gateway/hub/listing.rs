@@ -98,13 +98,31 @@ impl Hub {
             .collect()
     }
 
-    /// When the next listing's time is up.
+    /// When the next listing's time is up, or a server waiting for a login
+    /// is to be asked again.
     pub(in crate::gateway) fn next_deadline(&self) -> Option<Instant> {
-        self.mergings.values().map(|m| m.deadline).min()
+        let retries = self.members.iter().filter_map(|m| match m.state {
+            State::LoggingIn(at) => Some(at),
+            _ => None,
+        });
+        self.mergings
+            .values()
+            .map(|m| m.deadline)
+            .chain(retries)
+            .min()
     }
 
-    /// Answers each listing whose time is up with the parts in.
+    /// Answers each listing whose time is up with the parts in; asks each
+    /// server waiting for a login to initialize again.
     pub(in crate::gateway) async fn expire(&mut self, now: Instant) {
+        for k in 0..self.members.len() {
+            if matches!(self.members[k].state, State::LoggingIn(at) if at <= now) {
+                // Not asked again while this one is owed.
+                self.members[k].state =
+                    State::LoggingIn(now + std::time::Duration::from_secs(3600));
+                self.send_initialize(k);
+            }
+        }
         let late: Vec<u64> = self
             .mergings
             .iter()

@@ -47,9 +47,15 @@ pub(super) enum State {
     Starting,
     /// Initialized: its `initialize` result.
     Up(Value),
+    /// Its session runs, but it cannot be initialized until a person
+    /// logs in (OAuth): initialize is asked again at the instant given.
+    LoggingIn(tokio::time::Instant),
     /// Ended, or failed to start: why.
     Down(String),
 }
+
+/// How often a server waiting for a login is asked to initialize again.
+pub(super) const LOGIN_RETRY: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// What an answer with one of the gateway's ids is for.
 enum Pending {

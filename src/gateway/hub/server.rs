@@ -6,6 +6,19 @@ use mcp_chain_middleware::message::method;
 use mcp_chain_middleware::Message;
 use serde_json::json;
 
+/// Whether `answer` says the server needs a person to log in first.
+fn login_needed(answer: &Message) -> bool {
+    match answer {
+        Message::Error(e) => e
+            .error
+            .data
+            .as_ref()
+            .and_then(|d| d.get("reason"))
+            .is_some_and(|r| r == "login_needed"),
+        _ => false,
+    }
+}
+
 impl Hub {
     pub(in crate::gateway) async fn server_sent(&mut self, k: usize, message: Message) {
         match message {
@@ -53,6 +66,12 @@ impl Hub {
                 let joined_late = self.startup.is_none();
                 self.members[k].state = match result {
                     Some(result) => State::Up(result),
+                    // A login waits in the browser: its session goes on,
+                    // and initialize is asked again until it is done.
+                    None if login_needed(&answer) => {
+                        tracing::warn!(server = %self.members[k].name, "gateway: a server waits for a login; the others go on");
+                        State::LoggingIn(tokio::time::Instant::now() + super::LOGIN_RETRY)
+                    }
                     None => State::Down("it refused initialize".into()),
                 };
                 if joined_late {
