@@ -408,3 +408,16 @@ async def test_a_server_waiting_for_a_login_joins_once_it_is_done(tmp_path: Path
             assert "secure__whoami" in tools, sorted(tools)
             whoami = await conn.session.call_tool("secure__whoami", {})
             assert whoami.content[0].text == "read"
+
+
+def test_the_inspector_cli_lists_every_server(tmp_path: Path):
+    """The MCP Inspector's CLI (TypeScript SDK), a client that reads one
+    page: every server's tools are in it."""
+    chain = gateway(tmp_path)
+    cmd = [harness.NODE, str(harness.INSPECTOR_CLI_DIR / "index.js"), str(harness.MCP_CHAIN), "--method", "tools/list",
+           "--", "--config", str(chain.config)]
+    done = subprocess.run(cmd, cwd=harness.INSPECTOR_CLI_DIR, stdin=subprocess.DEVNULL, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    names = {t["name"] for t in json.loads(done.stdout)["tools"]}
+    assert {"everything__echo", "time__get_current_time", "demo__add"} <= names, names
