@@ -11,6 +11,10 @@
 //! - `relay`: `bench-byte-relay` in front of it, the floor for any process
 //!   in the middle;
 //! - `empty`: `mcp-chain -- bench-mcp-server`, no layers;
+//! - `gateway`: `mcp-chain` serving three copies of the fixture as
+//!   `[servers.*]` (one of them unprefixed, the one the calls go to): what
+//!   the gateway costs a round trip, and what merging three 1,000-tool
+//!   listings costs;
 //! - `full`: `mcp-chain --config bench/configs/full.toml -- bench-mcp-server`
 //! - `full-telemetry`: `full` with `[telemetry]` on: every span exported
 //!   over OTLP/HTTP (to a sink of the bench's, `sink.rs`), metrics recorded,
@@ -329,6 +333,7 @@ fn launch(
         args: Vec::new(),
         env: Vec::new(),
         tool_prefix: "",
+        listed_copies: 1,
         memory_of: None,
     };
     match mode {
@@ -338,6 +343,21 @@ fn launch(
             launch.args = vec![fixture_os];
         }
         Mode::Empty => launch.args = vec!["--".into(), fixture_os],
+        Mode::Gateway => {
+            // Three copies of the fixture behind one mcp-chain; calls go to
+            // the one whose names are unprefixed.
+            let server = |name: &str, prefix: &str| {
+                format!(
+                    "[servers.{name}]\ncommand = {:?}\nprefix = {prefix:?}\n",
+                    fixture.display().to_string()
+                )
+            };
+            let text = [server("bench", ""), server("b", "b"), server("c", "c")].concat();
+            let path = work.join("gateway.toml");
+            std::fs::write(&path, text)?;
+            launch.args = vec!["--config".into(), path.into()];
+            launch.listed_copies = 3;
+        }
         Mode::Full | Mode::FullTelemetry | Mode::Guards | Mode::HttpFull => {
             let server = if mode == Mode::HttpFull {
                 url.into()

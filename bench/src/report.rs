@@ -13,6 +13,8 @@ pub(crate) enum Mode {
     Direct,
     Relay,
     Empty,
+    /// Three copies of the fixture behind one mcp-chain (`[servers.*]`).
+    Gateway,
     Full,
     /// The full chain with telemetry on: every span exported (to a sink),
     /// metrics recorded and served.
@@ -42,10 +44,11 @@ pub(crate) enum Mode {
 }
 
 impl Mode {
-    pub(crate) const ALL: [Mode; 15] = [
+    pub(crate) const ALL: [Mode; 16] = [
         Mode::Direct,
         Mode::Relay,
         Mode::Empty,
+        Mode::Gateway,
         Mode::Full,
         Mode::FullTelemetry,
         Mode::Guards,
@@ -65,6 +68,7 @@ impl Mode {
             Self::Direct => "direct",
             Self::Relay => "relay",
             Self::Empty => "empty",
+            Self::Gateway => "gateway",
             Self::Full => "full",
             Self::FullTelemetry => "full-telemetry",
             Self::Guards => "guards",
@@ -85,6 +89,7 @@ impl Mode {
             Self::Direct => "direct",
             Self::Relay => "byte relay (floor)",
             Self::Empty => "mcp-chain, empty chain",
+            Self::Gateway => "mcp-chain, gateway of 3 servers",
             Self::Full => "mcp-chain, full chain",
             Self::FullTelemetry => "mcp-chain, full chain, telemetry on",
             Self::Guards => "mcp-chain, full chain + guard layers",
@@ -487,6 +492,28 @@ impl Report {
                 self.value(Figure::IdleRss, Mode::Full),
                 &mib,
                 &|v| v <= 6.0,
+            ),
+            line(
+                "gateway of 3: round trip p50 ≤ +12 µs over the same server alone",
+                self.value(Figure::RoundTripP50, Mode::Gateway)
+                    .zip(self.value(Figure::RoundTripP50, Mode::Empty))
+                    .map(|(g, e)| g - e),
+                &us,
+                &|v| v <= 12.0,
+            ),
+            line(
+                "gateway of 3: RSS per extra idle server ≤ 512 KiB (children apart)",
+                self.value(Figure::IdleRss, Mode::Gateway)
+                    .zip(self.value(Figure::IdleRss, Mode::Empty))
+                    .map(|(g, e)| (g - e) / 2.0 * 1024.0),
+                &|v| format!("{v:.0} KiB"),
+                &|v| v <= 512.0,
+            ),
+            line(
+                "gateway of 3: merging three 1,000-tool listings ≤ +2 ms",
+                added(Figure::ToolsList, Mode::Gateway).map(|v| v / 1e3),
+                &ms,
+                &|v| v <= 2.0,
             ),
         ]
     }

@@ -29,6 +29,9 @@ pub(crate) struct Launch {
     pub(crate) env: Vec<(String, OsString)>,
     /// What the client puts before tool names (a rewrite's prefix).
     pub(crate) tool_prefix: &'static str,
+    /// How many copies of the fixture's tools a listing holds (a gateway
+    /// of three servers lists three).
+    pub(crate) listed_copies: usize,
     /// The process whose memory the figures show, when it is not the one
     /// launched (a `front-*` mode's server).
     pub(crate) memory_of: Option<u32>,
@@ -89,6 +92,7 @@ pub(crate) struct Session {
     request: Vec<u8>,
     pub(crate) next_id: u64,
     pub(crate) tool_prefix: &'static str,
+    pub(crate) listed_copies: usize,
     memory_of: Option<u32>,
     stderr_path: PathBuf,
 }
@@ -115,6 +119,7 @@ impl Session {
             request: Vec::with_capacity(1024),
             next_id: 1,
             tool_prefix: launch.tool_prefix,
+            listed_copies: launch.listed_copies,
             memory_of: launch.memory_of,
             stderr_path: stderr_path.to_owned(),
         })

@@ -96,8 +96,9 @@ fn check_len(s: &Session, bytes: usize) -> Result<()> {
     Ok(())
 }
 
-/// `tools/list` (the fixture's 1,000 tools); each call's time in µs. The
-/// first answer is parsed and checked: `tools` tools, all with the prefix.
+/// `tools/list` (the fixture's 1,000 tools, as many times as the session
+/// lists copies of them); each call's time in µs. The first answer is
+/// parsed and checked: that many tools, all with the prefix.
 pub(crate) fn tool_lists(
     s: &mut Session,
     tools: usize,
@@ -105,6 +106,7 @@ pub(crate) fn tool_lists(
     calls: usize,
 ) -> Result<Vec<f64>> {
     s.call("tools/list", "{}")?;
+    let tools = tools * s.listed_copies;
     let value: serde_json::Value = serde_json::from_slice(&s.line)?;
     let names: Vec<&str> = value["result"]["tools"]
         .as_array()

@@ -7,12 +7,20 @@
 //! server that does not answer within `startup_timeout` is left out of
 //! that page (said on stderr), as is one that answers with an error or
 //! ends meanwhile: one server never holds up a listing.
+//!
+//! The parts stay text: each item's name is set where it stands (the rest
+//! of the item is not read), and the merged page is the parts' arrays
+//! written one after the other; nothing is parsed into values whole.
 
 use super::{error, Hub, Pending, State};
 use crate::gateway::names::{Continuation, Listing};
+use crate::peer::Read;
 use mcp_chain_middleware::message::method;
+use mcp_chain_middleware::payload::Payload;
 use mcp_chain_middleware::{ErrorCode, Message, RequestId};
+use serde_json::value::RawValue;
 use serde_json::{json, Value};
+use std::collections::HashMap;
 use tokio::time::Instant;
 
 /// A listing being merged.
@@ -22,7 +30,7 @@ pub(super) struct Merging {
     /// Servers whose part is still owed.
     waiting: Vec<usize>,
     /// The parts in: (server, its result).
-    parts: Vec<(usize, Value)>,
+    parts: Vec<(usize, Payload)>,
     deadline: Instant,
 }
 
@@ -78,7 +86,7 @@ impl Hub {
     }
 
     /// Server `k`'s part of `merging` (`None`: an error, or it is gone).
-    pub(super) async fn listed(&mut self, merging: u64, k: usize, result: Option<Value>) {
+    pub(super) async fn listed(&mut self, merging: u64, k: usize, result: Option<Payload>) {
         let Some(m) = self.mergings.get_mut(&merging) else {
             return;
         };
@@ -152,65 +160,100 @@ impl Hub {
             return;
         };
         m.parts.sort_by_key(|(k, _)| *k);
-        let mut items = Vec::new();
+        let array = m.listing.array();
+        let mut page =
+            Vec::with_capacity(m.parts.iter().map(|(_, p)| p.json_len()).sum::<usize>() + 128);
+        page.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+        page.extend_from_slice(&serde_json::to_vec(&m.client).unwrap_or_default());
+        page.extend_from_slice(format!(",\"result\":{{\"{array}\":[").as_bytes());
         let mut more = Continuation::new();
-        for (k, result) in m.parts {
-            let (part, next) = self.items(k, m.listing, result);
-            items.extend(part);
+        let mut first = true;
+        for (k, mut part) in m.parts {
+            let next = self.items(k, m.listing, &mut part);
             more.extend(next.map(|cursor| (k, cursor)));
+            let mut written = Vec::with_capacity(part.json_len());
+            part.write(&mut written);
+            let Some(items) = items_text(&written, array) else {
+                tracing::warn!(server = %self.members[k].name, "gateway: a listing that is not an object with an array is left out");
+                continue;
+            };
+            if !items.is_empty() {
+                if !first {
+                    page.push(b',');
+                }
+                page.extend_from_slice(items.as_bytes());
+                first = false;
+            }
         }
-        let mut page = json!({ m.listing.array(): items });
+        page.push(b']');
         if !more.is_empty() {
-            page["nextCursor"] = Value::String(self.cursors.issue(more));
+            let token = self.cursors.issue(more);
+            page.extend_from_slice(b",\"nextCursor\":");
+            page.extend_from_slice(&serde_json::to_vec(&token).unwrap_or_default());
         }
-        self.send_client(Message::response(m.client, page)).await;
+        page.extend_from_slice(b"}}");
+        let _ = self.up.send(Read::parse(&page)).await;
     }
 
-    /// Server `k`'s page as the client sees it: its names prefixed (what
-    /// cannot be is left out, said on stderr), what it owns noted; and its
-    /// own cursor to what follows.
-    fn items(
-        &mut self,
-        k: usize,
-        listing: Listing,
-        mut result: Value,
-    ) -> (Vec<Value>, Option<Value>) {
+    /// Server `k`'s page as the client sees it: its names prefixed where
+    /// they stand (what cannot be is left out, said on stderr), what it
+    /// owns noted; and its own cursor to what follows.
+    fn items(&mut self, k: usize, listing: Listing, part: &mut Payload) -> Option<Value> {
         let server = self.members[k].name.clone();
-        let next = result.get("nextCursor").filter(|c| !c.is_null()).cloned();
-        let Some(Value::Array(mut items)) = result.get_mut(listing.array()).map(Value::take) else {
-            return (Vec::new(), next);
-        };
-        items.retain_mut(|item| match listing {
+        let next = part
+            .member("nextCursor")
+            .ok()
+            .flatten()
+            .filter(|c| !c.is_null());
+        let (names, owners) = (&self.names, &mut self.owners);
+        let edited = part.edit_items(listing.array(), |item| match listing {
             Listing::Tools | Listing::Prompts => {
-                let Some(name) = item.get("name").and_then(Value::as_str) else {
+                let Some(name) = item.str_member("name") else {
                     return false;
                 };
-                match self.names.join(k, name) {
+                match names.join(k, &name) {
                     Some(joined) => {
-                        item["name"] = Value::String(joined);
+                        item.set("name", Value::String(joined));
                         true
                     }
                     None => {
-                        tracing::warn!(%server, name = %mcp_chain_middleware::shown::shown(name, 200), "gateway: a name that cannot be offered with its prefix (too long, or a character a name may not hold) is left out");
+                        tracing::warn!(%server, name = %mcp_chain_middleware::shown::shown(&name, 200), "gateway: a name that cannot be offered with its prefix (too long, or a character a name may not hold) is left out");
                         false
                     }
                 }
             }
             Listing::Resources => item
-                .get("uri")
-                .and_then(Value::as_str)
-                .is_some_and(|uri| self.owners.note(k, uri, false)),
+                .str_member("uri")
+                .is_some_and(|uri| owners.note(k, &uri, false)),
             Listing::Templates => item
-                .get("uriTemplate")
-                .and_then(Value::as_str)
-                .is_some_and(|uri| self.owners.note(k, uri, true)),
+                .str_member("uriTemplate")
+                .is_some_and(|uri| owners.note(k, &uri, true)),
             Listing::Tasks => {
-                super::tasks::outward(&self.names, k, item);
+                if let Some(id) = item.str_member("taskId") {
+                    let id = names.task(k, &id);
+                    item.set("taskId", Value::String(id));
+                }
                 true
             }
         });
-        (items, next)
+        if edited.is_err() {
+            tracing::warn!(%server, "gateway: a listing whose items cannot be read is left out");
+        }
+        next
     }
+}
+
+/// The items of the array `array` in a listing's written JSON, as text
+/// (without the brackets); `None` when it is not an object with such an
+/// array (a missing array is an empty one).
+fn items_text<'t>(written: &'t [u8], array: &str) -> Option<&'t str> {
+    let members: HashMap<String, &RawValue> = serde_json::from_slice(written).ok()?;
+    let Some(raw) = members.get(array) else {
+        return Some("");
+    };
+    let text = raw.get().trim();
+    let inner = text.strip_prefix('[')?.strip_suffix(']')?;
+    Some(inner.trim())
 }
 
 fn method_of(listing: Listing) -> &'static str {
@@ -220,5 +263,36 @@ fn method_of(listing: Listing) -> &'static str {
         Listing::Resources => method::RESOURCES_LIST,
         Listing::Templates => method::RESOURCES_TEMPLATES_LIST,
         Listing::Tasks => method::TASKS_LIST,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::items_text;
+
+    #[test]
+    fn the_items_of_a_written_listing_are_found_as_text() {
+        let page = br#"{"nextCursor":"c","tools":[ {"name":"a__x"}, {"name":"a__y","inputSchema":{"type":"object"}} ] }"#;
+        assert_eq!(
+            items_text(page, "tools"),
+            Some(r#"{"name":"a__x"}, {"name":"a__y","inputSchema":{"type":"object"}}"#)
+        );
+        assert_eq!(items_text(br#"{"tools":[]}"#, "tools"), Some(""));
+        assert_eq!(
+            items_text(br#"{"prompts":[1]}"#, "tools"),
+            Some(""),
+            "none: empty"
+        );
+        assert_eq!(
+            items_text(br#"{"tools":{"a":1}}"#, "tools"),
+            None,
+            "not an array"
+        );
+        assert_eq!(items_text(br#"[1,2]"#, "tools"), None, "not an object");
+        assert_eq!(
+            items_text(br#"{"to\u006fls":[3]}"#, "tools"),
+            Some("3"),
+            "an escaped key"
+        );
     }
 }

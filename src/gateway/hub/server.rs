@@ -90,11 +90,11 @@ impl Hub {
                 self.send_client(answer).await;
             }
             Pending::Part { k, merging } => {
-                let result = match &answer {
-                    Message::Response(r) => r.result.to_value().ok(),
+                let part = match answer {
+                    Message::Response(r) => Some(r.result),
                     _ => None,
                 };
-                self.listed(merging, k, result).await;
+                self.listed(merging, k, part).await;
             }
         }
     }
