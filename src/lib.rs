@@ -369,49 +369,6 @@ fn runtime() -> Result<tokio::runtime::Runtime, ExitCode> {
         })
 }
 
-/// Serves `[console]` beside the sessions, when configured; a console that
-/// cannot listen stops mcp-chain at start.
-fn serve_console(
-    runtime: &tokio::runtime::Runtime,
-    config: &Config,
-    server: String,
-) -> Result<(), ExitCode> {
-    let Some(console) = &config.console else {
-        return Ok(());
-    };
-    let (mut pin_files, mut audit_files) = (Vec::new(), Vec::new());
-    for entry in &config.chain {
-        match &entry.layer {
-            layers::AnyLayer::Pin(pin) => pin_files.push(pin.pin_file().to_owned()),
-            layers::AnyLayer::Audit(audit) => {
-                audit_files.extend(audit.file().map(std::path::Path::to_owned))
-            }
-            _ => {}
-        }
-    }
-    let watched = console::Watched {
-        pin_files,
-        audit_files,
-        server,
-    };
-    let started = console::start(
-        console,
-        config.path.as_deref(),
-        watched,
-        config.front.oauth.as_deref(),
-    );
-    match runtime.block_on(started) {
-        Ok(task) => {
-            runtime.spawn(task);
-            Ok(())
-        }
-        Err(e) => {
-            eprintln!("mcp-chain: {e}");
-            Err(ExitCode::FAILURE)
-        }
-    }
-}
-
 /// Serves the chain over HTTP (`--listen`, `[front] listen`).
 fn listen(
     config: Config,
@@ -436,7 +393,7 @@ fn listen(
         runtime.spawn(task);
     }
     approvals::install_book(server.clone());
-    if let Err(code) = serve_console(&runtime, &config, server) {
+    if let Err(code) = console::serve_beside(&runtime, &config, server) {
         return code;
     }
     let stop = || platform::signals::shutdown(false);
@@ -469,7 +426,7 @@ fn serve(
         runtime.spawn(task);
     }
     approvals::install_book(server.clone());
-    if let Err(code) = serve_console(&runtime, config, server) {
+    if let Err(code) = console::serve_beside(&runtime, config, server) {
         return code;
     }
     let result = runtime.block_on(async {

@@ -127,6 +127,49 @@ pub(crate) async fn start(
     Ok(page::serve(listener, pages))
 }
 
+/// Serves `[console]` beside the sessions, when configured; a console that
+/// cannot listen stops mcp-chain at start.
+pub(crate) fn serve_beside(
+    runtime: &tokio::runtime::Runtime,
+    config: &crate::config::Config,
+    server: String,
+) -> Result<(), std::process::ExitCode> {
+    let Some(console) = &config.console else {
+        return Ok(());
+    };
+    let (mut pin_files, mut audit_files) = (Vec::new(), Vec::new());
+    for entry in &config.chain {
+        match &entry.layer {
+            crate::layers::AnyLayer::Pin(pin) => pin_files.push(pin.pin_file().to_owned()),
+            crate::layers::AnyLayer::Audit(audit) => {
+                audit_files.extend(audit.file().map(std::path::Path::to_owned))
+            }
+            _ => {}
+        }
+    }
+    let watched = Watched {
+        pin_files,
+        audit_files,
+        server,
+    };
+    let started = start(
+        console,
+        config.path.as_deref(),
+        watched,
+        config.front.oauth.as_deref(),
+    );
+    match runtime.block_on(started) {
+        Ok(task) => {
+            runtime.spawn(task);
+            Ok(())
+        }
+        Err(e) => {
+            eprintln!("mcp-chain: {e}");
+            Err(std::process::ExitCode::FAILURE)
+        }
+    }
+}
+
 /// 128 bits from the OS's generator, as hex.
 fn random_hex() -> Option<String> {
     let mut bytes = [0u8; 16];

@@ -111,6 +111,31 @@ impl Pages {
     }
 }
 
+impl Pages {
+    /// The page `template` made from `context`, as HTML; a page that
+    /// cannot be made is a 500 (said on stderr), never half a page.
+    pub(super) fn render(&self, template: &str, context: minijinja::Value) -> Response<Body> {
+        let rendered = self
+            .templates
+            .get_template(template)
+            .and_then(|t| t.render(context));
+        match rendered {
+            Ok(html) => {
+                let mut response = text(StatusCode::OK, html);
+                set(&mut response, CONTENT_TYPE, "text/html; charset=utf-8");
+                response
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, page = template, "console: a page could not be rendered");
+                plain(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "the page could not be rendered",
+                )
+            }
+        }
+    }
+}
+
 /// The console's pages, parsed once.
 fn templates() -> minijinja::Environment<'static> {
     let mut templates = minijinja::Environment::new();

@@ -6,12 +6,12 @@
 //! [`EVERY`].
 
 use super::activity::{self, Decided};
-use super::page::{plain, set, text, Body, Pages, ACTIVITY_TEMPLATE};
+use super::page::{set, Body, Pages, ACTIVITY_TEMPLATE};
 use bytes::Bytes;
 use http_body_util::{BodyExt, StreamBody};
 use hyper::body::Frame;
 use hyper::header::{CACHE_CONTROL, CONTENT_TYPE};
-use hyper::{Response, StatusCode};
+use hyper::Response;
 use mcp_chain_middleware::shown::shown;
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -130,24 +130,7 @@ pub(super) fn page(pages: &Pages, query: Option<&str>) -> Response<Body> {
         server => shown(&pages.server, 300),
         page => "activity",
     };
-    let rendered = pages
-        .templates
-        .get_template(ACTIVITY_TEMPLATE)
-        .and_then(|t| t.render(context));
-    match rendered {
-        Ok(html) => {
-            let mut response = text(StatusCode::OK, html);
-            set(&mut response, CONTENT_TYPE, "text/html; charset=utf-8");
-            response
-        }
-        Err(e) => {
-            tracing::warn!(error = %e, "console: the activity page could not be rendered");
-            plain(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "the page could not be rendered",
-            )
-        }
-    }
+    pages.render(ACTIVITY_TEMPLATE, context)
 }
 
 /// One event each time a decision is made or an audit file grows (looked

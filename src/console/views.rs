@@ -4,9 +4,8 @@
 //! switches. Every text a server, a tool call or a caller chose is
 //! escaped and cut here, and escaped again for HTML by the template.
 
-use super::page::{plain, set, text, Body, Pages, PAGE_TEMPLATE};
-use hyper::header::CONTENT_TYPE;
-use hyper::{Response, StatusCode};
+use super::page::{Body, Pages, PAGE_TEMPLATE};
+use hyper::Response;
 use mcp_chain_middleware::approve::desk::Waiting;
 use mcp_chain_middleware::shown::shown;
 use serde::Serialize;
@@ -84,24 +83,7 @@ pub(super) fn page(pages: &Pages) -> Response<Body> {
         token => &pages.token,
         listen => pages.bound.to_string(),
     };
-    let rendered = pages
-        .templates
-        .get_template(PAGE_TEMPLATE)
-        .and_then(|t| t.render(context));
-    match rendered {
-        Ok(html) => {
-            let mut response = text(StatusCode::OK, html);
-            set(&mut response, CONTENT_TYPE, "text/html; charset=utf-8");
-            response
-        }
-        Err(e) => {
-            tracing::warn!(error = %e, "console: the approval page could not be rendered");
-            plain(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "the page could not be rendered",
-            )
-        }
-    }
+    pages.render(PAGE_TEMPLATE, context)
 }
 
 fn shown_waiting(w: &Waiting, now: SystemTime) -> Shown {
