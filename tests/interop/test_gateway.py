@@ -421,3 +421,67 @@ def test_the_inspector_cli_lists_every_server(tmp_path: Path):
     assert done.returncode == 0, done.stderr[-2000:]
     names = {t["name"] for t in json.loads(done.stdout)["tools"]}
     assert {"everything__echo", "time__get_current_time", "demo__add"} <= names, names
+
+
+def test_a_server_that_keeps_asking_is_refused_past_a_bound(tmp_path: Path):
+    """A hostile server asks the client 300 questions (roots/list) the
+    client never answers: 256 reach the client, the rest are refused to
+    that server at once, and the gateway goes on serving."""
+    flood = tmp_path / "flood.py"
+    flood.write_text(
+        "import json, sys\n"
+        "refused = 0\n"
+        "def send(m):\n    sys.stdout.write(json.dumps(m) + '\\n'); sys.stdout.flush()\n"
+        "for line in sys.stdin:\n"
+        "    m = json.loads(line)\n"
+        "    if m.get('method') == 'initialize':\n"
+        "        send({'jsonrpc': '2.0', 'id': m['id'], 'result': {'protocolVersion': '2025-06-18',"
+        " 'capabilities': {'tools': {}}, 'serverInfo': {'name': 'flood', 'version': '1'}}})\n"
+        "    elif m.get('method') == 'notifications/initialized':\n"
+        "        for n in range(300):\n"
+        "            send({'jsonrpc': '2.0', 'id': 'q%d' % n, 'method': 'roots/list'})\n"
+        "    elif 'error' in m and str(m.get('id', '')).startswith('q'):\n"
+        "        refused += 1\n"
+        "    elif m.get('method') == 'tools/list':\n"
+        "        send({'jsonrpc': '2.0', 'id': m['id'], 'result': {'tools': [{'name': 'refused', 'inputSchema': {'type': 'object'}}]}})\n"
+        "    elif m.get('method') == 'tools/call':\n"
+        "        send({'jsonrpc': '2.0', 'id': m['id'], 'result': {'content': [{'type': 'text', 'text': str(refused)}]}})\n")
+    config = tmp_path / "flood.toml"
+    config.write_text(f'[servers.flood]\ncommand = "{harness.REPO / ".venv/bin/python"}"\nargs = ["{flood}"]\n\n'
+                      f'[servers.demo]\ncommand = "{DEMO}"\n')
+    proc = subprocess.Popen([str(harness.MCP_CHAIN), "--config", str(config)], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    questions = 0
+
+    def send(message: dict) -> None:
+        proc.stdin.write(json.dumps(message) + "\n")
+        proc.stdin.flush()
+
+    def answer(n: int) -> dict:
+        nonlocal questions
+        while True:
+            line = proc.stdout.readline()
+            assert line, "mcp-chain ended"
+            message = json.loads(line)
+            if message.get("method") == "roots/list":
+                questions += 1
+            elif message.get("id") == n:
+                return message
+
+    try:
+        send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {"roots": {}}, "clientInfo": {"name": "t", "version": "1"}}})
+        answer(1)
+        send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        refused = None
+        for n in range(100):
+            send({"jsonrpc": "2.0", "id": 10 + n, "method": "tools/call", "params": {"name": "flood__refused", "arguments": {}}})
+            refused = answer(10 + n)["result"]["content"][0]["text"]
+            if refused == "44":
+                break
+        assert refused == "44" and questions == 256, (refused, questions)
+        send({"jsonrpc": "2.0", "id": 200, "method": "tools/call", "params": {"name": "demo__add", "arguments": {"a": 1, "b": 2}}})
+        assert "3" in json.dumps(answer(200)["result"])
+    finally:
+        proc.stdin.close()
+        proc.wait(30)

@@ -19,11 +19,27 @@ fn login_needed(answer: &Message) -> bool {
     }
 }
 
+/// Questions of one server that may wait for the client's answers.
+const ASKED_AT_MOST: usize = 256;
+
 impl Hub {
     pub(in crate::gateway) async fn server_sent(&mut self, k: usize, message: Message) {
         match message {
             Message::Request(mut request) => {
-                // A server's question for the client, under an id of ours.
+                // A server's question for the client, under an id of ours;
+                // a server that keeps asking without the client answering
+                // is refused past a bound (the others' questions go on).
+                let its_own = self.asked.values().filter(|(owner, _)| *owner == k).count();
+                if its_own >= ASKED_AT_MOST {
+                    let message = "too many questions wait for the client's answers".to_owned();
+                    let refused = super::error(
+                        request.id,
+                        mcp_chain_middleware::ErrorCode::INTERNAL_ERROR,
+                        message,
+                    );
+                    self.notify(k, refused);
+                    return;
+                }
                 self.next_id += 1;
                 let id = self.next_id;
                 self.asked.insert(id, (k, request.id.clone()));
