@@ -3,6 +3,7 @@
 use super::{error, gateway_id, Hub, Pending, State};
 use crate::gateway::names::Listing;
 use mcp_chain_middleware::message::{method, Request};
+use mcp_chain_middleware::payload::Payload;
 use mcp_chain_middleware::{ErrorCode, Message, RequestId};
 use serde_json::{json, Value};
 
@@ -54,15 +55,20 @@ impl Hub {
 
     pub(super) async fn client_request(&mut self, request: Request) {
         let id = request.id.clone();
-        let params = request
-            .params
-            .as_ref()
-            .and_then(|p| p.to_value().ok())
-            .unwrap_or(Value::Null);
+        // Only the small params mcp-chain answers or fans out are read
+        // whole; a call's arguments stay text (`route`).
+        let small = || {
+            request
+                .params
+                .as_ref()
+                .and_then(|p| p.to_value().ok())
+                .unwrap_or(Value::Null)
+        };
         match request.method.as_str() {
-            method::INITIALIZE => self.initialize(id, params),
+            method::INITIALIZE => self.initialize(id, small()),
             method::PING => self.send_client(Message::response(id, json!({}))).await,
             method::LOGGING_SET_LEVEL => {
+                let params = small();
                 for k in self.up_members() {
                     let message =
                         Message::request(0, method::LOGGING_SET_LEVEL, Some(params.clone()));
@@ -71,8 +77,8 @@ impl Hub {
                 self.send_client(Message::response(id, json!({}))).await;
             }
             name => match Listing::of(name) {
-                Some(listing) => self.list(id, listing, &params).await,
-                None => self.route(id, name, params).await,
+                Some(listing) => self.list(id, listing, &small()).await,
+                None => self.route(request).await,
             },
         }
     }
@@ -117,32 +123,26 @@ impl Hub {
         }
     }
 
-    /// A request to the server that owns what it names.
-    pub(super) async fn route(&mut self, id: RequestId, name: &str, mut params: Value) {
-        let owner = match name {
-            method::TOOLS_CALL | method::PROMPTS_GET => self.rename(&mut params, "name"),
+    /// A request to the server that owns what it names, the name the
+    /// server's own; the rest of the request as the client sent it.
+    pub(super) async fn route(&mut self, mut request: Request) {
+        let id = request.id.clone();
+        let name = request.method.clone();
+        let params = request.params.get_or_insert_with(|| json!({}).into());
+        let owner = match name.as_str() {
+            method::TOOLS_CALL | method::PROMPTS_GET => self.rename(params, "name"),
             method::RESOURCES_READ
             | method::RESOURCES_SUBSCRIBE
             | method::RESOURCES_UNSUBSCRIBE => params
-                .get("uri")
-                .and_then(Value::as_str)
-                .and_then(|uri| self.owners.of(uri)),
+                .str_member("uri")
+                .ok()
+                .flatten()
+                .and_then(|uri| self.owners.of(&uri)),
             method::TASKS_GET
             | method::TASKS_RESULT
             | method::TASKS_CANCEL
-            | method::TASKS_UPDATE => self.rename(&mut params, "taskId"),
-            method::COMPLETION_COMPLETE => {
-                match params.pointer("/ref/type").and_then(Value::as_str) {
-                    Some("ref/prompt") => {
-                        params.get_mut("ref").and_then(|r| self.rename(r, "name"))
-                    }
-                    Some("ref/resource") => params
-                        .pointer("/ref/uri")
-                        .and_then(Value::as_str)
-                        .and_then(|uri| self.owners.of(uri)),
-                    _ => None,
-                }
-            }
+            | method::TASKS_UPDATE => self.rename(params, "taskId"),
+            method::COMPLETION_COMPLETE => self.completion_owner(params),
             _ => {
                 let message = format!("{name:?} is not served by this gateway of servers");
                 return self
@@ -152,7 +152,7 @@ impl Hub {
         };
         let Some(k) = owner.filter(|&k| matches!(self.members[k].state, State::Up(_))) else {
             let resource = name.starts_with("resources/") || name == method::COMPLETION_COMPLETE;
-            if owner.is_none() && resource && self.wait_for_owner(&id, name, &params) {
+            if owner.is_none() && resource && self.wait_for_owner(&request) {
                 return;
             }
             let message =
@@ -162,29 +162,46 @@ impl Hub {
                 .send_client(error(id, ErrorCode::INVALID_PARAMS, message))
                 .await;
         };
-        let message = Message::request(0, name, Some(params));
         let pending = Pending::Forward {
             k,
             client: id.clone(),
         };
-        if !self.send_server(k, message, pending) {
+        if !self.send_server(k, Message::Request(request), pending) {
             self.send_client(self.unreachable(id, k)).await;
         }
     }
 
     /// The owner of the client's name at `key` in `params`, the name
-    /// replaced by the server's own.
-    pub(super) fn rename(&self, params: &mut Value, key: &str) -> Option<usize> {
-        let name = params.get(key)?.as_str()?;
-        let (k, theirs) = self.names.split(name)?;
-        params[key] = Value::String(theirs);
+    /// replaced by the server's own (the rest of `params` not read).
+    pub(super) fn rename(&self, params: &mut Payload, key: &str) -> Option<usize> {
+        let name = params.str_member(key).ok()??.into_owned();
+        let (k, theirs) = self.names.split(&name)?;
+        params.set_member(key, Value::String(theirs)).ok()?;
         Some(k)
+    }
+
+    /// The owner of what a completion's `ref` names: a prompt by its
+    /// prefix (renamed), a resource template by who listed it.
+    fn completion_owner(&self, params: &mut Payload) -> Option<usize> {
+        let mut reference = params.member("ref").ok()??;
+        match reference.get("type").and_then(Value::as_str)? {
+            "ref/prompt" => {
+                let name = reference.get("name")?.as_str()?;
+                let (k, theirs) = self.names.split(name)?;
+                reference["name"] = Value::String(theirs);
+                params.set_member("ref", reference).ok()?;
+                Some(k)
+            }
+            "ref/resource" => self.owners.of(reference.get("uri")?.as_str()?),
+            _ => None,
+        }
     }
 
     pub(super) fn unreachable(&self, id: RequestId, k: usize) -> Message {
         let member = &self.members[k];
         let why = match &member.state {
             State::Down(why) => why.clone(),
+            State::LoggingIn(_) => "it waits for a login in the browser".to_owned(),
             _ => "it is not keeping up".to_owned(),
         };
         let message = format!("the server {} cannot be reached: {why}", member.name);

@@ -8,8 +8,8 @@
 
 use super::{Hub, Pending, State};
 use crate::gateway::names::Listing;
-use mcp_chain_middleware::message::method;
-use mcp_chain_middleware::{Message, RequestId};
+use mcp_chain_middleware::message::{method, Request};
+use mcp_chain_middleware::Message;
 use serde_json::{json, Value};
 
 /// Reads that may wait for what the servers list.
@@ -63,12 +63,11 @@ impl Hub {
 
     /// Keeps a read of a URI nobody is known to own, while learning;
     /// `false` when it cannot wait.
-    pub(super) fn wait_for_owner(&mut self, id: &RequestId, name: &str, params: &Value) -> bool {
+    pub(super) fn wait_for_owner(&mut self, request: &Request) -> bool {
         if !self.learning() || self.unrouted.len() >= UNROUTED_AT_MOST {
             return false;
         }
-        self.unrouted
-            .push((id.clone(), name.to_owned(), params.clone()));
+        self.unrouted.push(request.clone());
         true
     }
 
@@ -77,8 +76,8 @@ impl Hub {
         if self.learning() {
             return;
         }
-        for (id, name, params) in std::mem::take(&mut self.unrouted) {
-            Box::pin(self.route(id, &name, params)).await;
+        for request in std::mem::take(&mut self.unrouted) {
+            Box::pin(self.route(request)).await;
         }
     }
 }

@@ -96,7 +96,7 @@ pub(super) struct Hub {
     client_initialized: bool,
     /// Reads of URIs no server was known to own, waiting for what the
     /// servers list (`learn.rs`).
-    unrouted: Vec<(RequestId, String, Value)>,
+    unrouted: Vec<mcp_chain_middleware::message::Request>,
     /// Listings being merged, by number.
     mergings: HashMap<u64, listing::Merging>,
     next_merging: u64,
