@@ -220,21 +220,10 @@ fn run(cli: &Cli, config: Config, background: Background) -> ExitCode {
         }
         None if config.gateway.is_some() => serve_gateway(config, cli, background, reloading),
         None => match upstream_for(&config, cli, &cli.server) {
-            Ok(upstream) if config.front.listen.is_some() => {
-                let server = approvals::server_of(&upstream);
-                let served = relay::Served::One(upstream);
-                listen(
-                    config,
-                    served,
-                    server,
-                    cli.allow_unauthenticated,
-                    background,
-                    reloading,
-                )
-            }
             Ok(upstream) => {
                 let server = approvals::server_of(&upstream);
-                serve(&config, &upstream, server, background, reloading)
+                let served = relay::Served::One(upstream);
+                serve_or_listen(config, served, server, cli, background, reloading)
             }
             Err(message) => {
                 eprintln!("mcp-chain: {message}");
@@ -259,19 +248,30 @@ fn serve_gateway(
         return ExitCode::FAILURE;
     }
     let server = approvals::gateway_of(&gateway);
-    let upstream = gateway::Gateway::new(&config, gateway);
-    if config.front.listen.is_some() {
-        let served = relay::Served::Many(upstream);
-        return listen(
+    let served = relay::Served::Many(gateway::Gateway::new(&config, gateway));
+    serve_or_listen(config, served, server, cli, background, reloading)
+}
+
+/// Serves `served` over the HTTP front when one listens, else over stdio.
+fn serve_or_listen(
+    config: Config,
+    served: relay::Served,
+    server: String,
+    cli: &Cli,
+    background: Background,
+    reloading: Reloading,
+) -> ExitCode {
+    match config.front.listen {
+        Some(_) => listen(
             config,
             served,
             server,
             cli.allow_unauthenticated,
             background,
             reloading,
-        );
+        ),
+        None => serve(&config, &served, server, background, reloading),
     }
-    serve(&config, &upstream, server, background, reloading)
 }
 
 fn effective_config(cli: &Cli) -> Result<Config, ArgError> {

@@ -117,6 +117,9 @@ pub(super) struct Cursors {
 /// more.
 pub(super) type Continuation = Vec<(usize, serde_json::Value)>;
 
+/// Resource URIs and templates whose owner is kept, per client session.
+const OWNED_AT_MOST: usize = 100_000;
+
 /// Cursors remembered per client session.
 const KEPT: usize = 1024;
 
@@ -149,11 +152,16 @@ impl Cursors {
 
 /// Which server owns each resource URI and template the listings named.
 /// A URI two servers list is owned by neither (reading it is an error).
+/// What the servers list decides how much is kept: at most
+/// [`OWNED_AT_MOST`] URIs and templates; past that, a new one is neither
+/// listed nor routed (said once on stderr).
 #[derive(Default)]
 pub(super) struct Owners {
     uris: HashMap<String, usize>,
     templates: HashMap<String, usize>,
     clashes: HashSet<String>,
+    /// Said once that the bound was reached.
+    full: bool,
 }
 
 impl Owners {
@@ -161,6 +169,13 @@ impl Owners {
     /// whether it may be listed (no other server lists it).
     pub(super) fn note(&mut self, k: usize, uri: &str, template: bool) -> bool {
         if self.clashes.contains(uri) {
+            return false;
+        }
+        let known = self.uris.contains_key(uri) || self.templates.contains_key(uri);
+        if !known && self.uris.len() + self.templates.len() + self.clashes.len() >= OWNED_AT_MOST {
+            if !std::mem::replace(&mut self.full, true) {
+                tracing::warn!(kept = OWNED_AT_MOST, "gateway: more resources than mcp-chain keeps owners for; those past the bound are left out");
+            }
             return false;
         }
         let map = match template {
@@ -241,6 +256,17 @@ mod tests {
         assert_eq!(owners.of("db://users"), Some(1));
         owners.forget(1);
         assert_eq!(owners.of("db://users"), None);
+    }
+
+    #[test]
+    fn the_owners_kept_are_bounded() {
+        let mut owners = Owners::default();
+        for n in 0..OWNED_AT_MOST {
+            assert!(owners.note(0, &format!("file:///{n}"), false));
+        }
+        assert!(!owners.note(0, "file:///one-more", false));
+        assert!(owners.note(0, "file:///7", false), "one already kept");
+        assert_eq!(owners.of("file:///one-more"), None);
     }
 
     #[test]

@@ -15,7 +15,6 @@ use super::register::registration;
 use super::store::Entry;
 use super::tokens;
 use crate::config::{Grant, OAuthConfig, Resource};
-use oauth2::{CsrfToken, PkceCodeChallenge, Scope};
 use url::Url;
 
 /// What a login starts from.
@@ -91,19 +90,8 @@ pub(crate) async fn login(
             .await?;
             let client = tokens::client(&reg, &found.metadata, Some(&redirect))?;
             entry.registration = Some(reg);
-            let (challenge, verifier) = PkceCodeChallenge::new_random_sha256();
-            let mut request = client
-                .authorize_url(CsrfToken::new_random)
-                .map_err(|_| OAuthError::BadDocument {
-                    url: "the authorization server metadata".into(),
-                    why: "no authorization_endpoint".into(),
-                })?
-                .set_pkce_challenge(challenge)
-                .add_scopes(scopes.iter().cloned().map(Scope::new));
-            if let Some(resource) = &resource {
-                request = request.add_extra_param("resource", resource.to_string());
-            }
-            let (url, state) = request.url();
+            let (url, state, verifier) =
+                tokens::authorization(&client, &scopes, resource.as_ref())?;
             open(&url);
             let returned = callback
                 .wait(state.secret(), ask.config.login_timeout)

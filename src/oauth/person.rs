@@ -14,7 +14,7 @@ use super::fetch::Fetch;
 use super::register::{Registration, NONE};
 use super::store::Tokens;
 use super::tokens::{self, Client};
-use oauth2::{CsrfToken, PkceCodeChallenge, PkceCodeVerifier, Scope};
+use oauth2::PkceCodeVerifier;
 use tokio::sync::OnceCell;
 use url::Url;
 
@@ -80,17 +80,8 @@ impl SignIn {
     /// Where to send the person to sign in.
     pub(crate) async fn start(&self) -> Result<Started, OAuthError> {
         let (_, client) = self.server().await?;
-        let (challenge, verifier) = PkceCodeChallenge::new_random_sha256();
-        let request = client
-            .authorize_url(CsrfToken::new_random)
-            .map_err(|_| OAuthError::BadDocument {
-                url: "the authorization server metadata".into(),
-                why: "no authorization_endpoint".into(),
-            })?
-            .set_pkce_challenge(challenge)
-            .add_scopes(self.scopes.iter().cloned().map(Scope::new))
-            .add_extra_param("resource", self.resource.to_string());
-        let (url, state) = request.url();
+        let (url, state, verifier) =
+            tokens::authorization(client, &self.scopes, Some(&self.resource))?;
         Ok(Started {
             url,
             state: state.secret().clone(),

@@ -11,9 +11,9 @@ use super::register::{Registration, POST};
 use super::store::{now_secs, Tokens};
 use oauth2::basic::{BasicClient, BasicErrorResponse, BasicTokenResponse};
 use oauth2::{
-    AuthType, AuthUrl, AuthorizationCode, ClientId, ClientSecret, EndpointMaybeSet, EndpointNotSet,
-    EndpointSet, PkceCodeVerifier, RedirectUrl, RefreshToken, RequestTokenError, Scope,
-    TokenResponse, TokenUrl,
+    AuthType, AuthUrl, AuthorizationCode, ClientId, ClientSecret, CsrfToken, EndpointMaybeSet,
+    EndpointNotSet, EndpointSet, PkceCodeChallenge, PkceCodeVerifier, RedirectUrl, RefreshToken,
+    RequestTokenError, Scope, TokenResponse, TokenUrl,
 };
 use url::Url;
 
@@ -61,6 +61,30 @@ pub(crate) fn client(
         client = client.set_redirect_uri(uri);
     }
     Ok(client)
+}
+
+/// Where to send the browser to log in at `client`'s authorization
+/// endpoint, asking for `scopes` (and `resource`, RFC 8707), with a PKCE
+/// S256 challenge and a fresh state: the URL, the state, the verifier.
+pub(crate) fn authorization(
+    client: &Client,
+    scopes: &[String],
+    resource: Option<&Url>,
+) -> Result<(Url, CsrfToken, PkceCodeVerifier), OAuthError> {
+    let (challenge, verifier) = PkceCodeChallenge::new_random_sha256();
+    let mut request = client
+        .authorize_url(CsrfToken::new_random)
+        .map_err(|_| OAuthError::BadDocument {
+            url: "the authorization server metadata".into(),
+            why: "no authorization_endpoint".into(),
+        })?
+        .set_pkce_challenge(challenge)
+        .add_scopes(scopes.iter().cloned().map(Scope::new));
+    if let Some(resource) = resource {
+        request = request.add_extra_param("resource", resource.to_string());
+    }
+    let (url, state) = request.url();
+    Ok((url, state, verifier))
 }
 
 /// Trades the code for tokens.
