@@ -8,7 +8,7 @@
 use crate::callers::{Applies, Callers, Who};
 use crate::chain::ChainService;
 use mcp_chain_middleware::config_error::ConfigError;
-use mcp_chain_middleware::session::SessionInfo;
+use mcp_chain_middleware::session::{ServerInfo, SessionInfo};
 use mcp_chain_middleware::{
     approve, audit, filter, limit, log, pin, rate_limit, rewrite, timeout, validate,
 };
@@ -90,6 +90,41 @@ impl PerSession for approve::ApproveLayer {
         approve::ApproveLayer::for_session(self, caller)
     }
 }
+
+/// A layer's instance in the own chain of a gateway's server: the audit
+/// names the server in each line, approve in its question (and binds its
+/// grants to it); the others are as they are (what they keep is already
+/// the server's: its chain is its own).
+trait PerServer: Clone {
+    fn for_server(&self, _: &ServerInfo) -> Self {
+        self.clone()
+    }
+}
+
+impl PerServer for audit::AuditLayer {
+    fn for_server(&self, server: &ServerInfo) -> Self {
+        audit::AuditLayer::for_server(self, &server.name)
+    }
+}
+
+impl PerServer for approve::ApproveLayer {
+    fn for_server(&self, server: &ServerInfo) -> Self {
+        approve::ApproveLayer::for_server(self, server)
+    }
+}
+
+impl PerServer for filter::FilterLayer {}
+impl PerServer for rewrite::RewriteLayer {}
+impl PerServer for rate_limit::RateLimitLayer {
+    fn for_server(&self, _: &ServerInfo) -> Self {
+        rate_limit::RateLimitLayer::for_server(self)
+    }
+}
+impl PerServer for timeout::TimeoutLayer {}
+impl PerServer for limit::LimitLayer {}
+impl PerServer for validate::ValidateLayer {}
+impl PerServer for pin::PinLayer {}
+impl PerServer for log::LogLayer {}
 
 /// How a layer's server → client half is built: most layers the same way
 /// as their client → server half; a layer that speaks to the client first
@@ -174,6 +209,13 @@ macro_rules! layers {
             pub(crate) fn for_session(&self, session: &SessionInfo) -> Self {
                 match self {
                     $(Self::$variant(layer) => Self::$variant(PerSession::for_session(layer, session)),)*
+                }
+            }
+
+            /// The layer in the own chain of a gateway's server.
+            pub(crate) fn for_server(&self, server: &ServerInfo) -> Self {
+                match self {
+                    $(Self::$variant(layer) => Self::$variant(PerServer::for_server(layer, server)),)*
                 }
             }
 

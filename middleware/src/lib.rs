@@ -57,6 +57,7 @@
 //!   into a span event and a count.
 //! - [`note`]: what a layer decided, left for the audit line of the
 //!   request it answered.
+//! - [`servers`]: which server of a gateway a name the client sees is for.
 //! - [`session`]: who a session of the HTTP front serves (the audit says).
 //! - [`shown`]: untrusted text escaped and cut where a person reads it.
 //! - [`switch`]: the console's off switch, outermost in every chain.
@@ -86,6 +87,7 @@ pub mod peer;
 pub mod pin;
 pub mod rate_limit;
 pub mod rewrite;
+pub mod servers;
 pub mod session;
 pub mod shown;
 pub mod switch;

@@ -30,6 +30,19 @@ pub struct Principal {
     pub scopes: Vec<String>,
 }
 
+/// A server of a gateway (`[servers.NAME]`), as the layers of its own
+/// chain know it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerInfo {
+    /// The table's name in the config.
+    pub name: String,
+    /// The server as grants and switches name it: its program and a
+    /// fingerprint of its command line (never its arguments), or its URL
+    /// without query or user info; the same as a single-server mcp-chain
+    /// in front of it uses.
+    pub identity: String,
+}
+
 impl fmt::Display for SessionInfo {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "session {} from {}", self.id, self.client)

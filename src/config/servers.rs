@@ -11,7 +11,7 @@
 use super::file::UpstreamFile;
 use super::validate::{parse_duration, Problem};
 use super::UpstreamConfig;
-use crate::layers::{Entry, MiddlewareFile};
+use crate::layers::{AnyLayer, Entry, MiddlewareFile};
 use serde::Deserialize;
 use std::time::Duration;
 
@@ -110,11 +110,36 @@ pub(super) fn gateway(
             }
         }
     }
+    shared_pin_files(&checked, problems);
     Some(GatewayConfig {
         separator,
         startup_timeout,
         servers: checked,
     })
+}
+
+/// Two servers' chains pinning to one file would each write their own
+/// pins over the other's (and the same name may be two servers' tools):
+/// each server's pins need a file of their own. In the shared chain the
+/// names carry their server's prefix, so one file there keys by server.
+fn shared_pin_files(servers: &[ServerConfig], problems: &mut Vec<Problem>) {
+    let mut seen: Vec<(&str, &std::path::Path)> = Vec::new();
+    for server in servers {
+        for entry in &server.chain {
+            let AnyLayer::Pin(pin) = &entry.layer else {
+                continue;
+            };
+            let file = pin.pin_file();
+            match seen.iter().find(|(_, f)| *f == file) {
+                Some((other, _)) => problems.push((None, format!(
+                    "servers.{}.middleware (pin): {} is servers.{other}'s pin file too; give each server's pins a file of their own (or pin in the shared chain, where names carry their server)",
+                    server.name,
+                    file.display()
+                ))),
+                None => seen.push((&server.name, file)),
+            }
+        }
+    }
 }
 
 fn server(name: &str, table: toml::Value, problems: &mut Vec<Problem>) -> Option<ServerConfig> {

@@ -562,3 +562,34 @@ separator = ""
         "{lonely:?}"
     );
 }
+
+#[test]
+fn two_servers_cannot_pin_to_one_file() {
+    let dir = std::env::temp_dir().join(format!("mcp-chain-pins-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a temporary directory");
+    let pins = dir.join("pins.json");
+    let found = problems(&format!(
+        r#"
+[servers.a]
+command = "a"
+
+[[servers.a.middleware]]
+type = "pin"
+path = "{0}"
+
+[servers.b]
+command = "b"
+
+[[servers.b.middleware]]
+type = "pin"
+path = "{0}"
+"#,
+        pins.display()
+    ));
+    let text = found.join("\n");
+    assert!(
+        text.contains("servers.b.middleware (pin)") && text.contains("servers.a's pin file too"),
+        "{text}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -21,6 +21,8 @@ const SHOW_AT_MOST: usize = 64 * 1024;
 struct Shown {
     id: u64,
     tool: String,
+    /// The gateway server whose tool it is.
+    server: Option<String>,
     caller: Option<String>,
     policy: String,
     session_choice: bool,
@@ -98,6 +100,7 @@ fn shown_waiting(w: &Waiting, now: SystemTime) -> Shown {
     Shown {
         id: w.id,
         tool: shown(&w.tool, 200),
+        server: w.server.as_deref().map(|s| shown(s, 200)),
         caller: w.caller.as_deref().map(|c| shown(c, 200)),
         policy: shown(&w.policy, 300),
         session_choice: w.session_choice,

@@ -133,13 +133,19 @@ impl Session {
             (None, Some(token)) => Some(format!("token {token}")),
             (None, None) => None,
         };
+        // A gateway serves each session its own servers' chains.
+        let gateway = match &front.upstream {
+            relay::Served::Many(gateway) => Some(gateway.for_session(&info)),
+            relay::Served::One(_) => None,
+        };
         let tasks = front.sessions.tasks.clone();
         tasks.spawn(async move {
             // In shared mode the session's server is a port into the pool.
             let port = front.shared.clone().map(crate::pool::Port);
-            let server: &dyn relay::Starts = match &port {
-                Some(port) => port,
-                None => &front.upstream,
+            let server: &dyn relay::Starts = match (&port, &gateway) {
+                (Some(port), _) => port,
+                (None, Some(gateway)) => gateway,
+                (None, None) => &front.upstream,
             };
             // In shared mode, the server a session's telemetry names is
             // the pool's (what the port leads to).

@@ -27,6 +27,8 @@ use crate::transport::budget::Budget;
 use crate::transport::queue::{Outgoing, Queue, Taken};
 use crate::upstream::{End, Lifecycle, Server, ServerSource, StartError, Upstream};
 use hub::{Hub, Member, State};
+use mcp_chain_middleware::servers::ServerNames;
+use mcp_chain_middleware::session::{ServerInfo, SessionInfo};
 use mcp_chain_middleware::Message;
 use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
@@ -48,7 +50,12 @@ enum Event {
 pub(crate) struct Gateway {
     /// The limits each server's session keeps (the process's own).
     limits: Arc<Config>,
-    gateway: GatewayConfig,
+    gateway: Arc<GatewayConfig>,
+    names: Arc<ServerNames>,
+    /// The HTTP front's session this gateway serves (`None`: stdio): its
+    /// caller decides which layers of a server's chain apply (`when`,
+    /// `unless`), and each server's layers are that session's own.
+    session: Option<SessionInfo>,
 }
 
 impl Gateway {
@@ -59,9 +66,30 @@ impl Gateway {
             shutdown_grace: config.shutdown_grace,
             ..Config::default()
         };
+        let servers: Vec<(String, String)> = gateway
+            .servers
+            .iter()
+            .map(|s| (s.name.clone(), s.prefix.clone()))
+            .collect();
+        let names = Arc::new(ServerNames::new(&gateway.separator, &servers));
+        // The shared chain's layers read the same table (the audit's
+        // `server`, a rate limit per server).
+        mcp_chain_middleware::servers::install(names.clone());
         Self {
             limits: Arc::new(limits),
-            gateway,
+            gateway: Arc::new(gateway),
+            names,
+            session: None,
+        }
+    }
+
+    /// The gateway serving one session of the HTTP front.
+    pub(crate) fn for_session(&self, session: &SessionInfo) -> Self {
+        Self {
+            limits: self.limits.clone(),
+            gateway: self.gateway.clone(),
+            names: self.names.clone(),
+            session: Some(session.clone()),
         }
     }
 }
@@ -77,18 +105,19 @@ impl Starts for Gateway {
         let mut members = Vec::new();
         let mut stops = Vec::new();
         for (k, server) in self.gateway.servers.iter().enumerate() {
-            let (member, stop) =
-                start_member(k, server, &self.limits, &up.budget, events_tx.clone());
+            let layers = server_layers(server, self.session.as_ref());
+            let (member, stop) = start_member(
+                k,
+                server,
+                layers,
+                &self.limits,
+                &up.budget,
+                events_tx.clone(),
+            );
             members.push(member);
             stops.push(stop);
         }
-        let prefixes = self
-            .gateway
-            .servers
-            .iter()
-            .map(|s| s.prefix.clone())
-            .collect();
-        let names = names::Names::new(self.gateway.separator.clone(), prefixes);
+        let names = names::Names::new(self.names.clone());
         // The cursors' tokens are checked against those issued; the random
         // part only keeps one session's from looking like another's.
         let secret = random_hex().unwrap_or_default();
@@ -116,6 +145,7 @@ impl Starts for Gateway {
 fn start_member(
     k: usize,
     server: &ServerConfig,
+    layers: SessionLayers,
     limits: &Arc<Config>,
     budget: &Arc<Budget>,
     events: mpsc::Sender<Event>,
@@ -148,7 +178,6 @@ fn start_member(
         lifecycle: writer,
     };
     let (stop, signals) = mpsc::channel(2);
-    let layers = SessionLayers::fixed(crate::layers::applying(&server.chain, None));
     let (limits, budget, upstream) = (limits.clone(), budget.clone(), server.upstream.clone());
     let name = server.name.clone();
     let session = tokio::spawn(async move {
@@ -168,6 +197,28 @@ fn start_member(
         state: State::Starting,
     };
     (member, Stopping { stop, session })
+}
+
+/// Server `server`'s own layers for `session` (stdio: `None`): those
+/// that apply to its caller, each the session's own instance (as the
+/// shared chain's are), told which server they guard.
+fn server_layers(server: &ServerConfig, session: Option<&SessionInfo>) -> SessionLayers {
+    let who = session.and_then(crate::callers::Who::of);
+    let place = ServerInfo {
+        name: server.name.clone(),
+        identity: crate::approvals::server_of(&server.upstream),
+    };
+    let layers = server
+        .chain
+        .iter()
+        .filter(|entry| entry.applies.to(who))
+        .map(|entry| match session {
+            Some(session) => entry.layer.for_session(session),
+            None => entry.layer.clone(),
+        })
+        .map(|layer| layer.for_server(&place))
+        .collect();
+    SessionLayers::fixed(layers)
 }
 
 /// A server's session, as the gateway stops it.

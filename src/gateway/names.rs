@@ -4,7 +4,9 @@
 
 use crate::config::{name_chars, MAX_NAME_LEN};
 use mcp_chain_middleware::message::method;
+use mcp_chain_middleware::servers::ServerNames;
 use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::Arc;
 
 /// The listings merged across servers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -41,28 +43,21 @@ impl Listing {
     }
 }
 
-/// How a server's names become the client's, and back.
+/// How a server's names become the client's, and back: the gateway's
+/// [`ServerNames`], which the shared chain's layers read too.
 pub(super) struct Names {
-    separator: String,
-    prefixes: Vec<String>,
+    names: Arc<ServerNames>,
 }
 
 impl Names {
-    pub(super) fn new(separator: String, prefixes: Vec<String>) -> Self {
-        Self {
-            separator,
-            prefixes,
-        }
+    pub(super) fn new(names: Arc<ServerNames>) -> Self {
+        Self { names }
     }
 
     /// The client's name for server `k`'s `name`; `None` when it would not
     /// be a valid name (too long, a character a name may not hold).
     pub(super) fn join(&self, k: usize, name: &str) -> Option<String> {
-        let prefix = &self.prefixes[k];
-        let joined = match prefix.is_empty() {
-            true => name.to_owned(),
-            false => format!("{prefix}{}{name}", self.separator),
-        };
+        let joined = self.names.join(k, name);
         let valid = !name.is_empty() && joined.len() <= MAX_NAME_LEN && name_chars(&joined);
         valid.then_some(joined)
     }
@@ -70,36 +65,13 @@ impl Names {
     /// The client's id for server `k`'s task `id`: its prefix before it, so
     /// one server's task id can never address another's.
     pub(super) fn task(&self, k: usize, id: &str) -> String {
-        match self.prefixes[k].is_empty() {
-            true => id.to_owned(),
-            false => format!("{}{}{id}", self.prefixes[k], self.separator),
-        }
+        self.names.join(k, id)
     }
 
-    /// Which server a client's name is of, and the server's name; the
-    /// longest prefix that fits wins (`a` and `a__b` may both be
-    /// prefixes). A server whose prefix is empty owns what no prefix fits.
-    pub(super) fn split(&self, name: &str) -> Option<(usize, String)> {
-        let mut found: Option<(usize, usize)> = None;
-        for (k, prefix) in self.prefixes.iter().enumerate() {
-            if prefix.is_empty() {
-                continue;
-            }
-            let head = format!("{prefix}{}", self.separator);
-            if name.len() > head.len()
-                && name.starts_with(&head)
-                && found.is_none_or(|(_, len)| head.len() > len)
-            {
-                found = Some((k, head.len()));
-            }
-        }
-        match found {
-            Some((k, len)) => Some((k, name[len..].to_owned())),
-            None => {
-                let bare = self.prefixes.iter().position(String::is_empty)?;
-                Some((bare, name.to_owned()))
-            }
-        }
+    /// Which server a client's name is of, and the server's name (see
+    /// [`ServerNames::split`]).
+    pub(super) fn split<'a>(&self, name: &'a str) -> Option<(usize, &'a str)> {
+        self.names.split(name)
     }
 }
 
@@ -230,19 +202,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn names_join_and_split_by_the_longest_prefix() {
-        let names = Names::new("__".into(), vec!["a".into(), "a__b".into(), "time".into()]);
-        assert_eq!(names.join(2, "now").as_deref(), Some("time__now"));
-        assert_eq!(names.split("time__now"), Some((2, "now".into())));
-        assert_eq!(names.split("a__b__x"), Some((1, "x".into())));
-        assert_eq!(names.split("a__x"), Some((0, "x".into())));
-        assert_eq!(names.split("other__x"), None);
-        assert_eq!(names.split("time__"), None);
-        assert_eq!(names.join(2, &"x".repeat(124)), None, "past 128");
-        assert_eq!(names.join(2, "has space"), None);
-        let bare = Names::new("__".into(), vec![String::new(), "t".into()]);
-        assert_eq!(bare.split("read"), Some((0, "read".into())));
-        assert_eq!(bare.split("t__now"), Some((1, "now".into())));
+    fn a_joined_name_past_the_limits_is_not_offered() {
+        let names = Names::new(Arc::new(ServerNames::new(
+            "__",
+            &[("time".into(), "time".into())],
+        )));
+        assert_eq!(names.join(0, "now").as_deref(), Some("time__now"));
+        assert_eq!(names.split("time__now"), Some((0, "now")));
+        assert_eq!(names.join(0, &"x".repeat(124)), None, "past 128");
+        assert_eq!(names.join(0, "has space"), None);
+        assert_eq!(names.join(0, ""), None);
     }
 
     #[test]

@@ -125,9 +125,22 @@ impl Book {
 
     /// Whether a grant lets `tool` run with arguments hashed `arguments`
     /// under `revision` on this server.
-    pub(super) fn granted(&self, tool: &str, arguments: &str, revision: &str) -> bool {
+    #[cfg(test)]
+    fn granted(&self, tool: &str, arguments: &str, revision: &str) -> bool {
+        self.granted_on(&self.server, tool, arguments, revision)
+    }
+
+    /// Whether a grant lets `tool` run with arguments hashed `arguments`
+    /// under `revision` on `server` (this book's, or a gateway's server).
+    pub(super) fn granted_on(
+        &self,
+        server: &str,
+        tool: &str,
+        arguments: &str,
+        revision: &str,
+    ) -> bool {
         self.grants().iter().any(|g| {
-            g.server == self.server
+            g.server == server
                 && g.tool == tool
                 && g.revision == revision
                 && g.arguments.as_deref().is_none_or(|a| a == arguments)
@@ -158,9 +171,10 @@ impl Book {
         Self::keep_in(&self.dir, &grants).is_ok()
     }
 
-    /// Appends one decision's record.
-    pub(super) fn record(&self, fields: Value) {
-        let mut line = json!({"at": now(), "server": self.server});
+    /// Appends one decision's record about `server` (this book's, or a
+    /// gateway's server).
+    pub(super) fn record(&self, server: &str, fields: Value) {
+        let mut line = json!({"at": now(), "server": server});
         if let (Value::Object(line), Value::Object(fields)) = (&mut line, fields) {
             line.extend(fields);
         }

@@ -46,6 +46,8 @@ impl PageAnswer {
 pub struct Waiting {
     pub id: u64,
     pub tool: String,
+    /// The gateway server whose tool it is (its own chain asked).
+    pub server: Option<String>,
     pub arguments: Value,
     /// Who asks: the HTTP front's principal or token name; `None` on stdio.
     pub caller: Option<String>,
@@ -213,6 +215,7 @@ mod tests {
         Waiting {
             id: 0,
             tool: tool.into(),
+            server: None,
             arguments: json!({}),
             caller: None,
             policy: "write_*".into(),

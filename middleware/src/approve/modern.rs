@@ -161,7 +161,8 @@ where
             .shared
             .seal
             .state(&call.tool, &call.arguments, &state);
-        let ask = elicitation(&call.tool, &call.arguments, false, false, true);
+        let server = self.layer.session.server.as_ref().map(|s| s.name.as_str());
+        let ask = elicitation(&call.tool, server, &call.arguments, false, false, true);
         let result = json!({
             "resultType": "input_required",
             INPUT_REQUESTS: {INPUT_KEY: {"method": method::ELICITATION_CREATE, "params": ask}},

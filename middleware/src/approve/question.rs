@@ -34,6 +34,7 @@ pub(super) enum Answer {
 /// read `enum` with `enumNames`).
 pub(super) fn elicitation(
     tool: &str,
+    server: Option<&str>,
     arguments: &Value,
     session: bool,
     always: bool,
@@ -60,8 +61,9 @@ pub(super) fn elicitation(
     json!({
         "mode": "form",
         "message": format!(
-            "Allow the tool {} to run?\n{}",
+            "Allow the tool {}{} to run?\n{}",
             shown_json(&Value::String(tool.to_owned())),
+            server.map(|s| format!(" of the server {}", shown_json(&Value::String(s.to_owned())))).unwrap_or_default(),
             summary(arguments)
         ),
         "requestedSchema": {
@@ -261,13 +263,18 @@ mod tests {
     use super::*;
 
     fn message(tool: &str, arguments: Value) -> String {
-        let question = elicitation(tool, &arguments, true, false, true);
+        let question = elicitation(tool, None, &arguments, true, false, true);
         question["message"].as_str().expect("a message").to_owned()
     }
 
     #[test]
     fn always_is_offered_and_read_only_where_the_rule_says() {
-        let offered = elicitation("t", &json!({}), true, true, true);
+        let offered = elicitation("t", Some("files"), &json!({}), true, true, true);
+        let message = offered["message"].as_str().unwrap();
+        assert!(
+            message.starts_with("Allow the tool \"t\" of the server \"files\" to run?"),
+            "{message}"
+        );
         let titles: Vec<&str> = offered
             .pointer("/requestedSchema/properties/decision/oneOf")
             .and_then(Value::as_array)

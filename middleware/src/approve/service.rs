@@ -8,6 +8,7 @@ use crate::message::method;
 use crate::pattern::Pattern;
 use crate::payload::Payload;
 use crate::peer::ClientSlot;
+use crate::session::ServerInfo;
 use crate::target::Target;
 use crate::{
     note, BoxError, Direction, Envelope, ErrorCode, ErrorObject, Message, RequestId, ResponseFuture,
@@ -65,6 +66,9 @@ pub(super) struct Session {
     /// Who the session's caller is (the HTTP front's principal or token),
     /// as the approval page shows it.
     pub(super) caller: Option<String>,
+    /// The gateway server whose own chain this layer is in: named in the
+    /// question and on the page; its grants and records are its own.
+    pub(super) server: Option<ServerInfo>,
 }
 
 /// The user allowed `tool` for the rest of `session`.
@@ -96,6 +100,20 @@ impl ApproveLayer {
             shared: self.shared.clone(),
             session: Arc::new(Session {
                 caller,
+                ..Session::default()
+            }),
+        }
+    }
+
+    /// The layer in the own chain of a gateway's server: the question and
+    /// the page name the server, and a lasting grant is bound to it as a
+    /// single-server mcp-chain in front of it would bind it.
+    pub fn for_server(&self, server: &ServerInfo) -> Self {
+        Self {
+            shared: self.shared.clone(),
+            session: Arc::new(Session {
+                caller: self.session.caller.clone(),
+                server: Some(server.clone()),
                 ..Session::default()
             }),
         }

@@ -130,6 +130,7 @@ impl ApproveLayer {
         let titled = session.titled.load(Ordering::Relaxed);
         let params = elicitation(
             &call.tool,
+            session.server.as_ref().map(|s| s.name.as_str()),
             &call.arguments,
             settings.remember_session,
             settings.remember_always,
@@ -184,6 +185,7 @@ impl ApproveLayer {
         let mut question = desk.ask(Waiting {
             id: 0,
             tool: call.tool.clone(),
+            server: self.session.server.as_ref().map(|s| s.name.clone()),
             arguments: call.arguments.clone(),
             caller: self.session.caller.clone(),
             policy: settings.patterns.clone(),
@@ -237,7 +239,8 @@ impl ApproveLayer {
             Some(Err(_)) => return None,
         };
         let hash = crate::pin::fingerprint::digest(&arguments);
-        if !book.granted(tool, &hash, &settings.revision) {
+        let server = self.server_in(&book);
+        if !book.granted_on(server, tool, &hash, &settings.revision) {
             return None;
         }
         self.record(tool, &arguments, "remembered_always");
@@ -253,7 +256,7 @@ impl ApproveLayer {
         };
         let settings = &self.shared.settings;
         book.grant(Grant {
-            server: book.server().to_owned(),
+            server: self.server_in(&book).to_owned(),
             tool: call.tool.clone(),
             arguments: (!settings.always_tool)
                 .then(|| crate::pin::fingerprint::digest(&call.arguments)),
@@ -261,6 +264,15 @@ impl ApproveLayer {
             granted_at: book::now(),
             caller: self.session.caller.clone(),
         });
+    }
+
+    /// The server grants and records name: the gateway server this layer
+    /// guards, else the book's (the process's server).
+    fn server_in<'a>(&'a self, book: &'a book::Book) -> &'a str {
+        match &self.session.server {
+            Some(server) => &server.identity,
+            None => book.server(),
+        }
     }
 
     /// The record of a decision about `tool` with `arguments`.
@@ -274,14 +286,17 @@ impl ApproveLayer {
             "fallback_allowed" | "no_elicitation" | "timeout" => "none",
             _ => "elicitation",
         };
-        book.record(json!({
-            "caller": self.session.caller,
-            "tool": tool,
-            "arguments_sha256": crate::pin::fingerprint::digest(arguments),
-            "revision": self.shared.settings.revision,
-            "asked": how,
-            "decision": decision,
-        }));
+        book.record(
+            self.server_in(&book),
+            json!({
+                "caller": self.session.caller,
+                "tool": tool,
+                "arguments_sha256": crate::pin::fingerprint::digest(arguments),
+                "revision": self.shared.settings.revision,
+                "asked": how,
+                "decision": decision,
+            }),
+        );
     }
 }
 

@@ -21,8 +21,12 @@ pub(super) struct Shared {
 #[derive(Debug, Clone)]
 pub struct AuditLayer {
     shared: Arc<Shared>,
-    /// Served over HTTP: the session's fields, written into every line.
+    /// Served over HTTP: the session's fields, written into every line;
+    /// in a gateway server's own chain, its `server` too.
     session: Option<Arc<[u8]>>,
+    /// In a gateway's shared chain: each line's `server` read from the
+    /// name it targets (false in a server's own chain, which knows it).
+    names_server: bool,
 }
 
 impl AuditLayer {
@@ -35,6 +39,7 @@ impl AuditLayer {
         Self {
             shared: Arc::new(shared),
             session: None,
+            names_server: true,
         }
     }
 
@@ -56,6 +61,19 @@ impl AuditLayer {
         Self {
             shared: self.shared.clone(),
             session: Some(fields.into()),
+            names_server: self.names_server,
+        }
+    }
+
+    /// The layer in the own chain of a gateway's server `server`: every
+    /// line says `"server": server` (after the session's fields).
+    pub fn for_server(&self, server: &str) -> Self {
+        let mut fields = self.session.as_deref().unwrap_or_default().to_vec();
+        string_field(&mut fields, "server", Some(server));
+        Self {
+            shared: self.shared.clone(),
+            session: Some(fields.into()),
+            names_server: false,
         }
     }
 }
@@ -75,6 +93,11 @@ impl<S> Layer<S> for AuditLayer {
     type Service = Audit<S>;
 
     fn layer(&self, inner: S) -> Audit<S> {
-        Audit::new(inner, self.shared.clone(), self.session.clone())
+        Audit::new(
+            inner,
+            self.shared.clone(),
+            self.session.clone(),
+            self.names_server,
+        )
     }
 }

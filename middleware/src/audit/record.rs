@@ -55,13 +55,15 @@ pub(super) struct Record<'a> {
     pub(super) session: Option<&'a [u8]>,
     pub(super) id: Option<&'a RequestId>,
     pub(super) method: Option<&'a str>,
+    /// The gateway server the target's name is of (the shared chain).
+    pub(super) server: Option<&'a str>,
     pub(super) tool: Option<&'a str>,
     pub(super) resource: Option<&'a str>,
     pub(super) resource_template: Option<&'a str>,
     pub(super) prompt: Option<&'a str>,
     /// `id`, `method` and the target, already written by [`Record::head`]
     /// for a request's line, so its answer's line reuses them; when set, the
-    /// six fields above are not written.
+    /// seven fields above are not written.
     pub(super) head: Option<&'a [u8]>,
     pub(super) outcome: Option<&'static str>,
     pub(super) code: Option<i64>,
@@ -238,6 +240,7 @@ impl<'a> Record<'a> {
     fn write_head(&self, out: &mut Vec<u8>) {
         json_field(out, "id", self.id);
         string_field(out, "method", self.method);
+        string_field(out, "server", self.server);
         string_field(out, "tool", self.tool);
         string_field(out, "resource", self.resource);
         string_field(out, "resource_template", self.resource_template);

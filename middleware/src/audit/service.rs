@@ -26,16 +26,24 @@ pub struct Audit<S> {
     shared: Arc<Shared>,
     /// The session's fields, when served over HTTP (see `AuditLayer::for_session`).
     session: Option<Arc<[u8]>>,
+    /// Reads `server` from the target's name (a gateway's shared chain).
+    names_server: bool,
 }
 
 // === impl Audit ===
 
 impl<S> Audit<S> {
-    pub(super) fn new(inner: S, shared: Arc<Shared>, session: Option<Arc<[u8]>>) -> Self {
+    pub(super) fn new(
+        inner: S,
+        shared: Arc<Shared>,
+        session: Option<Arc<[u8]>>,
+        names_server: bool,
+    ) -> Self {
         Self {
             inner,
             shared,
             session,
+            names_server,
         }
     }
 
@@ -76,6 +84,9 @@ where
         record.id = msg.id();
         record.method = msg.method();
         record.target(target.as_ref());
+        if self.names_server {
+            record.server = server_named(target.as_ref());
+        }
         record.size = Some(msg.json_len());
         record.params = msg.params().filter(|_| shared.payloads);
         if let (Some(method::NOTIFICATION_TASKS), Some(params)) = (msg.method(), msg.params()) {
@@ -123,6 +134,16 @@ where
             pending.finish(&answer, notes.as_ref());
             answer
         })
+    }
+}
+
+/// In a gateway's shared chain, the server a tool, prompt or task id
+/// names by its prefix (the gateway routes by the same table).
+fn server_named(target: Option<&Target<'_>>) -> Option<&'static str> {
+    let names = crate::servers::installed()?;
+    match target? {
+        Target::Tool(name) | Target::Prompt(name) => names.server_of(name),
+        _ => None,
     }
 }
 

@@ -42,6 +42,11 @@ pub enum Scope {
     /// subject of one issuer, or one static token) shares its buckets.
     /// Without a caller (stdio, an unauthenticated front) one set for all.
     Principal,
+    /// Per server of a gateway (`[servers.NAME]`): in the shared chain,
+    /// each server's requests (by the prefix of the tool they name) have
+    /// buckets of their own, shared by every session; in a server's own
+    /// chain, and in front of one server, the same as `global`.
+    Server,
 }
 
 /// `on_limit`: refuse at once, or hold the request for a token.

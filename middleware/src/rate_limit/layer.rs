@@ -26,6 +26,23 @@ pub(super) struct Settings {
     pub(super) scope: Scope,
 }
 
+impl Settings {
+    /// The first rule that matches, with its index.
+    pub(super) fn rule_for(&self, direction: Direction, req: &Request) -> Option<usize> {
+        self.rules.iter().position(|r| r.matches(direction, req))
+    }
+
+    /// The same rules with full buckets of their own.
+    fn fresh(&self) -> Self {
+        Self {
+            on_limit: self.on_limit,
+            max_wait: self.max_wait,
+            rules: self.rules.iter().map(Rule::fresh).collect(),
+            scope: self.scope,
+        }
+    }
+}
+
 /// What a rule matches.
 #[derive(Debug, Clone)]
 pub(super) enum Matcher {
@@ -52,10 +69,16 @@ pub(super) struct Rule {
 #[derive(Debug)]
 pub(super) struct Shared {
     pub(super) settings: Arc<Settings>,
+    /// `scope = "server"` in a gateway's shared chain: each server's
+    /// rules, by its index in the gateway (shared by every session).
+    servers: Option<PerServer>,
     /// (direction of the request, its id) → the wake-up for its cancellation.
     /// An entry lives as long as the held request's [`Hold`].
     held: Mutex<HashMap<(Direction, RequestId), Arc<Notify>>>,
 }
+
+/// Each gateway server's own copy of the rules (made on its first request).
+type PerServer = Arc<Mutex<HashMap<usize, Arc<Settings>>>>;
 
 /// Builds [`RateLimit`] services; clones share the buckets.
 #[derive(Debug, Clone)]
@@ -78,12 +101,27 @@ impl RateLimitLayer {
     }
 
     fn with(settings: Arc<Settings>) -> Self {
+        let servers = (settings.scope == Scope::Server).then(PerServer::default);
         Self {
             shared: Arc::new(Shared {
                 settings,
+                servers,
                 held: Mutex::default(),
             }),
             principals: Arc::default(),
+        }
+    }
+
+    /// The layer in the own chain of a gateway's server: its requests are
+    /// all that server's, so `scope = "server"` is one set of buckets.
+    pub fn for_server(&self) -> Self {
+        Self {
+            shared: Arc::new(Shared {
+                settings: self.shared.settings.clone(),
+                servers: None,
+                held: Mutex::default(),
+            }),
+            principals: self.principals.clone(),
         }
     }
 
@@ -94,16 +132,18 @@ impl RateLimitLayer {
     /// its caller's with `scope = "principal"`.
     pub fn for_session(&self, principal: Option<&str>) -> Self {
         let settings = &self.shared.settings;
-        let fresh = || {
-            Arc::new(Settings {
-                on_limit: settings.on_limit,
-                max_wait: settings.max_wait,
-                rules: settings.rules.iter().map(Rule::fresh).collect(),
-                scope: settings.scope,
-            })
-        };
+        let fresh = || Arc::new(settings.fresh());
         let mut layer = match settings.scope {
             Scope::Global => Self::with(settings.clone()),
+            // The same buckets for every session, as global, each server's.
+            Scope::Server => Self {
+                shared: Arc::new(Shared {
+                    settings: settings.clone(),
+                    servers: self.shared.servers.clone(),
+                    held: Mutex::default(),
+                }),
+                principals: Arc::default(),
+            },
             Scope::Session => Self::with(fresh()),
             Scope::Principal => {
                 let mut principals = lock(&self.principals);
@@ -186,20 +226,41 @@ impl fmt::Display for Rule {
 // === impl Shared ===
 
 impl Shared {
-    /// The first rule that matches, with its index.
-    pub(super) fn rule_for(&self, direction: Direction, req: &Request) -> Option<usize> {
-        self.settings
-            .rules
-            .iter()
-            .position(|r| r.matches(direction, req))
+    /// The rules `req` is judged by: the layer's, or with `scope =
+    /// "server"` in a gateway's shared chain, those of the server the tool
+    /// it names is of (one that names none, or no server, the layer's).
+    pub(super) fn settings_for(&self, req: &Request) -> Arc<Settings> {
+        let server = self.servers.as_ref().and_then(|servers| {
+            let names = crate::servers::installed()?;
+            let target = Target::of(&req.method, req.params.as_ref()).ok()??;
+            let (Target::Tool(name) | Target::Prompt(name)) = target else {
+                return None;
+            };
+            Some((servers, names.split(&name)?.0))
+        });
+        let Some((servers, k)) = server else {
+            return self.settings.clone();
+        };
+        let mut servers = lock(servers);
+        servers
+            .entry(k)
+            .or_insert_with(|| Arc::new(self.settings.fresh()))
+            .clone()
     }
 
-    /// Registers a request held for `rule`'s token.
-    pub(super) fn hold(self: &Arc<Self>, direction: Direction, id: RequestId, rule: usize) -> Hold {
+    /// Registers a request held for `rule`'s token of `settings`.
+    pub(super) fn hold(
+        self: &Arc<Self>,
+        settings: Arc<Settings>,
+        direction: Direction,
+        id: RequestId,
+        rule: usize,
+    ) -> Hold {
         let cancelled = Arc::new(Notify::new());
         lock(&self.held).insert((direction, id.clone()), cancelled.clone());
         Hold {
             shared: self.clone(),
+            settings,
             key: (direction, id),
             rule,
             cancelled,
@@ -228,6 +289,8 @@ impl Shared {
 #[derive(Debug)]
 pub(super) struct Hold {
     shared: Arc<Shared>,
+    /// The rules whose bucket the token was reserved from.
+    settings: Arc<Settings>,
     key: (Direction, RequestId),
     rule: usize,
     pub(super) cancelled: Arc<Notify>,
@@ -252,7 +315,7 @@ impl Drop for Hold {
         }
         drop(held);
         if !self.used {
-            if let Some(rule) = self.shared.settings.rules.get(self.rule) {
+            if let Some(rule) = self.settings.rules.get(self.rule) {
                 lock(&rule.bucket).refund(Instant::now());
             }
         }

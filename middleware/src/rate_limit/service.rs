@@ -61,14 +61,16 @@ where
     }
 
     fn call(&mut self, env: Envelope) -> ResponseFuture {
-        let settings = &self.shared.settings;
-        let (id, rule) = match &env.message {
-            Message::Request(req) => match self.shared.rule_for(env.direction, req) {
-                Some(rule) => (req.id.clone(), rule),
-                None => return crate::boxed(self.inner.call(env)),
-            },
+        let (id, settings, rule) = match &env.message {
+            Message::Request(req) => {
+                let settings = self.shared.settings_for(req);
+                match settings.rule_for(env.direction, req) {
+                    Some(rule) => (req.id.clone(), settings, rule),
+                    None => return crate::boxed(self.inner.call(env)),
+                }
+            }
             Message::Notification(n)
-                if settings.on_limit == OnLimit::Wait
+                if self.shared.settings.on_limit == OnLimit::Wait
                     && n.method == method::NOTIFICATION_CANCELLED =>
             {
                 // A cancellation for a request still held here: release it
@@ -123,7 +125,7 @@ where
         );
         // Held back on purpose: only this request waits, in its own future;
         // the service stays ready for the messages behind it.
-        let hold = self.shared.hold(env.direction, id, rule);
+        let hold = self.shared.hold(settings.clone(), env.direction, id, rule);
         let mut inner = self.inner.clone();
         Box::pin(async move {
             let cancelled = {

@@ -300,3 +300,36 @@ async fn a_call_whose_tool_cannot_be_read_counts_against_tool_rules() {
     assert!(is_ok(&send(&mut svc, ping(4)).await));
     assert_eq!(count(&seen, method::TOOLS_CALL), 1);
 }
+
+/// `scope = "server"` in a gateway's shared chain: each server (by the
+/// prefix of the tool) has its own buckets, shared by every session; in a
+/// server's own chain, one set.
+#[tokio::test(start_paused = true)]
+async fn each_gateway_server_has_its_own_buckets() {
+    let servers = [
+        ("gw-one".into(), "gw1".into()),
+        ("gw-two".into(), "gw2".into()),
+    ];
+    crate::servers::install(Arc::new(crate::servers::ServerNames::new("__", &servers)));
+    let seen = Seen::default();
+    let config = json!({"scope": "server", "rules": [{"tool": "*", "rate": "1/min", "burst": 1}]});
+    let shared_chain = layer(config);
+    let mut first = shared_chain.for_session(None).layer(server(seen.clone()));
+    let mut second = shared_chain.for_session(None).layer(server(seen.clone()));
+    assert!(is_ok(&send(&mut first, tool_call(1, "gw1__read")).await));
+    refusal_data(send(&mut second, tool_call(2, "gw1__write")).await);
+    assert!(
+        is_ok(&send(&mut second, tool_call(3, "gw2__read")).await),
+        "gw2's own bucket"
+    );
+    refusal_data(send(&mut first, tool_call(4, "gw2__now")).await);
+    // A server's own chain sees its own names: one set of buckets.
+    let own =
+        layer(json!({"scope": "server", "rules": [{"tool": "*", "rate": "1/min", "burst": 1}]}));
+    let mut own = own
+        .for_session(None)
+        .for_server()
+        .layer(server(seen.clone()));
+    assert!(is_ok(&send(&mut own, tool_call(5, "gw1__read")).await));
+    refusal_data(send(&mut own, tool_call(6, "gw2__read")).await);
+}

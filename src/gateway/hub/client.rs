@@ -176,7 +176,9 @@ impl Hub {
     pub(super) fn rename(&self, params: &mut Payload, key: &str) -> Option<usize> {
         let name = params.str_member(key).ok()??.into_owned();
         let (k, theirs) = self.names.split(&name)?;
-        params.set_member(key, Value::String(theirs)).ok()?;
+        params
+            .set_member(key, Value::String(theirs.to_owned()))
+            .ok()?;
         Some(k)
     }
 
@@ -188,7 +190,8 @@ impl Hub {
             "ref/prompt" => {
                 let name = reference.get("name")?.as_str()?;
                 let (k, theirs) = self.names.split(name)?;
-                reference["name"] = Value::String(theirs);
+                let theirs = Value::String(theirs.to_owned());
+                reference["name"] = theirs;
                 params.set_member("ref", reference).ok()?;
                 Some(k)
             }

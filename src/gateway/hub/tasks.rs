@@ -72,21 +72,22 @@ pub(super) fn inward(names: &Names, k: usize, value: &mut Value) {
     else {
         return;
     };
-    if let Some((owner, theirs)) = id.as_str().and_then(|text| names.split(text)) {
-        if owner == k {
-            *id = Value::String(theirs);
-        }
+    let theirs = id.as_str().and_then(|text| names.split(text));
+    if let Some((_, theirs)) = theirs.filter(|(owner, _)| *owner == k) {
+        *id = Value::String(theirs.to_owned());
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use mcp_chain_middleware::servers::ServerNames;
     use serde_json::json;
 
     #[test]
     fn a_task_id_carries_its_server() {
-        let names = Names::new("__".into(), vec!["a".into(), "b".into()]);
+        let servers = [("a".into(), "a".into()), ("b".into(), "b".into())];
+        let names = Names::new(std::sync::Arc::new(ServerNames::new("__", &servers)));
         let mut created = json!({"task": {"taskId": "t1", "status": "working"}});
         outward(&names, 1, &mut created);
         assert_eq!(created["task"]["taskId"], "b__t1");

@@ -67,6 +67,7 @@ fn a_line_is_json_with_every_field_in_order() {
         session: Some(session),
         id: Some(&id),
         method: Some("tools/call"),
+        server: Some("files"),
         tool: Some("quote\"and\\back\nslash"),
         resource: Some("file:///x"),
         resource_template: Some("file:///{p}"),
@@ -92,6 +93,7 @@ fn a_line_is_json_with_every_field_in_order() {
     let reused = Record {
         id: None,
         method: None,
+        server: None,
         tool: None,
         resource: None,
         resource_template: None,
@@ -117,6 +119,7 @@ fn a_line_is_json_with_every_field_in_order() {
             "token",
             "id",
             "method",
+            "server",
             "tool",
             "resource",
             "resource_template",

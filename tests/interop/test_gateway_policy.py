@@ -1,0 +1,181 @@
+"""Policy by server in a gateway ([servers.NAME]): the audit names each
+line's server (in the shared chain by the name's prefix, in a server's own
+chain always), a rate limit with scope = "server" gives each server its own
+buckets, approve's question names the server, and `when`/`unless` in a
+server's own chain judge each HTTP session's caller.
+
+Two copies of the demo server, prefixes `a` and `b`, with the official
+Python SDK client over stdio, and raw HTTP over the front."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from mcp import types
+
+import harness
+from harness import Chain, open_session
+from test_front_isolation import answer, post
+
+pytestmark = pytest.mark.anyio
+
+DEMO = harness.REPO / "target" / "debug" / "mcp-chain-demo-server"
+
+
+def config(tmp: Path, alpha: str = "", beta: str = "", shared: str = "", front: str = "") -> Path:
+    path = tmp / "gateway.toml"
+    path.write_text(f"""{front}
+[servers.alpha]
+command = "{DEMO}"
+prefix = "a"
+{alpha}
+[servers.beta]
+command = "{DEMO}"
+prefix = "b"
+{beta}
+[gateway]
+startup_timeout = "20s"
+{shared}
+""")
+    return path
+
+
+async def call(conn, name: str, arguments: dict) -> types.CallToolResult:
+    return await conn.session.call_tool(name, arguments)
+
+
+async def test_audit_rate_limit_and_approve_name_the_server(tmp_path: Path):
+    every = tmp_path / "all.jsonl"
+    own = tmp_path / "alpha.jsonl"
+    path = config(
+        tmp_path,
+        alpha=f"""
+[[servers.alpha.middleware]]
+type = "audit"
+path = "{own}"
+
+[[servers.alpha.middleware]]
+type = "approve"
+tools = ["add"]
+""",
+        shared=f"""
+[[middleware]]
+type = "audit"
+path = "{every}"
+
+[[middleware]]
+type = "rate_limit"
+scope = "server"
+rules = [{{ tool = "*__read_secret", rate = "1/min", burst = 1 }}]
+""",
+    )
+    asked: list[str] = []
+
+    async def allow(context, params: types.ElicitRequestParams):
+        asked.append(params.message)
+        return types.ElicitResult(action="accept", content={"decision": "allow_once"})
+
+    argv = [str(harness.MCP_CHAIN), "--config", str(path)]
+    async with open_session(argv, Chain("gateway-policy", path), label="gateway-policy", exact_argv=True,
+                            elicitation_callback=allow) as conn:
+        added = await call(conn, "a__add", {"a": 2, "b": 3})
+        assert not added.is_error and added.structured_content == {"sum": 5}, added
+        assert len(asked) == 1 and asked[0].startswith('Allow the tool "add" of the server "alpha" to run?'), asked
+        # beta's chain asks nothing: its own.
+        assert (await call(conn, "b__add", {"a": 1, "b": 1})).structured_content == {"sum": 2}
+        assert len(asked) == 1
+
+        # Each server its own bucket (the rule is written with the names the client sees).
+        assert not (await call(conn, "a__read_secret", {})).is_error
+        with pytest.raises(Exception, match="rate limit exceeded"):
+            await call(conn, "a__read_secret", {})
+        assert not (await call(conn, "b__read_secret", {})).is_error, "beta has a bucket of its own"
+
+    lines = harness.jsonl(every)
+    requests = [r for r in lines if r.get("method") == "tools/call" and r["kind"] == "request"]
+    assert [(r["tool"], r.get("server")) for r in requests] == [
+        ("a__add", "alpha"), ("b__add", "beta"), ("a__read_secret", "alpha"),
+        ("a__read_secret", "alpha"), ("b__read_secret", "beta")], requests
+    outcomes = [r.get("outcome") for r in lines if r.get("method") == "tools/call" and r["kind"] == "response"]
+    assert outcomes == ["ok", "ok", "ok", "rate_limited", "ok"], outcomes
+    # A listing merged from every server names none.
+    assert all("server" not in r for r in lines if r.get("method") == "tools/list")
+
+    # alpha's own chain: its own names, and its server on every line.
+    mine = harness.jsonl(own)
+    assert mine and all(r.get("server") == "alpha" for r in mine), mine
+    assert {r.get("tool") for r in mine if r.get("method") == "tools/call"} == {"add", "read_secret"}
+    approved = [r for r in mine if r.get("tool") == "add" and r["kind"] == "response"]
+    assert approved and approved[0]["outcome"] == "ok"
+
+
+async def test_limited_call_is_refused_with_the_rate_limit_error(tmp_path: Path):
+    path = config(tmp_path, shared="""
+[[middleware]]
+type = "rate_limit"
+scope = "server"
+rules = [{ tool = "*", rate = "1/min", burst = 1 }]
+""")
+    argv = [str(harness.MCP_CHAIN), "--config", str(path)]
+    async with open_session(argv, Chain("gateway-limit", path), label="gateway-limit", exact_argv=True) as conn:
+        assert (await call(conn, "a__add", {"a": 1, "b": 2})).structured_content == {"sum": 3}
+        with pytest.raises(Exception, match="rate limit exceeded"):
+            await call(conn, "a__add", {"a": 1, "b": 2})
+        assert (await call(conn, "b__add", {"a": 1, "b": 2})).structured_content == {"sum": 3}
+
+
+ADMIN = "admin-token-0123456789abcdef"
+GUEST = "guest-token-0123456789abcdef"
+
+
+def open_front_session(port: int, token: str) -> dict:
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+    status, hdrs, text = post(port, init, {"Authorization": f"Bearer {token}"})
+    assert status == 200, text
+    session = {"Authorization": f"Bearer {token}", "Mcp-Session-Id": hdrs["mcp-session-id"]}
+    assert post(port, {"jsonrpc": "2.0", "method": "notifications/initialized"}, session)[0] == 202
+    return session
+
+
+def tool_names(port: int, session: dict) -> set[str]:
+    status, _, text = post(port, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, session)
+    assert status == 200, text
+    return {t["name"] for t in answer(text)["result"]["tools"]}
+
+
+def test_when_and_unless_in_a_servers_chain_judge_each_sessions_caller(tmp_path: Path):
+    own = tmp_path / "beta.jsonl"
+    path = config(
+        tmp_path,
+        front=f"""[front]
+tokens = [{{ name = "admin", token = "{ADMIN}" }}, {{ name = "guest", token = "{GUEST}" }}]
+""",
+        beta=f"""
+[[servers.beta.middleware]]
+type = "filter"
+tools = {{ deny = ["read_secret"] }}
+unless = {{ subjects = ["admin"] }}
+
+[[servers.beta.middleware]]
+type = "audit"
+path = "{own}"
+""",
+    )
+    port = harness.free_port()
+    argv = [str(harness.MCP_CHAIN), "--listen", f"127.0.0.1:{port}", "--config", str(path)]
+    with harness.listening(argv, port, "gateway-front-policy"):
+        admin = open_front_session(port, ADMIN)
+        guest = open_front_session(port, GUEST)
+        assert "b__read_secret" in tool_names(port, admin)
+        guest_tools = tool_names(port, guest)
+        assert "b__read_secret" not in guest_tools and "a__read_secret" in guest_tools, guest_tools
+        call = {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "b__read_secret", "arguments": {}}}
+        refused = answer(post(port, call, guest)[2])
+        assert refused["error"]["data"]["layer"] == "filter", refused
+        assert "result" in answer(post(port, call, admin)[2])
+
+    lines = [r for r in harness.jsonl(own) if r.get("method") == "tools/call" and r["kind"] == "request"]
+    # The server's own audit: its server, and the session's caller, on each line.
+    assert [(r["server"], r["token"], r["tool"]) for r in lines] == [("beta", "admin", "read_secret")], lines
