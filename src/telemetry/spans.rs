@@ -204,6 +204,10 @@ impl Traced {
             Some(Named::Resource(uri)) => (None, None, Some(uri.as_str())),
             None => (None, None, None),
         };
+        // In a gateway, the server a tool's or prompt's prefix names.
+        let server = tool
+            .or(prompt)
+            .and_then(|n| mcp_chain_middleware::servers::installed()?.server_of(n));
         let version = op
             .version
             .as_deref()
@@ -224,6 +228,7 @@ impl Traced {
             "jsonrpc.protocol.version" = "2.0",
             "gen_ai.tool.name" = tool,
             "gen_ai.prompt.name" = prompt,
+            "mcp_chain.server.name" = server,
             "gen_ai.operation.name" = tool.map(|_| "execute_tool"),
             "network.transport" = self.transport,
             "error.type" = Empty,

@@ -16,6 +16,7 @@ from mcp import types
 
 import harness
 from harness import Chain, open_session
+from otlp_receiver import Receiver
 from test_front_isolation import answer, post
 
 pytestmark = pytest.mark.anyio
@@ -179,3 +180,22 @@ path = "{own}"
     lines = [r for r in harness.jsonl(own) if r.get("method") == "tools/call" and r["kind"] == "request"]
     # The server's own audit: its server, and the session's caller, on each line.
     assert [(r["server"], r["token"], r["tool"]) for r in lines] == [("beta", "admin", "read_secret")], lines
+
+
+async def test_spans_name_the_server_a_call_is_for(tmp_path: Path):
+    with Receiver() as receiver:
+        path = config(tmp_path, shared=f"""
+[telemetry]
+otlp_endpoint = "{receiver.url}"
+service_name = "gateway-policy"
+""")
+        argv = [str(harness.MCP_CHAIN), "--config", str(path)]
+        async with open_session(argv, Chain("gateway-spans", path), label="gateway-spans", exact_argv=True) as conn:
+            assert (await call(conn, "b__add", {"a": 1, "b": 2})).structured_content == {"sum": 3}
+
+        def traced():
+            return [s for s in receiver.snapshot() if s["name"] == "tools/call b__add" and s["kind"] == "server"]
+
+        [span] = harness.wait_until(traced, 20)
+        assert span["attributes"]["mcp_chain.server.name"] == "beta", span["attributes"]
+        assert span["attributes"]["gen_ai.tool.name"] == "b__add"
