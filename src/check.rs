@@ -274,7 +274,11 @@ fn servers(report: &mut String, gateway: &crate::config::GatewayConfig) {
         gateway.separator, gateway.startup_timeout
     );
     for server in &gateway.servers {
-        let label = format!("  {} (prefix {:?})", server.name, server.prefix);
+        let uris = match &server.uri_prefix {
+            Some(prefix) => format!(", URIs as {prefix}scheme://…"),
+            None => String::new(),
+        };
+        let label = format!("  {} (prefix {:?}{uris})", server.name, server.prefix);
         describe(report, &label, "    ", &server.upstream);
         let layers: Vec<&str> = server.chain.iter().map(|e| e.layer.name()).collect();
         let _ = match layers.is_empty() {

@@ -22,6 +22,8 @@ struct Named {
     name: String,
     /// `{prefix}{separator}`; empty for the server without a prefix.
     head: String,
+    /// `NAME+`, when its resource URIs are offered so.
+    uri_head: Option<String>,
 }
 
 impl ServerNames {
@@ -35,12 +37,27 @@ impl ServerNames {
                     true => String::new(),
                     false => format!("{prefix}{separator}"),
                 },
+                uri_head: None,
             })
             .collect();
         Self {
             separator: separator.to_owned(),
             servers,
         }
+    }
+
+    /// Server `k`'s resource URIs are offered as `{uri_head}scheme://…`.
+    pub fn with_uri_head(mut self, k: usize, uri_head: String) -> Self {
+        self.servers[k].uri_head = Some(uri_head);
+        self
+    }
+
+    /// The name of the server a URI's prefix names (`resources = "prefix"`).
+    pub fn server_of_uri(&self, uri: &str) -> Option<&str> {
+        self.servers.iter().find_map(|s| {
+            let head = s.uri_head.as_deref()?;
+            (uri.len() > head.len() && uri.starts_with(head)).then_some(s.name.as_str())
+        })
     }
 
     pub fn separator(&self) -> &str {
@@ -140,5 +157,8 @@ mod tests {
         assert_eq!(bare.split("read"), Some((0, "read")));
         assert_eq!(bare.split("t__now"), Some((1, "now")));
         assert_eq!(bare.join(0, "read"), "read");
+        let uris = bare.with_uri_head(0, "files+".into());
+        assert_eq!(uris.server_of_uri("files+file:///a"), Some("files"));
+        assert_eq!(uris.server_of_uri("file:///a"), None);
     }
 }

@@ -4,7 +4,9 @@
 //! chain (`[[servers.NAME.middleware]]`, inside the shared
 //! `[[middleware]]`). `[gateway]` says how names are joined (`separator`,
 //! default `"__"`) and how long `initialize` waits for servers to start
-//! (`startup_timeout`, default 10 s).
+//! (`startup_timeout`, default 10 s). `resources = "prefix"` offers a
+//! server's resource URIs as `NAME+scheme://…` (two servers may then
+//! offer the same URI).
 //!
 //! A config holds `[upstream]` or `[servers.*]`, never both.
 
@@ -42,8 +44,19 @@ pub struct ServerConfig {
     pub name: String,
     pub prefix: String,
     pub upstream: UpstreamConfig,
+    /// `resources = "prefix"`: its URIs are offered as `NAME+scheme://…`
+    /// (this is the `NAME+`), and read back without it.
+    pub uri_prefix: Option<String>,
     /// Its own layers, inside the shared chain; the first is outermost.
     pub(crate) chain: Vec<Entry>,
+}
+
+/// Whether `name` can start a URI scheme (`NAME+scheme:`): a letter, then
+/// letters, digits, `+`, `-` or `.` (RFC 3986 §3.1).
+fn scheme_chars(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars.next().is_some_and(|c| c.is_ascii_alphabetic())
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
 }
 
 /// Whether `text` is made only of what a tool name may hold.
@@ -164,6 +177,24 @@ fn server(name: &str, table: toml::Value, problems: &mut Vec<Problem>) -> Option
             return None;
         }
     };
+    let uri_prefix = match table.remove("resources") {
+        None => None,
+        Some(toml::Value::String(how)) if how == "prefix" && scheme_chars(name) => {
+            Some(format!("{name}+"))
+        }
+        Some(toml::Value::String(how)) if how == "prefix" => {
+            problems.push(at(format!(
+                "resources: \"prefix\" writes URIs as {name}+scheme://…, and {name:?} cannot start a URI scheme (a letter, then letters, digits, + - .): rename the server"
+            )));
+            return None;
+        }
+        Some(other) => {
+            problems.push(at(format!(
+                "resources: {other:?} is not \"prefix\" (the one way to rewrite a server's URIs; leave it out to keep them as they are)"
+            )));
+            return None;
+        }
+    };
     let mut chain = Vec::new();
     let entries = match table.remove("middleware") {
         None => Vec::new(),
@@ -205,6 +236,7 @@ fn server(name: &str, table: toml::Value, problems: &mut Vec<Problem>) -> Option
         name: name.to_owned(),
         prefix,
         upstream: upstream?,
+        uri_prefix,
         chain,
     })
 }

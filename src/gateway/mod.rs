@@ -71,7 +71,13 @@ impl Gateway {
             .iter()
             .map(|s| (s.name.clone(), s.prefix.clone()))
             .collect();
-        let names = Arc::new(ServerNames::new(&gateway.separator, &servers));
+        let mut names = ServerNames::new(&gateway.separator, &servers);
+        for (k, server) in gateway.servers.iter().enumerate() {
+            if let Some(head) = &server.uri_prefix {
+                names = names.with_uri_head(k, head.clone());
+            }
+        }
+        let names = Arc::new(names);
         // The shared chain's layers read the same table (the audit's
         // `server`, a rate limit per server).
         mcp_chain_middleware::servers::install(names.clone());
@@ -193,6 +199,7 @@ fn start_member(
     });
     let member = Member {
         name: server.name.clone(),
+        uri_prefix: server.uri_prefix.clone(),
         to,
         state: State::Starting,
     };

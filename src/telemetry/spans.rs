@@ -204,10 +204,13 @@ impl Traced {
             Some(Named::Resource(uri)) => (None, None, Some(uri.as_str())),
             None => (None, None, None),
         };
-        // In a gateway, the server a tool's or prompt's prefix names.
-        let server = tool
-            .or(prompt)
-            .and_then(|n| mcp_chain_middleware::servers::installed()?.server_of(n));
+        // In a gateway, the server a tool's or prompt's prefix names (or a
+        // URI's, with `resources = "prefix"`).
+        let server =
+            mcp_chain_middleware::servers::installed().and_then(|names| match tool.or(prompt) {
+                Some(name) => names.server_of(name),
+                None => names.server_of_uri(uri?),
+            });
         let version = op
             .version
             .as_deref()

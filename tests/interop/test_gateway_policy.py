@@ -9,6 +9,7 @@ Python SDK client over stdio, and raw HTTP over the front."""
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -199,3 +200,40 @@ service_name = "gateway-policy"
         [span] = harness.wait_until(traced, 20)
         assert span["attributes"]["mcp_chain.server.name"] == "beta", span["attributes"]
         assert span["attributes"]["gen_ai.tool.name"] == "b__add"
+
+
+async def test_resources_prefix_lets_two_servers_offer_the_same_uri(tmp_path: Path):
+    """Both demo servers offer demo://readme: alone they clash (neither is
+    listed); with alpha's URIs prefixed, each is listed and read from its
+    own server, the prefix on every URI alpha's answers carry."""
+    every = tmp_path / "all.jsonl"
+    path = config(tmp_path, alpha='resources = "prefix"', shared=f'[[middleware]]\ntype = "audit"\npath = "{every}"\n')
+    argv = [str(harness.MCP_CHAIN), "--config", str(path)]
+    async with open_session(argv, Chain("gateway-uris", path), label="gateway-uris", exact_argv=True) as conn:
+        listed = {str(r.uri) for r in (await conn.session.list_resources()).resources}
+        assert {"alpha+demo://readme", "demo://readme"} <= listed, listed
+        templates = {t.uri_template for t in (await conn.session.list_resource_templates()).resource_templates}
+        assert {"alpha+demo://notes/{name}", "demo://notes/{name}"} <= templates, templates
+
+        read = await conn.session.read_resource("alpha+demo://readme")
+        assert str(read.contents[0].uri) == "alpha+demo://readme"
+        assert str((await conn.session.read_resource("demo://readme")).contents[0].uri) == "demo://readme"
+        note = await conn.session.read_resource("alpha+demo://notes/gateways")
+        assert str(note.contents[0].uri) == "alpha+demo://notes/gateways"
+        assert note.contents[0].text == "Notes on gateways: nothing yet.\n"
+        with pytest.raises(Exception, match="no server behind this mcp-chain offers that"):
+            await conn.session.read_resource("gamma+demo://readme")
+    assert "two servers list the same resource" not in conn.stderr.read_text()
+    reads = [r for r in harness.jsonl(every) if r.get("method") == "resources/read" and r["kind"] == "request"]
+    assert [(r["resource"], r.get("server")) for r in reads] == [
+        ("alpha+demo://readme", "alpha"), ("demo://readme", None),
+        ("alpha+demo://notes/gateways", "alpha"), ("gamma+demo://readme", None)], reads
+
+
+def test_resources_prefix_needs_a_name_that_starts_a_scheme(tmp_path: Path):
+    for table, expected in (('[servers.my_files]\ncommand = "x"\nresources = "prefix"\n', "cannot start a URI scheme"),
+                            ('[servers.files]\ncommand = "x"\nresources = "rename"\n', 'is not "prefix"')):
+        path = tmp_path / "bad.toml"
+        path.write_text(table)
+        done = subprocess.run([str(harness.MCP_CHAIN), "check", "--config", str(path)], capture_output=True, text=True, timeout=30)
+        assert done.returncode != 0 and expected in done.stderr + done.stdout, (done.stdout, done.stderr)

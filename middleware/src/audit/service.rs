@@ -137,13 +137,14 @@ where
     }
 }
 
-/// In a gateway's shared chain, the server a tool, prompt or task id
-/// names by its prefix (the gateway routes by the same table).
+/// In a gateway's shared chain, the server a tool or prompt names by its
+/// prefix, or a URI by its (`resources = "prefix"`): the gateway routes by
+/// the same table.
 fn server_named(target: Option<&Target<'_>>) -> Option<&'static str> {
     let names = crate::servers::installed()?;
     match target? {
         Target::Tool(name) | Target::Prompt(name) => names.server_of(name),
-        _ => None,
+        Target::Resource(uri) | Target::ResourceTemplate(uri) => names.server_of_uri(uri),
     }
 }
 

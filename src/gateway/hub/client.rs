@@ -133,11 +133,7 @@ impl Hub {
             method::TOOLS_CALL | method::PROMPTS_GET => self.rename(params, "name"),
             method::RESOURCES_READ
             | method::RESOURCES_SUBSCRIBE
-            | method::RESOURCES_UNSUBSCRIBE => params
-                .str_member("uri")
-                .ok()
-                .flatten()
-                .and_then(|uri| self.owners.of(&uri)),
+            | method::RESOURCES_UNSUBSCRIBE => self.uri_owner(params),
             method::TASKS_GET
             | method::TASKS_RESULT
             | method::TASKS_CANCEL
@@ -182,6 +178,19 @@ impl Hub {
         Some(k)
     }
 
+    /// The owner of the URI in `params`: the server its prefix names (the
+    /// prefix taken off), else the one that listed it.
+    fn uri_owner(&self, params: &mut Payload) -> Option<usize> {
+        let uri = params.str_member("uri").ok()??.into_owned();
+        let Some((k, theirs)) = self.prefixed_owner(&uri) else {
+            return self.owners.of(&uri);
+        };
+        params
+            .set_member("uri", Value::String(theirs.to_owned()))
+            .ok()?;
+        Some(k)
+    }
+
     /// The owner of what a completion's `ref` names: a prompt by its
     /// prefix (renamed), a resource template by who listed it.
     fn completion_owner(&self, params: &mut Payload) -> Option<usize> {
@@ -195,7 +204,15 @@ impl Hub {
                 params.set_member("ref", reference).ok()?;
                 Some(k)
             }
-            "ref/resource" => self.owners.of(reference.get("uri")?.as_str()?),
+            "ref/resource" => {
+                let uri = reference.get("uri")?.as_str()?;
+                let Some((k, theirs)) = self.prefixed_owner(uri) else {
+                    return self.owners.of(uri);
+                };
+                reference["uri"] = Value::String(theirs.to_owned());
+                params.set_member("ref", reference).ok()?;
+                Some(k)
+            }
             _ => None,
         }
     }

@@ -18,7 +18,9 @@ const UNROUTED_AT_MOST: usize = 64;
 impl Hub {
     /// Asks server `k` what resources and templates it has.
     pub(super) fn learn(&mut self, k: usize) {
+        // A server whose URIs carry its prefix is found by the prefix.
         let offers = match &self.members[k].state {
+            State::Up(_) if self.members[k].uri_prefix.is_some() => false,
             State::Up(result) => result.pointer("/capabilities/resources").is_some(),
             _ => false,
         };

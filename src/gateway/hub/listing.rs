@@ -206,6 +206,7 @@ impl Hub {
             .flatten()
             .filter(|c| !c.is_null());
         let (names, owners) = (&self.names, &mut self.owners);
+        let prefix = self.members[k].uri_prefix.as_deref();
         let edited = part.edit_items(listing.array(), |item| match listing {
             Listing::Tools | Listing::Prompts => {
                 let Some(name) = item.str_member("name") else {
@@ -222,12 +223,23 @@ impl Hub {
                     }
                 }
             }
-            Listing::Resources => item
-                .str_member("uri")
-                .is_some_and(|uri| owners.note(k, &uri, false)),
-            Listing::Templates => item
-                .str_member("uriTemplate")
-                .is_some_and(|uri| owners.note(k, &uri, true)),
+            Listing::Resources | Listing::Templates => {
+                let (key, template) = match listing {
+                    Listing::Templates => ("uriTemplate", true),
+                    _ => ("uri", false),
+                };
+                let Some(uri) = item.str_member(key) else {
+                    return false;
+                };
+                match prefix {
+                    // Its own by the prefix: nothing to note, no clash.
+                    Some(prefix) => {
+                        item.set(key, Value::String(format!("{prefix}{uri}")));
+                        true
+                    }
+                    None => owners.note(k, &uri, template),
+                }
+            }
             Listing::Tasks => {
                 if let Some(id) = item.str_member("taskId") {
                     let id = names.task(k, &id);

@@ -26,6 +26,7 @@ mod learn;
 mod listing;
 mod server;
 mod tasks;
+mod uris;
 use super::names::{Cursors, Names, Owners};
 use crate::peer::Read;
 use mcp_chain_middleware::message::{method, Incoming};
@@ -37,6 +38,8 @@ use tokio::sync::mpsc;
 /// One server, as the hub sees it.
 pub(super) struct Member {
     pub(super) name: String,
+    /// `resources = "prefix"`: `NAME+`, before each URI it offers.
+    pub(super) uri_prefix: Option<String>,
     /// The way into its session (as its client).
     pub(super) to: mpsc::Sender<Read>,
     pub(super) state: State,

@@ -102,6 +102,9 @@ impl Hub {
                     super::tasks::edited(&mut response.result, |v| {
                         super::tasks::outward(&self.names, k, v)
                     });
+                    if let Some(prefix) = self.uri_prefix(k) {
+                        super::uris::prefixed(&mut response.result, prefix);
+                    }
                 }
                 self.send_client(answer).await;
             }
@@ -122,6 +125,11 @@ impl Hub {
     ) {
         if let Some(params) = &mut note.params {
             super::tasks::edited(params, |v| super::tasks::outward(&self.names, k, v));
+            if let (Some(prefix), method::NOTIFICATION_RESOURCES_UPDATED) =
+                (self.uri_prefix(k), note.method.as_str())
+            {
+                super::uris::prefixed(params, prefix);
+            }
         }
         if note.method == method::NOTIFICATION_RESOURCES_LIST_CHANGED && self.client_initialized {
             self.learn(k);
