@@ -8,7 +8,11 @@ use std::fmt::Write as _;
 use std::io::Write as _;
 use std::process::ExitCode;
 
-pub(crate) fn run(config: &Config, upstream: &Result<UpstreamConfig, ArgError>) -> ExitCode {
+pub(crate) fn run(
+    config: &Config,
+    upstream: &Result<UpstreamConfig, ArgError>,
+    list: bool,
+) -> ExitCode {
     let origin = config.path.as_ref().map_or_else(
         || "(no config file)".to_owned(),
         |p| p.display().to_string(),
@@ -108,6 +112,25 @@ pub(crate) fn run(config: &Config, upstream: &Result<UpstreamConfig, ArgError>) 
         }
         None => report.push_str("console: off\n"),
     }
+    let mut listed_ok = true;
+    if list {
+        let served = match (upstream, &config.gateway) {
+            (_, Some(gateway)) => Some((
+                crate::relay::Served::Many(crate::gateway::Gateway::new(config, gateway.clone())),
+                gateway.startup_timeout + LIST_WAIT,
+            )),
+            (Ok(upstream), None) => Some((crate::relay::Served::One(upstream.clone()), LIST_WAIT)),
+            (Err(_), None) => None,
+        };
+        match served.map(|(served, wait)| crate::listed::report(config, &served, wait)) {
+            Some(Ok(listed)) => report.push_str(&listed),
+            Some(Err(e)) => {
+                listed_ok = false;
+                let _ = writeln!(report, "listed: failed: {e}");
+            }
+            None => report.push_str("listed: no server to list\n"),
+        }
+    }
     // `check` prints its report on stdout: it is not a proxy session.
     if std::io::stdout()
         .lock()
@@ -116,8 +139,14 @@ pub(crate) fn run(config: &Config, upstream: &Result<UpstreamConfig, ArgError>) 
     {
         return ExitCode::FAILURE;
     }
-    ExitCode::SUCCESS
+    match listed_ok {
+        true => ExitCode::SUCCESS,
+        false => ExitCode::FAILURE,
+    }
 }
+
+/// How long `--list` waits for the listings (past a gateway's start-up).
+const LIST_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// What telemetry would do, the `OTEL_*` variables applied (endpoints
 /// without a password or query; OTLP headers never).

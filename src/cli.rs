@@ -85,6 +85,11 @@ pub struct Cli {
 pub enum Command {
     /// Validate the config, print the effective chain, exit 0 (valid) or 1.
     Check {
+        /// With [servers.*]: start every server and list what the client
+        /// would see (tools, prompts, resources, templates), with each
+        /// name left out and why.
+        #[arg(long)]
+        list: bool,
         /// A server command to check instead of [upstream], after `--`.
         #[arg(last = true, value_name = "SERVER_COMMAND")]
         server: Vec<String>,

@@ -37,6 +37,7 @@
 //! - `reload`: SIGHUP and a watched config taken up without a restart.
 //! - `telemetry`: OpenTelemetry spans, metrics and `/metrics`.
 //! - `check`: `mcp-chain check`, the effective config as a person reads it.
+//! - `listed`: `mcp-chain check --list`, what a client would be offered.
 //! - `pins`: `mcp-chain pin list|accept`.
 //! - `memory`: how the allocator is asked to keep memory it reuses.
 //! - `platform`: what differs between Linux, macOS and Windows (process
@@ -64,6 +65,7 @@ mod console;
 mod front;
 mod gateway;
 mod layers;
+mod listed;
 mod mcp_http;
 #[cfg(feature = "remote")]
 mod oauth;
@@ -211,7 +213,9 @@ fn run(cli: &Cli, config: Config, background: Background) -> ExitCode {
         Some(_) => Reloading::default(),
     };
     match &cli.command {
-        Some(Command::Check { server }) => check::run(&config, &upstream_for(&config, cli, server)),
+        Some(Command::Check { server, list }) => {
+            check::run(&config, &upstream_for(&config, cli, server), *list)
+        }
         Some(Command::Pin { action }) => pins::run(&config, action),
         Some(Command::Console) => console::run_command(cli.config.as_deref()),
         Some(Command::Approve { action }) => approvals::run(action),

@@ -237,3 +237,42 @@ def test_resources_prefix_needs_a_name_that_starts_a_scheme(tmp_path: Path):
         path.write_text(table)
         done = subprocess.run([str(harness.MCP_CHAIN), "check", "--config", str(path)], capture_output=True, text=True, timeout=30)
         assert done.returncode != 0 and expected in done.stderr + done.stdout, (done.stdout, done.stderr)
+
+
+def test_check_list_shows_what_a_client_is_offered_and_what_was_left_out(tmp_path: Path):
+    long_prefix = "p" * 120
+    path = tmp_path / "list.toml"
+    path.write_text(f"""
+[servers.alpha]
+command = "{DEMO}"
+prefix = "a"
+resources = "prefix"
+
+[[servers.alpha.middleware]]
+type = "filter"
+tools = {{ deny = ["read_secret"] }}
+
+[servers.beta]
+command = "{DEMO}"
+prefix = "{long_prefix}"
+
+[servers.gone]
+command = "{tmp_path / 'no-such-server'}"
+
+[gateway]
+startup_timeout = "10s"
+""")
+    done = subprocess.run([str(harness.MCP_CHAIN), "check", "--list", "--config", str(path)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    listed = out[out.index("listed, as a client sees it:"):]
+    tools = listed[listed.index("  tools ("):listed.index("  prompts")]
+    assert "    a__add\n" in tools and "    a__echo\n" in tools
+    assert "a__read_secret" not in tools, "alpha's own filter applies"
+    assert f"    {long_prefix}__add\n" in tools, "short enough"
+    assert f"{long_prefix}__slow_count" not in tools, "past 128 with its prefix"
+    assert "    alpha+demo://readme\n" in listed and "    demo://readme\n" in listed
+    said = out[out.index("said while listing"):]
+    assert "left out server=beta name=slow_count" in said, said
+    assert "a server is gone" in said and "server=gone" in said, said
