@@ -23,7 +23,7 @@ fn recipes(page: &str) -> Vec<(String, String)> {
 
 #[test]
 fn every_recipe_prints_what_the_docs_show() {
-    run_recipes("docs/recipes.md", 6);
+    run_recipes("docs/recipes.md", 8);
 }
 
 #[test]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+import anyio
 import pytest
 from mcp import types
 
@@ -276,3 +277,53 @@ startup_timeout = "10s"
     said = out[out.index("said while listing"):]
     assert "left out server=beta name=slow_count" in said, said
     assert "a server is gone" in said and "server=gone" in said, said
+
+
+FAKE = harness.REPO / "target" / "debug" / "fake-mcp-server"
+
+
+async def test_a_server_that_dies_is_restarted_alone_and_the_client_told(tmp_path: Path):
+    """restart = "on-failure" on one server: its crash answers its call
+    -32000, it is started again inside its own session (another process),
+    the client hears list_changed, and the other server never noticed."""
+    path = tmp_path / "restart.toml"
+    path.write_text(f"""
+[servers.fake]
+command = "{FAKE}"
+args = ["--label", "{harness.RUN_MARKER}"]
+prefix = "f"
+restart = "on-failure"
+restart_backoff = "100ms"
+
+[servers.demo]
+command = "{DEMO}"
+prefix = "d"
+
+[gateway]
+startup_timeout = "20s"
+""")
+    argv = [str(harness.MCP_CHAIN), "--config", str(path)]
+    async with open_session(argv, Chain("gateway-restart", path), label="gateway-restart", exact_argv=True) as conn:
+        async def pid() -> int:
+            result = await call(conn, "f__env", {"names": []})
+            return int(result.structured_content["pid"])
+
+        first = await pid()
+        with pytest.raises(Exception) as crashed:
+            await call(conn, "f__crash", {"code": 3})
+        assert crashed.value.error.code == -32000 and "the server exited (exit status: 3)" in crashed.value.error.message
+        assert (await call(conn, "d__add", {"a": 1, "b": 1})).structured_content == {"sum": 2}
+
+        async def restarted() -> int:
+            with anyio.fail_after(30):
+                while True:
+                    try:
+                        return await pid()
+                    except Exception:
+                        await anyio.sleep(0.1)
+
+        second = await restarted()
+        assert second != first, "another process"
+        await conn.wait_for(lambda: conn.incoming("notifications/tools/list_changed"), 10, "list_changed")
+        names = {t.name for t in (await conn.session.list_tools()).tools}
+        assert {"f__echo", "d__add"} <= names
