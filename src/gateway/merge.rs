@@ -69,6 +69,24 @@ pub(super) fn initialize(params: &Value, answers: &[(&str, &Value)]) -> Value {
     result
 }
 
+/// The answer to `server/discover` (2026-07-28) from the servers' answers:
+/// what `initialize` would say, with the revisions mcp-chain serves.
+pub(super) fn discover(answers: &[(&str, &Value)]) -> Value {
+    let mut result = initialize(&json!({}), answers);
+    if let Value::Object(result) = &mut result {
+        result.remove("protocolVersion");
+        result.insert(
+            "supportedVersions".into(),
+            json!(crate::mcp_http::REVISIONS),
+        );
+        // What the servers offer changes as they join and leave.
+        result.insert("resultType".into(), json!("complete"));
+        result.insert("ttlMs".into(), json!(0));
+        result.insert("cacheScope".into(), json!("private"));
+    }
+    result
+}
+
 /// `from` merged into `into`: objects member by member, anything else
 /// kept as first seen.
 fn union(into: &mut Value, from: &Value) {

@@ -12,6 +12,16 @@ const DEFERRED_AT_MOST: usize = 256;
 
 impl Hub {
     pub(in crate::gateway) async fn client_sent(&mut self, message: Message) {
+        // A 2026-07-28 client's first request starts the servers.
+        if let Message::Request(request) = &message {
+            let fresh = self.client_params.is_none() && self.modern.is_none();
+            if fresh && super::modern::is_modern(request) {
+                self.start_modern(request);
+                if request.method == method::SERVER_DISCOVER {
+                    return; // answered once the servers are up
+                }
+            }
+        }
         // While the servers start, only a ping is answered; the rest waits
         // for the client's initialize to be answered.
         let waits = match &message {
@@ -67,6 +77,7 @@ impl Hub {
         match request.method.as_str() {
             method::INITIALIZE => self.initialize(id, small()),
             method::PING => self.send_client(Message::response(id, json!({}))).await,
+            method::SERVER_DISCOVER => self.discover_now(id).await,
             method::LOGGING_SET_LEVEL => {
                 let params = small();
                 for k in self.up_members() {

@@ -10,7 +10,7 @@ use super::{Hub, Pending, State};
 use crate::gateway::names::Listing;
 use mcp_chain_middleware::message::{method, Request};
 use mcp_chain_middleware::Message;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 /// Reads that may wait for what the servers list.
 const UNROUTED_AT_MOST: usize = 64;
@@ -31,7 +31,7 @@ impl Hub {
             (Listing::Resources, method::RESOURCES_LIST),
             (Listing::Templates, method::RESOURCES_TEMPLATES_LIST),
         ] {
-            let message = Message::request(0, name, Some(json!({})));
+            let message = Message::request(0, name, Some(self.own_params()));
             self.send_server(k, message, Pending::Learn { k, listing });
         }
     }

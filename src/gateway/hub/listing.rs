@@ -168,15 +168,17 @@ impl Hub {
         page.extend_from_slice(format!(",\"result\":{{\"{array}\":[").as_bytes());
         let mut more = Continuation::new();
         let mut first = true;
+        let mut hints = Hints::default();
         for (k, mut part) in m.parts {
             let next = self.items(k, m.listing, &mut part);
             more.extend(next.map(|cursor| (k, cursor)));
             let mut written = Vec::with_capacity(part.json_len());
             part.write(&mut written);
-            let Some(items) = items_text(&written, array) else {
+            let Some((items, hinted)) = items_text(&written, array) else {
                 tracing::warn!(server = %self.members[k].name, "gateway: a listing that is not an object with an array is left out");
                 continue;
             };
+            hints.add(&hinted);
             if !items.is_empty() {
                 if !first {
                     page.push(b',');
@@ -190,6 +192,11 @@ impl Hub {
             let token = self.cursors.issue(more);
             page.extend_from_slice(b",\"nextCursor\":");
             page.extend_from_slice(&serde_json::to_vec(&token).unwrap_or_default());
+        }
+        if self.modern.is_some() {
+            // 2026-07-28: a complete result, cacheable as its least
+            // cacheable part.
+            hints.write(&mut page);
         }
         page.extend_from_slice(b"}}");
         let _ = self.up.send(Read::parse(&page)).await;
@@ -256,16 +263,62 @@ impl Hub {
 }
 
 /// The items of the array `array` in a listing's written JSON, as text
-/// (without the brackets); `None` when it is not an object with such an
-/// array (a missing array is an empty one).
-fn items_text<'t>(written: &'t [u8], array: &str) -> Option<&'t str> {
+/// (without the brackets), and its caching hints; `None` when it is not
+/// an object with such an array (a missing array is an empty one).
+fn items_text<'t>(written: &'t [u8], array: &str) -> Option<(&'t str, Hints)> {
     let members: HashMap<String, &RawValue> = serde_json::from_slice(written).ok()?;
+    let hinted = Hints {
+        ttl_ms: members
+            .get("ttlMs")
+            .and_then(|t| serde_json::from_str::<u64>(t.get()).ok())
+            .unwrap_or(0),
+        public: members
+            .get("cacheScope")
+            .is_some_and(|s| s.get() == "\"public\""),
+    };
     let Some(raw) = members.get(array) else {
-        return Some("");
+        return Some(("", hinted));
     };
     let text = raw.get().trim();
     let inner = text.strip_prefix('[')?.strip_suffix(']')?;
-    Some(inner.trim())
+    Some((inner.trim(), hinted))
+}
+
+/// 2026-07-28 caching hints (`ttlMs`, `cacheScope`): a merged page is as
+/// fresh as its stalest part, and public only when every part is (a part
+/// without hints: 0 and private, as the specification reads them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Hints {
+    ttl_ms: u64,
+    public: bool,
+}
+
+impl Default for Hints {
+    fn default() -> Self {
+        Self {
+            ttl_ms: u64::MAX,
+            public: true,
+        }
+    }
+}
+
+impl Hints {
+    fn add(&mut self, part: &Hints) {
+        self.ttl_ms = self.ttl_ms.min(part.ttl_ms);
+        self.public &= part.public;
+    }
+
+    fn write(&self, page: &mut Vec<u8>) {
+        let ttl = match self.ttl_ms {
+            u64::MAX => 0, // no part: nothing to keep
+            ttl => ttl,
+        };
+        let scope = if self.public { "public" } else { "private" };
+        page.extend_from_slice(
+            format!(",\"resultType\":\"complete\",\"ttlMs\":{ttl},\"cacheScope\":\"{scope}\"")
+                .as_bytes(),
+        );
+    }
 }
 
 fn method_of(listing: Listing) -> &'static str {
@@ -280,31 +333,74 @@ fn method_of(listing: Listing) -> &'static str {
 
 #[cfg(test)]
 mod tests {
-    use super::items_text;
+    use super::{items_text, Hints};
+
+    fn items(page: &'static [u8], array: &str) -> Option<&'static str> {
+        items_text(page, array).map(|(items, _)| items)
+    }
 
     #[test]
     fn the_items_of_a_written_listing_are_found_as_text() {
         let page = br#"{"nextCursor":"c","tools":[ {"name":"a__x"}, {"name":"a__y","inputSchema":{"type":"object"}} ] }"#;
         assert_eq!(
-            items_text(page, "tools"),
+            items(page, "tools"),
             Some(r#"{"name":"a__x"}, {"name":"a__y","inputSchema":{"type":"object"}}"#)
         );
-        assert_eq!(items_text(br#"{"tools":[]}"#, "tools"), Some(""));
+        assert_eq!(items(br#"{"tools":[]}"#, "tools"), Some(""));
         assert_eq!(
-            items_text(br#"{"prompts":[1]}"#, "tools"),
+            items(br#"{"prompts":[1]}"#, "tools"),
             Some(""),
             "none: empty"
         );
         assert_eq!(
-            items_text(br#"{"tools":{"a":1}}"#, "tools"),
+            items(br#"{"tools":{"a":1}}"#, "tools"),
             None,
             "not an array"
         );
-        assert_eq!(items_text(br#"[1,2]"#, "tools"), None, "not an object");
+        assert_eq!(items(br#"[1,2]"#, "tools"), None, "not an object");
         assert_eq!(
-            items_text(br#"{"to\u006fls":[3]}"#, "tools"),
+            items(br#"{"to\u006fls":[3]}"#, "tools"),
             Some("3"),
             "an escaped key"
+        );
+    }
+
+    #[test]
+    fn a_merged_page_is_as_cacheable_as_its_least_cacheable_part() {
+        let (_, a) = items_text(
+            br#"{"tools":[],"ttlMs":60000,"cacheScope":"public"}"#,
+            "tools",
+        )
+        .unwrap();
+        let (_, b) = items_text(
+            br#"{"tools":[],"ttlMs":5000,"cacheScope":"public"}"#,
+            "tools",
+        )
+        .unwrap();
+        let (_, bare) = items_text(br#"{"tools":[]}"#, "tools").unwrap();
+        let mut merged = Hints::default();
+        merged.add(&a);
+        merged.add(&b);
+        assert_eq!(
+            merged,
+            Hints {
+                ttl_ms: 5000,
+                public: true
+            }
+        );
+        merged.add(&bare);
+        assert_eq!(
+            merged,
+            Hints {
+                ttl_ms: 0,
+                public: false
+            }
+        );
+        let mut written = Vec::new();
+        Hints::default().write(&mut written);
+        assert_eq!(
+            written,
+            br#","resultType":"complete","ttlMs":0,"cacheScope":"public""#
         );
     }
 }

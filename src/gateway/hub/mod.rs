@@ -24,6 +24,7 @@ use super::merge;
 mod client;
 mod learn;
 mod listing;
+mod modern;
 mod server;
 mod tasks;
 mod uris;
@@ -73,14 +74,22 @@ enum Pending {
     },
     /// The `initialize` the gateway sent server `k`.
     Initialize { k: usize },
+    /// The `server/discover` the gateway sent server `k` (a 2026-07-28
+    /// client's gateway).
+    Discover { k: usize },
     /// An answer nobody waits for (`logging/setLevel` beyond the first).
     Quiet { k: usize },
 }
 
-/// The client's `initialize`, while the servers answer theirs.
+/// The client's `initialize` (or a 2026-07-28 client's first request),
+/// while the servers answer theirs.
 struct Startup {
-    client: RequestId,
+    /// What to answer: its `initialize` or `server/discover` (`None`: a
+    /// 2026-07-28 request, which waits with the rest).
+    client: Option<RequestId>,
     params: Value,
+    /// Answered as `server/discover` is.
+    discover: bool,
 }
 
 pub(super) struct Hub {
@@ -97,6 +106,8 @@ pub(super) struct Hub {
     client_params: Option<Value>,
     startup: Option<Startup>,
     client_initialized: bool,
+    /// A 2026-07-28 client's: the `_meta` the gateway's own requests carry.
+    modern: Option<Value>,
     /// Reads of URIs no server was known to own, waiting for what the
     /// servers list (`learn.rs`).
     unrouted: Vec<mcp_chain_middleware::message::Request>,
@@ -150,6 +161,7 @@ impl Hub {
             client_params: None,
             startup: None,
             client_initialized: false,
+            modern: None,
             deferred: Vec::new(),
             unrouted: Vec::new(),
             mergings: HashMap::new(),
@@ -199,7 +211,11 @@ impl Hub {
 
     fn initialize(&mut self, client: RequestId, params: Value) {
         self.client_params = Some(params.clone());
-        self.startup = Some(Startup { client, params });
+        self.startup = Some(Startup {
+            client: Some(client),
+            params,
+            discover: false,
+        });
         for k in 0..self.members.len() {
             self.send_initialize(k);
         }
@@ -232,17 +248,26 @@ impl Hub {
         {
             tracing::warn!(server = %member.name, "gateway: not up when the client's initialize was answered; it joins when it is");
         }
-        let answers: Vec<(&str, &Value)> = self
-            .members
-            .iter()
-            .filter_map(|m| match &m.state {
-                State::Up(result) => Some((m.name.as_str(), result)),
-                _ => None,
-            })
-            .collect();
-        let result = merge::initialize(&startup.params, &answers);
-        self.send_client(Message::response(startup.client, result))
-            .await;
+        let answers = self.up_answers();
+        let result = match startup.discover {
+            true => merge::discover(&answers),
+            false => merge::initialize(&startup.params, &answers),
+        };
+        if let Some(client) = startup.client {
+            self.send_client(Message::response(client, result)).await;
+        }
+        if self.modern.is_some() {
+            // No `notifications/initialized` comes: the servers are
+            // initialized now, 2025 ones told so.
+            self.client_initialized = true;
+            for k in self.up_members() {
+                if !self.speaks_modern(k) {
+                    let done = Message::notification(method::NOTIFICATION_INITIALIZED, None);
+                    self.notify(k, done);
+                }
+                self.learn(k);
+            }
+        }
         for message in std::mem::take(&mut self.deferred) {
             Box::pin(self.client_sent(message)).await;
         }
@@ -255,6 +280,7 @@ fn pending_server(pending: &Pending) -> usize {
         | Pending::Part { k, .. }
         | Pending::Learn { k, .. }
         | Pending::Initialize { k }
+        | Pending::Discover { k }
         | Pending::Quiet { k } => *k,
     }
 }

@@ -74,6 +74,7 @@ impl Hub {
                 };
                 self.learnt(k, listing, result).await;
             }
+            Pending::Discover { k } => self.discovered(k, &answer).await,
             Pending::Initialize { k } => {
                 let result = match &answer {
                     Message::Response(r) => r.result.to_value().ok(),
@@ -104,6 +105,9 @@ impl Hub {
                     });
                     if let Some(prefix) = self.uri_prefix(k) {
                         super::uris::prefixed(&mut response.result, prefix);
+                    }
+                    if self.modern.is_some() && !self.speaks_modern(k) {
+                        super::modern::completed(&mut response.result);
                     }
                 }
                 self.send_client(answer).await;
@@ -161,10 +165,10 @@ impl Hub {
         }
         tracing::warn!(server = %self.members[k].name, "gateway: a server joined");
         if self.client_initialized {
-            self.notify(
-                k,
-                Message::notification(method::NOTIFICATION_INITIALIZED, None),
-            );
+            if !self.speaks_modern(k) {
+                let done = Message::notification(method::NOTIFICATION_INITIALIZED, None);
+                self.notify(k, done);
+            }
             self.learn(k);
         }
         self.lists_changed().await;
