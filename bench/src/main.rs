@@ -14,7 +14,8 @@
 //! - `gateway`: `mcp-chain` serving three copies of the fixture as
 //!   `[servers.*]` (one of them unprefixed, the one the calls go to): what
 //!   the gateway costs a round trip, and what merging three 1,000-tool
-//!   listings costs;
+//!   listings costs; `gateway-1`: the same with one copy, so what each
+//!   further server adds in memory is `gateway` over it;
 //! - `full`: `mcp-chain --config bench/configs/full.toml -- bench-mcp-server`
 //! - `full-telemetry`: `full` with `[telemetry]` on: every span exported
 //!   over OTLP/HTTP (to a sink of the bench's, `sink.rs`), metrics recorded,
@@ -343,20 +344,22 @@ fn launch(
             launch.args = vec![fixture_os];
         }
         Mode::Empty => launch.args = vec!["--".into(), fixture_os],
-        Mode::Gateway => {
-            // Three copies of the fixture behind one mcp-chain; calls go to
-            // the one whose names are unprefixed.
+        Mode::Gateway | Mode::Gateway1 => {
+            // Three copies of the fixture behind one mcp-chain (or one);
+            // calls go to the one whose names are unprefixed.
             let server = |name: &str, prefix: &str| {
                 format!(
                     "[servers.{name}]\ncommand = {:?}\nprefix = {prefix:?}\n",
                     fixture.display().to_string()
                 )
             };
-            let text = [server("bench", ""), server("b", "b"), server("c", "c")].concat();
-            let path = work.join("gateway.toml");
+            let copies = if mode == Mode::Gateway { 3 } else { 1 };
+            let servers = [server("bench", ""), server("b", "b"), server("c", "c")];
+            let text = servers[..copies].concat();
+            let path = work.join(format!("gateway-{copies}.toml"));
             std::fs::write(&path, text)?;
             launch.args = vec!["--config".into(), path.into()];
-            launch.listed_copies = 3;
+            launch.listed_copies = copies;
         }
         Mode::Full | Mode::FullTelemetry | Mode::Guards | Mode::HttpFull => {
             let server = if mode == Mode::HttpFull {

@@ -15,6 +15,9 @@ pub(crate) enum Mode {
     Empty,
     /// Three copies of the fixture behind one mcp-chain (`[servers.*]`).
     Gateway,
+    /// One copy behind a gateway: what each further server adds is
+    /// `gateway` over this.
+    Gateway1,
     Full,
     /// The full chain with telemetry on: every span exported (to a sink),
     /// metrics recorded and served.
@@ -44,10 +47,11 @@ pub(crate) enum Mode {
 }
 
 impl Mode {
-    pub(crate) const ALL: [Mode; 16] = [
+    pub(crate) const ALL: [Mode; 17] = [
         Mode::Direct,
         Mode::Relay,
         Mode::Empty,
+        Mode::Gateway1,
         Mode::Gateway,
         Mode::Full,
         Mode::FullTelemetry,
@@ -69,6 +73,7 @@ impl Mode {
             Self::Relay => "relay",
             Self::Empty => "empty",
             Self::Gateway => "gateway",
+            Self::Gateway1 => "gateway-1",
             Self::Full => "full",
             Self::FullTelemetry => "full-telemetry",
             Self::Guards => "guards",
@@ -90,6 +95,7 @@ impl Mode {
             Self::Relay => "byte relay (floor)",
             Self::Empty => "mcp-chain, empty chain",
             Self::Gateway => "mcp-chain, gateway of 3 servers",
+            Self::Gateway1 => "mcp-chain, gateway of 1 server",
             Self::Full => "mcp-chain, full chain",
             Self::FullTelemetry => "mcp-chain, full chain, telemetry on",
             Self::Guards => "mcp-chain, full chain + guard layers",
@@ -502,9 +508,9 @@ impl Report {
                 &|v| v <= 12.0,
             ),
             line(
-                "gateway of 3: RSS per extra idle server ≤ 512 KiB (children apart)",
+                "gateway: RSS per extra idle server ≤ 512 KiB (3 servers over 1, children apart)",
                 self.value(Figure::IdleRss, Mode::Gateway)
-                    .zip(self.value(Figure::IdleRss, Mode::Empty))
+                    .zip(self.value(Figure::IdleRss, Mode::Gateway1))
                     .map(|(g, e)| (g - e) / 2.0 * 1024.0),
                 &|v| format!("{v:.0} KiB"),
                 &|v| v <= 512.0,

@@ -21,6 +21,7 @@ mod text;
 
 pub use list::Item;
 pub use text::{Text, BIG_PAYLOAD_BYTES};
+use text::has_line_break;
 
 use crate::json::{value, Count, Out};
 use object::{find, Member, Slot};
@@ -128,6 +129,37 @@ enum Found<'a> {
 impl Payload {
     pub(crate) fn from_text(text: Text) -> Self {
         Self::with(Repr::Text(text))
+    }
+
+    /// Text mcp-chain wrote itself from pieces of payloads (what
+    /// [`Payload::write`] and [`Payload::write_member`] wrote) and
+    /// serde_json's output: one JSON value without line breaks, kept as
+    /// text without being read again (a gateway's merged listing). Checked
+    /// in debug builds.
+    pub fn from_written(bytes: Vec<u8>) -> Self {
+        debug_assert!(
+            serde_json::from_slice::<serde::de::IgnoredAny>(&bytes).is_ok()
+                && !has_line_break(&bytes),
+            "written payload text must be one JSON value without line breaks"
+        );
+        Self::from_text(Text::written(bytes))
+    }
+
+    /// Appends the member `name` of an object as JSON text (a list a layer
+    /// edited, as it now stands); `false` when there is no such member.
+    /// `Err` when this is not an object.
+    pub fn write_member(&self, name: &str, out: &mut Vec<u8>) -> Result<bool, Unreadable> {
+        match self.find_member(name)? {
+            None => Ok(false),
+            Some(Found::Text(text)) => {
+                out.extend_from_slice(&text);
+                Ok(true)
+            }
+            Some(Found::Value(value)) => {
+                serde_json::to_writer(out, value).map_err(Unreadable::json)?;
+                Ok(true)
+            }
+        }
     }
 
     fn with(repr: Repr) -> Self {

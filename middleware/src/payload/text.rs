@@ -73,7 +73,7 @@ impl fmt::Debug for Text {
     }
 }
 
-fn has_line_break(bytes: &[u8]) -> bool {
+pub(crate) fn has_line_break(bytes: &[u8]) -> bool {
     memchr::memchr2(b'\n', b'\r', bytes).is_some()
 }
 

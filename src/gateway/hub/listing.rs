@@ -14,13 +14,10 @@
 
 use super::{error, Hub, Pending, State};
 use crate::gateway::names::{Continuation, Listing};
-use crate::peer::Read;
-use mcp_chain_middleware::message::method;
+use mcp_chain_middleware::message::{method, Response};
 use mcp_chain_middleware::payload::Payload;
 use mcp_chain_middleware::{ErrorCode, Message, RequestId};
-use serde_json::value::RawValue;
 use serde_json::{json, Value};
-use std::collections::HashMap;
 use tokio::time::Instant;
 
 /// A listing being merged.
@@ -161,29 +158,29 @@ impl Hub {
         };
         m.parts.sort_by_key(|(k, _)| *k);
         let array = m.listing.array();
-        let mut page =
-            Vec::with_capacity(m.parts.iter().map(|(_, p)| p.json_len()).sum::<usize>() + 128);
-        page.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
-        page.extend_from_slice(&serde_json::to_vec(&m.client).unwrap_or_default());
-        page.extend_from_slice(format!(",\"result\":{{\"{array}\":[").as_bytes());
+        // The result is written here from the parts' arrays, as text: it is
+        // not read again (`Payload::from_written`).
+        let size = m.parts.iter().map(|(_, p)| p.json_len()).sum::<usize>();
+        let mut page = Vec::with_capacity(size + 128);
+        page.extend_from_slice(format!("{{\"{array}\":[").as_bytes());
         let mut more = Continuation::new();
         let mut first = true;
         let mut hints = Hints::default();
+        let mut items = Vec::new();
         for (k, mut part) in m.parts {
             let next = self.items(k, m.listing, &mut part);
             more.extend(next.map(|cursor| (k, cursor)));
-            let mut written = Vec::with_capacity(part.json_len());
-            part.write(&mut written);
-            let Some((items, hinted)) = items_text(&written, array) else {
+            items.clear();
+            let Some(inner) = items_of(&part, array, &mut items) else {
                 tracing::warn!(server = %self.members[k].name, "gateway: a listing that is not an object with an array is left out");
                 continue;
             };
-            hints.add(&hinted);
-            if !items.is_empty() {
+            hints.add(&Hints::of(&part));
+            if !inner.is_empty() {
                 if !first {
                     page.push(b',');
                 }
-                page.extend_from_slice(items.as_bytes());
+                page.extend_from_slice(inner);
                 first = false;
             }
         }
@@ -198,8 +195,13 @@ impl Hub {
             // cacheable part.
             hints.write(&mut page);
         }
-        page.extend_from_slice(b"}}");
-        let _ = self.up.send(Read::parse(&page)).await;
+        page.push(b'}');
+        let answer = Message::Response(Response {
+            id: m.client,
+            result: Payload::from_written(page),
+            extra: Default::default(),
+        });
+        self.send_client(answer).await;
     }
 
     /// Server `k`'s page as the client sees it: its names prefixed where
@@ -220,6 +222,8 @@ impl Hub {
                     return false;
                 };
                 match names.join(k, &name) {
+                    // The server without a prefix: its item stays as sent.
+                    Some(joined) if joined == *name => true,
                     Some(joined) => {
                         item.set("name", Value::String(joined));
                         true
@@ -262,26 +266,16 @@ impl Hub {
     }
 }
 
-/// The items of the array `array` in a listing's written JSON, as text
-/// (without the brackets), and its caching hints; `None` when it is not
-/// an object with such an array (a missing array is an empty one).
-fn items_text<'t>(written: &'t [u8], array: &str) -> Option<(&'t str, Hints)> {
-    let members: HashMap<String, &RawValue> = serde_json::from_slice(written).ok()?;
-    let hinted = Hints {
-        ttl_ms: members
-            .get("ttlMs")
-            .and_then(|t| serde_json::from_str::<u64>(t.get()).ok())
-            .unwrap_or(0),
-        public: members
-            .get("cacheScope")
-            .is_some_and(|s| s.get() == "\"public\""),
-    };
-    let Some(raw) = members.get(array) else {
-        return Some(("", hinted));
-    };
-    let text = raw.get().trim();
-    let inner = text.strip_prefix('[')?.strip_suffix(']')?;
-    Some((inner.trim(), hinted))
+/// The items of the array `array` of a listing, as text without the
+/// brackets (written into `buf`, as the part now stands); `None` when it
+/// is not an object or `array` is not an array (a missing one is empty).
+fn items_of<'b>(part: &Payload, array: &str, buf: &'b mut Vec<u8>) -> Option<&'b [u8]> {
+    if !part.write_member(array, buf).ok()? {
+        return Some(&[]);
+    }
+    let text = buf.trim_ascii();
+    let inner = text.strip_prefix(b"[")?.strip_suffix(b"]")?;
+    Some(inner.trim_ascii())
 }
 
 /// 2026-07-28 caching hints (`ttlMs`, `cacheScope`): a merged page is as
@@ -303,6 +297,18 @@ impl Default for Hints {
 }
 
 impl Hints {
+    /// A part's hints (none: 0 and private).
+    fn of(part: &Payload) -> Self {
+        Self {
+            ttl_ms: part.member("ttlMs").ok().flatten().and_then(|t| t.as_u64()).unwrap_or(0),
+            public: part
+                .str_member("cacheScope")
+                .ok()
+                .flatten()
+                .is_some_and(|s| s == "public"),
+        }
+    }
+
     fn add(&mut self, part: &Hints) {
         self.ttl_ms = self.ttl_ms.min(part.ttl_ms);
         self.public &= part.public;
@@ -333,74 +339,39 @@ fn method_of(listing: Listing) -> &'static str {
 
 #[cfg(test)]
 mod tests {
-    use super::{items_text, Hints};
+    use super::{items_of, Hints};
+    use mcp_chain_middleware::payload::Payload;
+    use serde_json::json;
 
-    fn items(page: &'static [u8], array: &str) -> Option<&'static str> {
-        items_text(page, array).map(|(items, _)| items)
+    fn items(page: serde_json::Value, array: &str) -> Option<String> {
+        let mut buf = Vec::new();
+        let part = Payload::from(page);
+        items_of(&part, array, &mut buf).map(|i| String::from_utf8(i.to_vec()).unwrap())
     }
 
     #[test]
-    fn the_items_of_a_written_listing_are_found_as_text() {
-        let page = br#"{"nextCursor":"c","tools":[ {"name":"a__x"}, {"name":"a__y","inputSchema":{"type":"object"}} ] }"#;
-        assert_eq!(
-            items(page, "tools"),
-            Some(r#"{"name":"a__x"}, {"name":"a__y","inputSchema":{"type":"object"}}"#)
-        );
-        assert_eq!(items(br#"{"tools":[]}"#, "tools"), Some(""));
-        assert_eq!(
-            items(br#"{"prompts":[1]}"#, "tools"),
-            Some(""),
-            "none: empty"
-        );
-        assert_eq!(
-            items(br#"{"tools":{"a":1}}"#, "tools"),
-            None,
-            "not an array"
-        );
-        assert_eq!(items(br#"[1,2]"#, "tools"), None, "not an object");
-        assert_eq!(
-            items(br#"{"to\u006fls":[3]}"#, "tools"),
-            Some("3"),
-            "an escaped key"
-        );
+    fn the_items_of_a_listing_are_found_as_text() {
+        let page = json!({"nextCursor": "c", "tools": [{"name": "a__x"}, {"name": "a__y"}]});
+        assert_eq!(items(page, "tools").as_deref(), Some(r#"{"name":"a__x"},{"name":"a__y"}"#));
+        assert_eq!(items(json!({"tools": []}), "tools").as_deref(), Some(""));
+        assert_eq!(items(json!({"prompts": [1]}), "tools").as_deref(), Some(""), "none: empty");
+        assert_eq!(items(json!({"tools": {"a": 1}}), "tools"), None, "not an array");
+        assert_eq!(items(json!([1, 2]), "tools"), None, "not an object");
     }
 
     #[test]
     fn a_merged_page_is_as_cacheable_as_its_least_cacheable_part() {
-        let (_, a) = items_text(
-            br#"{"tools":[],"ttlMs":60000,"cacheScope":"public"}"#,
-            "tools",
-        )
-        .unwrap();
-        let (_, b) = items_text(
-            br#"{"tools":[],"ttlMs":5000,"cacheScope":"public"}"#,
-            "tools",
-        )
-        .unwrap();
-        let (_, bare) = items_text(br#"{"tools":[]}"#, "tools").unwrap();
+        let a = Hints::of(&Payload::from(json!({"tools": [], "ttlMs": 60000, "cacheScope": "public"})));
+        let b = Hints::of(&Payload::from(json!({"tools": [], "ttlMs": 5000, "cacheScope": "public"})));
+        let bare = Hints::of(&Payload::from(json!({"tools": []})));
         let mut merged = Hints::default();
         merged.add(&a);
         merged.add(&b);
-        assert_eq!(
-            merged,
-            Hints {
-                ttl_ms: 5000,
-                public: true
-            }
-        );
+        assert_eq!(merged, Hints { ttl_ms: 5000, public: true });
         merged.add(&bare);
-        assert_eq!(
-            merged,
-            Hints {
-                ttl_ms: 0,
-                public: false
-            }
-        );
+        assert_eq!(merged, Hints { ttl_ms: 0, public: false });
         let mut written = Vec::new();
         Hints::default().write(&mut written);
-        assert_eq!(
-            written,
-            br#","resultType":"complete","ttlMs":0,"cacheScope":"public""#
-        );
+        assert_eq!(written, br#","resultType":"complete","ttlMs":0,"cacheScope":"public""#);
     }
 }
