@@ -2,9 +2,10 @@
 //! Streamable HTTP endpoint (POST, GET, DELETE at `[front] path`) and,
 //! when asked for, the legacy `/sse` stream and its `/messages` POSTs.
 //!
-//! A request first meets [`KnownPaths`]: a path that is no route is 404
-//! before anything else, so nothing about the front is told to whoever
-//! asks elsewhere. Then the [`GuardLayer`] (Host, Origin, bearer token:
+//! A request first meets [`KnownPaths`]: the public paths (health,
+//! readiness, the Server Card: `public.rs`) are answered there, and a path
+//! that is no route is 404 before anything else, so nothing about the
+//! front is told to whoever asks elsewhere. Then the [`GuardLayer`] (Host, Origin, bearer token:
 //! who may talk to the front; then the protocol version), which turns an
 //! HTTP request into an [`Admitted`] one, with its [`Caller`]; other
 //! layers stack on the same shape (the OAuth resource server beside the
@@ -91,6 +92,16 @@ where
         let legacy = settings.legacy_sse && (path == "/sse" || path == "/messages");
         if path == settings.path || legacy {
             return Either::Right(self.inner.call(request));
+        }
+        let public = super::public::answer(
+            &self.front,
+            self.peer,
+            request.method(),
+            path,
+            request.headers(),
+        );
+        if let Some(answer) = public {
+            return Either::Left(ready(Ok(answer)));
         }
         let answer = match &self.front.checks().oauth {
             OAuth::On(resource) if is_metadata_path(path, &settings.path) => {

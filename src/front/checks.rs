@@ -33,6 +33,11 @@ pub(super) enum OAuth {
 }
 
 impl Checks {
+    /// Whether a client must send a bearer token.
+    pub(super) fn asks_for_a_token(&self) -> bool {
+        self.guard.asks_for_a_token() || !matches!(self.oauth, OAuth::Off)
+    }
+
     /// The checks at start, with the resource server already made.
     pub(super) fn new(settings: &FrontConfig, listen: SocketAddr, oauth: OAuth) -> Self {
         Self {

@@ -58,6 +58,12 @@ pub(super) struct Guard {
 const LOOPBACK_NAMES: [&str; 3] = ["localhost", "127.0.0.1", "[::1]"];
 
 impl Guard {
+    /// Whether a client must send a bearer token (a static one, or an
+    /// OAuth access token).
+    pub(super) fn asks_for_a_token(&self) -> bool {
+        !self.tokens.is_empty() || self.oauth
+    }
+
     pub(super) fn new(front: &FrontConfig, listen: SocketAddr) -> Self {
         let loopback = listen.ip().is_loopback();
         let hosts = answered_hosts(&front.allowed_hosts, listen);

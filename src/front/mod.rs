@@ -20,6 +20,7 @@ mod error;
 pub(crate) mod guard;
 mod handler;
 mod intake;
+mod public;
 mod reply;
 pub(crate) mod resource;
 mod router;

@@ -296,6 +296,11 @@ impl Sessions {
         self.map.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// How many sessions there are.
+    pub(super) fn len(&self) -> usize {
+        self.map().len()
+    }
+
     /// Starts a session, unless there are `max` already.
     pub(super) fn open(
         &self,

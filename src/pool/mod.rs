@@ -119,6 +119,11 @@ impl Pool {
             .find(|&i| self.members[i].is_up())
     }
 
+    /// Whether a server of the pool is up (the front is ready).
+    pub(crate) fn is_up(&self) -> bool {
+        self.members.iter().any(|m| m.is_up())
+    }
+
     /// Stops every member (at shutdown).
     pub(crate) fn stop(&self) {
         for member in &self.members {

@@ -8,6 +8,7 @@ nginx comes from Debian's package (.ci/run installs it)."""
 from __future__ import annotations
 
 import contextlib
+import http.client
 import re
 import shutil
 import tempfile
@@ -120,6 +121,13 @@ def test_sessions_stay_whole_behind_nginx(tmp_path: Path):
 
         done = anyio.run(clients)
         assert sorted(done) == list(range(CLIENTS))
+        # A probe through the balancer: alive and ready, with no token.
+        for path, expected in (("/healthz", "ok\n"), ("/readyz", "ready\n")):
+            conn = http.client.HTTPConnection("127.0.0.1", listen, timeout=10)
+            conn.request("GET", path)
+            resp = conn.getresponse()
+            assert (resp.status, resp.read().decode()) == (200, expected), path
+            conn.close()
         started = {name: re.findall(r"session started session=(\S+)", log.read_text()) for name, log in logs.items()}
         assert sum(len(s) for s in started.values()) == CLIENTS, started
         assert all(started.values()), f"one replica took every session: {started}"

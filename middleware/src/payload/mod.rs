@@ -20,8 +20,8 @@ pub(crate) mod object;
 mod text;
 
 pub use list::Item;
-pub use text::{Text, BIG_PAYLOAD_BYTES};
 use text::has_line_break;
+pub use text::{Text, BIG_PAYLOAD_BYTES};
 
 use crate::json::{value, Count, Out};
 use object::{find, Member, Slot};

@@ -300,7 +300,12 @@ impl Hints {
     /// A part's hints (none: 0 and private).
     fn of(part: &Payload) -> Self {
         Self {
-            ttl_ms: part.member("ttlMs").ok().flatten().and_then(|t| t.as_u64()).unwrap_or(0),
+            ttl_ms: part
+                .member("ttlMs")
+                .ok()
+                .flatten()
+                .and_then(|t| t.as_u64())
+                .unwrap_or(0),
             public: part
                 .str_member("cacheScope")
                 .ok()
@@ -352,26 +357,56 @@ mod tests {
     #[test]
     fn the_items_of_a_listing_are_found_as_text() {
         let page = json!({"nextCursor": "c", "tools": [{"name": "a__x"}, {"name": "a__y"}]});
-        assert_eq!(items(page, "tools").as_deref(), Some(r#"{"name":"a__x"},{"name":"a__y"}"#));
+        assert_eq!(
+            items(page, "tools").as_deref(),
+            Some(r#"{"name":"a__x"},{"name":"a__y"}"#)
+        );
         assert_eq!(items(json!({"tools": []}), "tools").as_deref(), Some(""));
-        assert_eq!(items(json!({"prompts": [1]}), "tools").as_deref(), Some(""), "none: empty");
-        assert_eq!(items(json!({"tools": {"a": 1}}), "tools"), None, "not an array");
+        assert_eq!(
+            items(json!({"prompts": [1]}), "tools").as_deref(),
+            Some(""),
+            "none: empty"
+        );
+        assert_eq!(
+            items(json!({"tools": {"a": 1}}), "tools"),
+            None,
+            "not an array"
+        );
         assert_eq!(items(json!([1, 2]), "tools"), None, "not an object");
     }
 
     #[test]
     fn a_merged_page_is_as_cacheable_as_its_least_cacheable_part() {
-        let a = Hints::of(&Payload::from(json!({"tools": [], "ttlMs": 60000, "cacheScope": "public"})));
-        let b = Hints::of(&Payload::from(json!({"tools": [], "ttlMs": 5000, "cacheScope": "public"})));
+        let a = Hints::of(&Payload::from(
+            json!({"tools": [], "ttlMs": 60000, "cacheScope": "public"}),
+        ));
+        let b = Hints::of(&Payload::from(
+            json!({"tools": [], "ttlMs": 5000, "cacheScope": "public"}),
+        ));
         let bare = Hints::of(&Payload::from(json!({"tools": []})));
         let mut merged = Hints::default();
         merged.add(&a);
         merged.add(&b);
-        assert_eq!(merged, Hints { ttl_ms: 5000, public: true });
+        assert_eq!(
+            merged,
+            Hints {
+                ttl_ms: 5000,
+                public: true
+            }
+        );
         merged.add(&bare);
-        assert_eq!(merged, Hints { ttl_ms: 0, public: false });
+        assert_eq!(
+            merged,
+            Hints {
+                ttl_ms: 0,
+                public: false
+            }
+        );
         let mut written = Vec::new();
         Hints::default().write(&mut written);
-        assert_eq!(written, br#","resultType":"complete","ttlMs":0,"cacheScope":"public""#);
+        assert_eq!(
+            written,
+            br#","resultType":"complete","ttlMs":0,"cacheScope":"public""#
+        );
     }
 }
