@@ -75,6 +75,13 @@ pub struct Cli {
     )]
     pub headers: Vec<String>,
 
+    /// A header sent with every request to a URL upstream, its value read
+    /// from an environment variable: "NAME=VARIABLE" (what `mcp-chain wrap`
+    /// writes for a client's remote entry, so the value never shows in a
+    /// command line); repeatable.
+    #[arg(long = "header-env", value_name = "NAME=VARIABLE", global = true)]
+    pub header_env: Vec<String>,
+
     /// The server after `--`: a command to start, or one http(s):// URL to
     /// reach over Streamable HTTP; replaces the config's [upstream].
     #[arg(last = true, value_name = "SERVER")]
@@ -120,6 +127,23 @@ pub enum Command {
     Approve {
         #[command(subcommand)]
         action: ApproveAction,
+    },
+    /// Each MCP client found on this machine: its config file, its
+    /// servers, and whether mcp-chain guards each.
+    Clients,
+    /// Put mcp-chain in front of a client's servers, in the client's own
+    /// config file (backed up first; `unwrap` puts every entry back).
+    Wrap {
+        #[command(flatten)]
+        target: crate::clients::Target,
+        /// The policy (a mcp-chain config) each wrapped server runs with.
+        #[arg(long, value_name = "FILE")]
+        policy: Option<std::path::PathBuf>,
+    },
+    /// Put a client's wrapped entries back exactly as they were.
+    Unwrap {
+        #[command(flatten)]
+        target: crate::clients::Target,
     },
     /// Print the URL of the console ([console]: the approval page) of the
     /// running mcp-chain for the config named with -c, or say none runs.
@@ -180,4 +204,6 @@ pub enum ArgError {
     NoServer,
     #[error("--header is for a URL upstream; this one is a command")]
     HeaderForCommand,
+    #[error("--header-env {0:?}: expected NAME=VARIABLE, with VARIABLE set")]
+    HeaderEnv(String),
 }

@@ -36,6 +36,7 @@
 //! - `callers`: `when` and `unless`, a layer for some callers only.
 //! - `reload`: SIGHUP and a watched config taken up without a restart.
 //! - `telemetry`: OpenTelemetry spans, metrics and `/metrics`.
+//! - `clients`: `mcp-chain clients`, `wrap`, `unwrap`: MCP clients' config files.
 //! - `check`: `mcp-chain check`, the effective config as a person reads it.
 //! - `listed`: `mcp-chain check --list`, what a client would be offered.
 //! - `pins`: `mcp-chain pin list|accept`.
@@ -60,6 +61,7 @@ mod approvals;
 mod callers;
 mod chain;
 mod check;
+mod clients;
 mod connector;
 mod console;
 mod front;
@@ -219,6 +221,9 @@ fn run(cli: &Cli, config: Config, background: Background) -> ExitCode {
         Some(Command::Pin { action }) => pins::run(&config, action),
         Some(Command::Console) => console::run_command(cli.config.as_deref()),
         Some(Command::Approve { action }) => approvals::run(action),
+        Some(Command::Clients) => clients::run_clients(),
+        Some(Command::Wrap { target, policy }) => clients::run_wrap(target, policy.as_deref()),
+        Some(Command::Unwrap { target }) => clients::run_unwrap(target),
         Some(command @ (Command::Login { .. } | Command::Logout { .. } | Command::Auth { .. })) => {
             auth_command(&config, command)
         }
@@ -331,12 +336,21 @@ fn upstream_for(config: &Config, cli: &Cli, server: &[String]) -> Result<Upstrea
         }
         [] => config.upstream.clone().ok_or(ArgError::NoServer)?,
     };
-    if !cli.headers.is_empty() {
+    if !cli.headers.is_empty() || !cli.header_env.is_empty() {
         let UpstreamConfig::Url(remote) = &mut upstream else {
             return Err(ArgError::HeaderForCommand);
         };
         for line in &cli.headers {
             remote.add_header_line(line)?;
+        }
+        for named in &cli.header_env {
+            let value = named
+                .split_once('=')
+                .and_then(|(name, var)| Some((name, std::env::var(var).ok()?)));
+            let Some((name, value)) = value else {
+                return Err(ArgError::HeaderEnv(named.clone()));
+            };
+            remote.add_header_line(&format!("{name}: {value}"))?;
         }
     }
     Ok(upstream)

@@ -1,0 +1,276 @@
+//! A client's JSON config file, edited as text: the file is parsed with
+//! the place of every value (jsonc-parser, which also reads VS Code's
+//! comments and trailing commas), and a change replaces the text of one
+//! server's entry and nothing else, so key order, unknown keys, comments
+//! and formatting elsewhere are as they were. A wrapped entry keeps its
+//! own members in their order, only `command` and `args` (or, for a
+//! remote entry, its URL, transport and headers) written anew.
+
+use super::Client;
+use jsonc_parser::ast::{Object, Value as Node};
+use jsonc_parser::{CollectOptions, ParseOptions};
+use serde_json::{json, Map, Value};
+use std::ops::Range;
+
+/// One server's entry in the file.
+#[derive(Debug)]
+pub(super) struct Entry {
+    pub(super) name: String,
+    /// Where its value (the object) is in the text.
+    pub(super) at: Range<usize>,
+    /// Its members, in order, each with the text of its value.
+    members: Vec<(String, String)>,
+    /// The value read.
+    pub(super) value: Value,
+    /// The indentation of the line the entry's name is on.
+    indent: String,
+}
+
+/// The server entries of `text`, in order; an error names the line.
+pub(super) fn entries(text: &str, client: Client) -> Result<Vec<Entry>, String> {
+    let lenient = client.allows_comments();
+    let options = ParseOptions {
+        allow_comments: lenient,
+        allow_trailing_commas: lenient,
+        allow_loose_object_property_names: false,
+        allow_missing_commas: false,
+        allow_single_quoted_strings: false,
+        allow_hexadecimal_numbers: false,
+        allow_unary_plus_numbers: false,
+        allow_bare_decimal_point_numbers: false,
+        allow_non_finite_numbers: false,
+        allow_extended_string_escapes: false,
+    };
+    let parsed = jsonc_parser::parse_to_ast(text, &CollectOptions::default(), &options)
+        .map_err(|e| format!("line {}: {}", e.line_display(), e.kind()))?;
+    let Some(Node::Object(root)) = parsed.value else {
+        return Err("the file is not a JSON object".to_owned());
+    };
+    let Some(servers) = root.get(client.servers_key()) else {
+        return Ok(Vec::new());
+    };
+    let Node::Object(servers) = &servers.value else {
+        return Err(format!("\"{}\" is not an object", client.servers_key()));
+    };
+    Ok(servers
+        .properties
+        .iter()
+        .filter_map(|p| match &p.value {
+            Node::Object(object) => Some(entry(text, p.name.as_str(), object, p.range.start)),
+            _ => None,
+        })
+        .collect())
+}
+
+fn entry(text: &str, name: &str, object: &Object<'_>, name_at: usize) -> Entry {
+    let members = object
+        .properties
+        .iter()
+        .map(|p| {
+            let range = jsonc_parser::common::Ranged::range(&p.value);
+            (
+                p.name.as_str().to_owned(),
+                text[range.start..range.end].to_owned(),
+            )
+        })
+        .collect();
+    let line_start = text[..name_at].rfind('\n').map_or(0, |n| n + 1);
+    let indent: String = text[line_start..name_at]
+        .chars()
+        .take_while(|c| c.is_whitespace())
+        .collect();
+    Entry {
+        name: name.to_owned(),
+        at: object.range.start..object.range.end,
+        members,
+        value: Value::from(Node::Object(object.clone())),
+        indent,
+    }
+}
+
+/// What an entry runs.
+#[derive(Debug, PartialEq)]
+pub(super) enum Shape {
+    /// A command, its arguments.
+    Stdio { command: String, args: Vec<String> },
+    /// A URL (Streamable HTTP or SSE), its headers.
+    Remote {
+        url: String,
+        headers: Vec<(String, String)>,
+    },
+}
+
+impl Entry {
+    /// What the entry runs; `Err` for a shape this mcp-chain does not know
+    /// (the entry is left as it is).
+    pub(super) fn shape(&self, client: Client) -> Result<Shape, String> {
+        let v = &self.value;
+        if let Some(command) = v.get("command").and_then(Value::as_str) {
+            let args = match v.get("args") {
+                None => Vec::new(),
+                Some(Value::Array(args)) => args
+                    .iter()
+                    .map(|a| a.as_str().map(str::to_owned))
+                    .collect::<Option<_>>()
+                    .ok_or("\"args\" holds something that is not a string")?,
+                Some(_) => return Err("\"args\" is not an array".into()),
+            };
+            return Ok(Shape::Stdio {
+                command: command.to_owned(),
+                args,
+            });
+        }
+        for (key, _) in client.url_keys() {
+            if let Some(url) = v.get(*key).and_then(Value::as_str) {
+                let headers = match v.get("headers") {
+                    None => Vec::new(),
+                    Some(Value::Object(h)) => h
+                        .iter()
+                        .map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
+                        .collect::<Option<_>>()
+                        .ok_or("a header's value is not a string")?,
+                    Some(_) => return Err("\"headers\" is not an object".into()),
+                };
+                return Ok(Shape::Remote {
+                    url: url.to_owned(),
+                    headers,
+                });
+            }
+        }
+        Err("neither a command nor a URL this client names one with".into())
+    }
+
+    /// The entry's text once wrapped: the same members in the same order,
+    /// `command` and `args` set (a remote entry's URL, transport and
+    /// headers taken out, its headers into `env`); `type` is `stdio` where
+    /// the entry has one.
+    pub(super) fn wrapped(
+        &self,
+        client: Client,
+        command: &str,
+        args: &[String],
+        env: &Map<String, Value>,
+    ) -> String {
+        let remote: Vec<&str> = client.url_keys().iter().map(|(k, _)| *k).collect();
+        let mut out: Vec<(String, String)> = Vec::new();
+        let put = |out: &mut Vec<(String, String)>, key: &str, value: String| match out
+            .iter_mut()
+            .find(|(k, _)| k == key)
+        {
+            Some(slot) => slot.1 = value,
+            None => out.push((key.to_owned(), value)),
+        };
+        let is_remote = matches!(self.shape(client), Ok(Shape::Remote { .. }));
+        for (key, text) in &self.members {
+            match key.as_str() {
+                "command" => put(&mut out, "command", inline(&json!(command))),
+                "args" => put(&mut out, "args", inline(&json!(args))),
+                "env" if !env.is_empty() => {
+                    put(&mut out, "env", inline(&Value::Object(env.clone())))
+                }
+                "type" => put(&mut out, "type", inline(&json!("stdio"))),
+                "headers" if is_remote => {}
+                k if is_remote && remote.contains(&k) => {
+                    put(&mut out, "command", inline(&json!(command)));
+                    put(&mut out, "args", inline(&json!(args)));
+                }
+                _ => put(&mut out, key, text.clone()),
+            }
+        }
+        if !out.iter().any(|(k, _)| k == "args") {
+            let at = out
+                .iter()
+                .position(|(k, _)| k == "command")
+                .map_or(0, |n| n + 1);
+            out.insert(at, ("args".into(), inline(&json!(args))));
+        }
+        if !env.is_empty() && !out.iter().any(|(k, _)| k == "env") {
+            out.push(("env".into(), inline(&Value::Object(env.clone()))));
+        }
+        if client.typed() && !out.iter().any(|(k, _)| k == "type") {
+            out.insert(0, ("type".into(), inline(&json!("stdio"))));
+        }
+        let inner = format!("{}  ", self.indent);
+        let members: Vec<String> = out
+            .iter()
+            .map(|(k, v)| format!("{inner}{}: {v}", json!(k)))
+            .collect();
+        format!("{{\n{}\n{}}}", members.join(",\n"), self.indent)
+    }
+
+    /// The environment the entry passes its server.
+    pub(super) fn env(&self) -> Map<String, Value> {
+        self.value
+            .get("env")
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default()
+    }
+}
+
+/// A value on one line, as people write one: `["a", "b"]`, `{"K": "v"}`.
+fn inline(value: &Value) -> String {
+    match value {
+        Value::Array(items) => {
+            let items: Vec<String> = items.iter().map(inline).collect();
+            format!("[{}]", items.join(", "))
+        }
+        Value::Object(members) => {
+            let members: Vec<String> = members
+                .iter()
+                .map(|(k, v)| format!("{}: {}", json!(k), inline(v)))
+                .collect();
+            format!("{{{}}}", members.join(", "))
+        }
+        other => other.to_string(),
+    }
+}
+
+/// `text` with `at` replaced by `with`.
+pub(super) fn splice(text: &str, at: &Range<usize>, with: &str) -> String {
+    let mut out = String::with_capacity(text.len() + with.len());
+    out.push_str(&text[..at.start]);
+    out.push_str(with);
+    out.push_str(&text[at.end..]);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DESKTOP: &str = "{\n  \"globalShortcut\": \"Ctrl+Space\",\n  \"mcpServers\": {\n    \"files\": {\n      \"command\": \"npx\",\n      \"args\": [\"-y\", \"@modelcontextprotocol/server-filesystem\", \"/home/a\"],\n      \"env\": {\"DEBUG\": \"1\"},\n      \"x-note\": 7\n    }\n  }\n}\n";
+
+    #[test]
+    fn an_entry_is_found_with_its_place_and_wrapped_in_its_own_order() {
+        let found = entries(DESKTOP, Client::ClaudeDesktop).expect("reads");
+        let [files] = found.as_slice() else {
+            panic!("{found:?}")
+        };
+        assert_eq!(files.name, "files");
+        assert!(DESKTOP[files.at.clone()].starts_with("{\n      \"command\""));
+        let args = vec!["--".to_owned(), "npx".to_owned()];
+        let wrapped = files.wrapped(Client::ClaudeDesktop, "/bin/mcp-chain", &args, &files.env());
+        let text = splice(DESKTOP, &files.at, &wrapped);
+        let value: Value = serde_json::from_str(&text).expect("still JSON");
+        assert_eq!(value["mcpServers"]["files"]["command"], "/bin/mcp-chain");
+        assert_eq!(value["mcpServers"]["files"]["x-note"], 7);
+        assert_eq!(value["globalShortcut"], "Ctrl+Space");
+        let keys: Vec<_> = entries(&text, Client::ClaudeDesktop).unwrap()[0]
+            .members
+            .iter()
+            .map(|(k, _)| k.clone())
+            .collect();
+        assert_eq!(keys, ["command", "args", "env", "x-note"]);
+    }
+
+    #[test]
+    fn a_malformed_file_names_its_line() {
+        let broken = "{\n  \"mcpServers\": {\n    \"a\": {\"command\": \"x\",}\n  }\n}\n";
+        let e = entries(broken, Client::ClaudeDesktop).unwrap_err();
+        assert!(e.starts_with("line 3"), "{e}");
+        // VS Code's files may hold comments and trailing commas.
+        let commented = "{\n  // mine\n  \"servers\": {\"a\": {\"type\": \"stdio\", \"command\": \"x\",},},\n}\n";
+        assert_eq!(entries(commented, Client::Vscode).unwrap().len(), 1);
+    }
+}

@@ -1,0 +1,192 @@
+"""`mcp-chain wrap`, `unwrap` and `clients` on each client's documented
+config format (clients/*.json: Claude Desktop, Claude Code, Cursor, VS Code
+with its comments and trailing commas, Windsurf, Gemini CLI): wrap → unwrap
+gives the file back byte for byte; wrapping twice changes nothing;
+--dry-run writes nothing; a header's secret goes into the entry's env,
+never onto the command line; a malformed file is left untouched with its
+line named; a file another wrap holds is refused; an entry edited since it
+was wrapped is not unwrapped. A wrapped Claude Desktop entry is launched as
+Claude Desktop launches it (command, args, env) by the official Python SDK
+client, and the policy holds."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import anyio
+import pytest
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+import harness
+
+HERE = Path(__file__).parent / "clients"
+DEMO = harness.REPO / "target/debug/mcp-chain-demo-server"
+OURS = str(harness.MCP_CHAIN.resolve())
+SERVERS_KEY = {"vscode": "servers"}
+URL_KEYS = ("url", "serverUrl", "httpUrl")
+
+
+def run(tmp: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "MCP_CHAIN_STATE_DIR": str(tmp / "state")}
+    return subprocess.run([str(harness.MCP_CHAIN), *args], capture_output=True, text=True, timeout=60, env=env)
+
+
+def jsonc(text: str):
+    """JSON with comments and trailing commas, as VS Code reads it."""
+    out, i, in_string = [], 0, False
+    while i < len(text):
+        c = text[i]
+        if in_string:
+            out.append(c)
+            if c == "\\":
+                out.append(text[i + 1])
+                i += 1
+            elif c == '"':
+                in_string = False
+        elif c == '"':
+            in_string = True
+            out.append(c)
+        elif text.startswith("//", i):
+            i = text.index("\n", i) - 1
+        else:
+            out.append(c)
+        i += 1
+    plain = "".join(out)
+    for closing in ("}", "]"):
+        while True:
+            stripped = re.sub(r",(\s*)" + "\\" + closing, r"\1" + closing, plain)
+            if stripped == plain:
+                break
+            plain = stripped
+    return json.loads(plain)
+
+
+@pytest.mark.parametrize("client", ["claude-desktop", "claude-code", "cursor", "vscode", "windsurf", "gemini"])
+def test_wrap_then_unwrap_gives_the_file_back_byte_for_byte(client: str, tmp_path: Path):
+    original = (HERE / f"{client}.json").read_bytes()
+    file = tmp_path / f"{client}.json"
+    file.write_bytes(original)
+    policy = tmp_path / "policy.toml"
+    policy.write_text('[[middleware]]\ntype = "audit"\npath = "-"\n')
+    target = ["--client", client, "--config-file", str(file), "--all"]
+    before = jsonc(original.decode())[SERVERS_KEY.get(client, "mcpServers")]
+
+    dry = run(tmp_path, "wrap", *target, "--policy", str(policy), "--dry-run")
+    assert dry.returncode == 0 and "+++ " in dry.stdout and OURS in dry.stdout, dry
+    assert file.read_bytes() == original, "--dry-run writes nothing"
+
+    done = run(tmp_path, "wrap", *target, "--policy", str(policy))
+    assert done.returncode == 0, done.stderr
+    text = file.read_text()
+    after = jsonc(text)[SERVERS_KEY.get(client, "mcpServers")]
+    assert list(after) == list(before), "the same servers, in the same order"
+    for name, entry in after.items():
+        old = before[name]
+        assert entry["command"] == OURS, (name, entry)
+        args = entry["args"]
+        assert args[:2] == ["--config", str(policy)]
+        remote = next((old[k] for k in URL_KEYS if k in old), None)
+        if remote is None:
+            assert args[args.index("--") + 1:] == [old["command"], *old.get("args", [])]
+            assert entry.get("env") == old.get("env")
+            assert {k: v for k, v in entry.items() if k not in ("command", "args", "type")} == \
+                   {k: v for k, v in old.items() if k not in ("command", "args", "type")}, "every other member kept"
+        else:
+            assert args[-2:] == ["--", remote]
+            assert not any(k in entry for k in (*URL_KEYS, "headers"))
+            for header, value in old.get("headers", {}).items():
+                assert value not in " ".join(args), "a header's value never on the command line"
+                var = next(a.split("=", 1)[1] for a in args if a.startswith(f"{header}="))
+                assert entry["env"][var] == value
+        if "type" in old or client == "vscode":
+            assert entry["type"] == "stdio"
+    # The rest of the file, as it was.
+    rest = jsonc(text)
+    rest.pop(SERVERS_KEY.get(client, "mcpServers"))
+    whole = jsonc(original.decode())
+    whole.pop(SERVERS_KEY.get(client, "mcpServers"))
+    assert rest == whole
+
+    again = run(tmp_path, "wrap", *target, "--policy", str(policy))
+    assert again.returncode == 0 and file.read_text() == text, "wrapping twice changes nothing"
+    assert "already guarded" in again.stderr
+
+    listed = run(tmp_path, "clients")
+    assert listed.returncode == 0
+
+    back = run(tmp_path, "unwrap", *target)
+    assert back.returncode == 0, back.stderr
+    assert file.read_bytes() == original, "byte for byte"
+    assert not list((tmp_path / "state/wrap").glob("*.json")), "nothing left recorded"
+    assert list((tmp_path / "state/wrap/backups").iterdir()), "each change backed up first"
+
+
+def test_a_malformed_file_is_left_untouched_and_its_line_named(tmp_path: Path):
+    file = tmp_path / "claude_desktop_config.json"
+    broken = '{\n  "mcpServers": {\n    "a": {"command": "x",}\n  }\n}\n'
+    file.write_text(broken)
+    done = run(tmp_path, "wrap", "--client", "claude-desktop", "--config-file", str(file), "--all")
+    assert done.returncode == 1 and str(file) in done.stderr and "line 3" in done.stderr, done.stderr
+    assert file.read_text() == broken
+
+
+def test_a_file_another_wrap_holds_is_refused_and_an_edited_entry_is_not_unwrapped(tmp_path: Path):
+    file = tmp_path / "claude_desktop_config.json"
+    shutil.copy(HERE / "claude-desktop.json", file)
+    target = ["--client", "claude-desktop", "--config-file", str(file)]
+    assert run(tmp_path, "wrap", *target, "filesystem").returncode == 0
+    [lock] = (tmp_path / "state/wrap").glob("*.lock")
+    with open(lock, "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        refused = run(tmp_path, "wrap", *target, "github")
+        assert refused.returncode == 1 and "another mcp-chain wrap or unwrap is editing it" in refused.stderr
+        fcntl.flock(held, fcntl.LOCK_UN)
+    assert run(tmp_path, "wrap", *target, "github").returncode == 0
+    # The person edits a wrapped entry: unwrap leaves it, and says so.
+    wrapped = file.read_text()
+    edited = wrapped.replace('"--",', '"--log-level", "debug", "--",', 1)
+    assert edited != wrapped
+    file.write_text(edited)
+    back = run(tmp_path, "unwrap", *target, "--all")
+    assert back.returncode == 0 and "changed since it was wrapped" in back.stderr, back.stderr
+    servers = json.loads(file.read_text())["mcpServers"]
+    assert servers["filesystem"]["command"] == OURS, "the edited entry left as it is"
+    assert servers["github"]["command"] == "docker", "the other put back"
+
+
+def test_a_wrapped_claude_desktop_entry_runs_as_claude_desktop_launches_it(tmp_path: Path):
+    audit = tmp_path / "audit.jsonl"
+    policy = tmp_path / "guard.toml"
+    policy.write_text(f'[[middleware]]\ntype = "filter"\ntools = {{ deny = ["slow_count"] }}\n\n'
+                      f'[[middleware]]\ntype = "audit"\npath = "{audit}"\n')
+    file = tmp_path / "claude_desktop_config.json"
+    file.write_text(json.dumps({"mcpServers": {"demo": {"command": str(DEMO), "args": [harness.RUN_MARKER],
+                                                        "env": {"DEMO_NOTE": "kept"}}}}, indent=2))
+    done = run(tmp_path, "wrap", "--client", "claude-desktop", "--config-file", str(file), "demo", "--policy", str(policy))
+    assert done.returncode == 0, done.stderr
+    entry = json.loads(file.read_text())["mcpServers"]["demo"]
+
+    async def session() -> set[str]:
+        # As Claude Desktop starts a server: the entry's command, args and env.
+        params = StdioServerParameters(command=entry["command"], args=entry["args"],
+                                       env={**entry["env"], "PATH": os.environ["PATH"]})
+        async with stdio_client(params) as (read, write):
+            async with ClientSession(read, write) as s:
+                with anyio.fail_after(30):
+                    await s.initialize()
+                    names = {t.name for t in (await s.list_tools()).tools}
+                    result = await s.call_tool("add", {"a": 2, "b": 3})
+                    assert result.structured_content == {"sum": 5}
+                    return names
+
+    names = anyio.run(session)
+    assert "add" in names and "slow_count" not in names, "the policy holds"
+    lines = harness.jsonl(audit)
+    assert any(r.get("tool") == "add" and r.get("outcome") == "ok" for r in lines), lines
