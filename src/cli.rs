@@ -36,6 +36,12 @@ pub struct Cli {
     )]
     pub config: Option<PathBuf>,
 
+    /// A policy file that replaces --config's: what a Desktop Extension
+    /// (`mcp-chain bundle`) passes when its user chose one. Empty, or a
+    /// `${user_config.…}` the host left unfilled, means none.
+    #[arg(long, value_name = "FILE", global = true)]
+    pub policy_override: Option<String>,
+
     /// Log level for mcp-chain's own logs on stderr (error, warn, info,
     /// debug, trace, or a tracing filter such as "mcp_chain=debug");
     /// RUST_LOG is used when this is not given. Default: warn.
@@ -140,6 +146,9 @@ pub enum Command {
         #[arg(long, value_name = "FILE")]
         policy: Option<std::path::PathBuf>,
     },
+    /// Write a Desktop Extension (.mcpb) that runs a server behind
+    /// mcp-chain with a policy: Claude Desktop installs it in one click.
+    Bundle(crate::bundle::BundleArgs),
     /// Put a client's wrapped entries back exactly as they were.
     Unwrap {
         #[command(flatten)]

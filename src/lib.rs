@@ -36,6 +36,7 @@
 //! - `callers`: `when` and `unless`, a layer for some callers only.
 //! - `reload`: SIGHUP and a watched config taken up without a restart.
 //! - `telemetry`: OpenTelemetry spans, metrics and `/metrics`.
+//! - `bundle`: `mcp-chain bundle`, a Desktop Extension (.mcpb) of a guarded server.
 //! - `clients`: `mcp-chain clients`, `wrap`, `unwrap`: MCP clients' config files.
 //! - `check`: `mcp-chain check`, the effective config as a person reads it.
 //! - `listed`: `mcp-chain check --list`, what a client would be offered.
@@ -58,6 +59,7 @@ pub mod memory;
 pub mod relay;
 
 mod approvals;
+mod bundle;
 mod callers;
 mod chain;
 mod check;
@@ -179,7 +181,15 @@ impl Telemetry {
 }
 
 /// Runs the command line; the exit code says how it went.
-pub fn main(cli: Cli) -> ExitCode {
+pub fn main(mut cli: Cli) -> ExitCode {
+    // A Desktop Extension's user chose another policy.
+    let chosen = cli
+        .policy_override
+        .as_deref()
+        .filter(|v| !v.is_empty() && !v.starts_with("${"));
+    if let Some(policy) = chosen {
+        cli.config = Some(std::path::PathBuf::from(policy));
+    }
     let level = cli.log_level.as_deref();
     let config = match effective_config(&cli) {
         Ok(config) => config,
@@ -222,6 +232,7 @@ fn run(cli: &Cli, config: Config, background: Background) -> ExitCode {
         Some(Command::Console) => console::run_command(cli.config.as_deref()),
         Some(Command::Approve { action }) => approvals::run(action),
         Some(Command::Clients) => clients::run_clients(),
+        Some(Command::Bundle(args)) => bundle::run(args),
         Some(Command::Wrap { target, policy }) => clients::run_wrap(target, policy.as_deref()),
         Some(Command::Unwrap { target }) => clients::run_unwrap(target),
         Some(command @ (Command::Login { .. } | Command::Logout { .. } | Command::Auth { .. })) => {
