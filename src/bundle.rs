@@ -52,7 +52,9 @@ pub struct BundleArgs {
 pub(crate) fn run(args: &BundleArgs) -> ExitCode {
     match write(args) {
         Ok(size) => {
-            println!("{}: {size} bytes", args.out.display());
+            // What was written, on stdout: `bundle` is no proxy session.
+            let said = format!("{}: {size} bytes\n", args.out.display());
+            let _ = std::io::stdout().write_all(said.as_bytes());
             ExitCode::SUCCESS
         }
         Err(e) => {
