@@ -3,7 +3,7 @@
 CARGO ?= cargo
 BIN   := target/debug/mcp-chain
 
-.PHONY: help build run test test-rust test-interop check-platforms ci fmt fmt-check lint clean fuzz soak bench
+.PHONY: static help build run test test-rust test-interop check-platforms ci fmt fmt-check lint clean fuzz soak bench
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -22,6 +22,9 @@ test-rust: ## Unit and integration tests (Rust only)
 
 test-interop: build ## Interop with official SDK clients and reference servers (installs them, pinned)
 	@if [ -x tests/interop/run.sh ]; then tests/interop/run.sh; else echo "no interop suite"; fi
+
+static: ## The static (musl) release build the container image holds (tests/interop/test_container.py)
+	CC_x86_64_unknown_linux_musl=musl-gcc $(CARGO) build --release --target x86_64-unknown-linux-musl --bin mcp-chain
 
 check-platforms: ## Windows (cross-compiled, clippy, unit tests and a session under Wine) and macOS (check, clippy)
 	tests/platforms/windows/smoke.sh

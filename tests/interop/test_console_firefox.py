@@ -30,8 +30,11 @@ def firefox():
     if not Path(FIREFOX).exists():
         pytest.fail("Debian's firefox-esr is not installed (.ci/run installs it)")
     profile = Path(tempfile.mkdtemp(prefix="mcp-chain-firefox-"))
+    # Firefox's own log beside the test's other stderr files, not in the
+    # working directory (it was once committed from there).
+    gecko_log = str(harness.new_stderr_file("firefox"))
     driver = Marionette(host="127.0.0.1", port=harness.free_port(), bin=FIREFOX, headless=True,
-                        profile=str(profile), startup_timeout=120)
+                        profile=str(profile), startup_timeout=120, gecko_log=gecko_log)
     driver.start_session()
     driver.timeout.page_load = 30
     yield driver
