@@ -145,6 +145,11 @@ pub enum Command {
         /// The policy (a mcp-chain config) each wrapped server runs with.
         #[arg(long, value_name = "FILE")]
         policy: Option<std::path::PathBuf>,
+        /// Replace the servers by one mcp-chain serving them all (a
+        /// `[servers.*]` config written from them, the policy its shared
+        /// chain).
+        #[arg(long)]
+        gateway: bool,
     },
     /// Write a Desktop Extension (.mcpb) that runs a server behind
     /// mcp-chain with a policy: Claude Desktop installs it in one click.

@@ -233,7 +233,11 @@ fn run(cli: &Cli, config: Config, background: Background) -> ExitCode {
         Some(Command::Approve { action }) => approvals::run(action),
         Some(Command::Clients) => clients::run_clients(),
         Some(Command::Bundle(args)) => bundle::run(args),
-        Some(Command::Wrap { target, policy }) => clients::run_wrap(target, policy.as_deref()),
+        Some(Command::Wrap {
+            target,
+            policy,
+            gateway,
+        }) => clients::run_wrap(target, policy.as_deref(), *gateway),
         Some(Command::Unwrap { target }) => clients::run_unwrap(target),
         Some(command @ (Command::Login { .. } | Command::Logout { .. } | Command::Auth { .. })) => {
             auth_command(&config, command)

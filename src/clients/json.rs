@@ -49,18 +49,25 @@ pub(super) fn entries(text: &str, client: Client) -> Result<Vec<Entry>, String> 
     let Some(servers) = root.get(client.servers_key()) else {
         return Ok(Vec::new());
     };
-    let Node::Object(servers) = &servers.value else {
+    let Node::Object(object) = &servers.value else {
         return Err(format!("\"{}\" is not an object", client.servers_key()));
     };
-    Ok(servers
+    let mut found: Vec<Entry> = object
         .properties
         .iter()
         .filter_map(|p| match &p.value {
             Node::Object(object) => Some(entry(text, p.name.as_str(), object, p.range.start)),
             _ => None,
         })
-        .collect())
+        .collect();
+    // The servers object itself, last, under a name no entry can have:
+    // what `wrap --gateway` replaces whole.
+    found.push(entry(text, WHOLE, object, servers.range.start));
+    Ok(found)
 }
+
+/// The name the servers object itself goes by among the entries.
+pub(super) const WHOLE: &str = "";
 
 fn entry(text: &str, name: &str, object: &Object<'_>, name_at: usize) -> Entry {
     let members = object
@@ -198,6 +205,35 @@ impl Entry {
         format!("{{\n{}\n{}}}", members.join(",\n"), self.indent)
     }
 
+    /// The members of the servers object (`WHOLE`), each server's entry
+    /// read from it, by name.
+    pub(super) fn members(&self) -> impl Iterator<Item = Entry> + '_ {
+        self.members.iter().filter_map(|(name, text)| {
+            let value: Value = serde_json::from_str(text).ok()?;
+            value.is_object().then(|| Entry {
+                name: name.clone(),
+                at: 0..0,
+                members: Vec::new(),
+                value,
+                indent: String::new(),
+            })
+        })
+    }
+
+    /// The servers object's text with `dropped` taken out and `added`
+    /// (name, value) put at the end; the other members as they were.
+    pub(super) fn replaced(&self, dropped: &[String], added: (&str, &Value)) -> String {
+        let inner = format!("{}  ", self.indent);
+        let mut members: Vec<String> = self
+            .members
+            .iter()
+            .filter(|(name, _)| !dropped.contains(name))
+            .map(|(name, text)| format!("{inner}{}: {text}", json!(name)))
+            .collect();
+        members.push(format!("{inner}{}: {}", json!(added.0), inline(added.1)));
+        format!("{{\n{}\n{}}}", members.join(",\n"), self.indent)
+    }
+
     /// The environment the entry passes its server.
     pub(super) fn env(&self) -> Map<String, Value> {
         self.value
@@ -244,10 +280,11 @@ mod tests {
     #[test]
     fn an_entry_is_found_with_its_place_and_wrapped_in_its_own_order() {
         let found = entries(DESKTOP, Client::ClaudeDesktop).expect("reads");
-        let [files] = found.as_slice() else {
+        let [files, whole] = found.as_slice() else {
             panic!("{found:?}")
         };
         assert_eq!(files.name, "files");
+        assert_eq!(whole.name, WHOLE, "and the servers object itself");
         assert!(DESKTOP[files.at.clone()].starts_with("{\n      \"command\""));
         let args = vec!["--".to_owned(), "npx".to_owned()];
         let wrapped = files.wrapped(Client::ClaudeDesktop, "/bin/mcp-chain", &args, &files.env());
@@ -271,6 +308,7 @@ mod tests {
         assert!(e.starts_with("line 3"), "{e}");
         // VS Code's files may hold comments and trailing commas.
         let commented = "{\n  // mine\n  \"servers\": {\"a\": {\"type\": \"stdio\", \"command\": \"x\",},},\n}\n";
-        assert_eq!(entries(commented, Client::Vscode).unwrap().len(), 1);
+        let found = entries(commented, Client::Vscode).unwrap();
+        assert_eq!(found.len(), 2, "one server, and the object");
     }
 }

@@ -45,9 +45,9 @@ pub(crate) fn run_clients() -> ExitCode {
                 .and_then(|t| json::entries(&t, client))
             {
                 Err(e) => out += &format!("  cannot be read: {e}\n"),
-                Ok(entries) if entries.is_empty() => out += "  no servers\n",
+                Ok(entries) if entries.len() <= 1 => out += "  no servers\n",
                 Ok(entries) => {
-                    for entry in entries {
+                    for entry in entries.into_iter().filter(|e| e.name != json::WHOLE) {
                         let what = match entry.shape(client) {
                             Ok(Shape::Stdio { command, .. }) if is_ours(&command) => {
                                 "guarded by mcp-chain".to_owned()
@@ -71,7 +71,7 @@ pub(crate) fn run_clients() -> ExitCode {
     ExitCode::SUCCESS
 }
 
-pub(crate) fn run_wrap(target: &Target, policy: Option<&Path>) -> ExitCode {
+pub(crate) fn run_wrap(target: &Target, policy: Option<&Path>, gateway: bool) -> ExitCode {
     let policy = match policy.map(std::path::absolute).transpose() {
         Ok(policy) => policy,
         Err(e) => return fail(&format!("--policy: {e}")),
@@ -85,19 +85,25 @@ pub(crate) fn run_wrap(target: &Target, policy: Option<&Path>) -> ExitCode {
         Ok(path) => path.display().to_string(),
         Err(e) => return fail(&format!("cannot name this mcp-chain's own path: {e}")),
     };
-    edit(target, |client, entry, record, said| {
+    if gateway {
+        let policy = policy.as_deref();
+        return edit(target, Mode::Gateway, |client, whole, _, said| {
+            super::gateway::fold(target, client, whole, policy, &ours, said)
+        });
+    }
+    edit(target, Mode::Wrap, |client, entry, record, said| {
         let shape = match entry.shape(client) {
             Ok(shape) => shape,
             Err(why) => {
                 said.push(format!("{}: left as it is: {why}", entry.name));
-                return None;
+                return Ok(None);
             }
         };
         if matches!(&shape, Shape::Stdio { command, .. } if is_ours(command))
             || record.entries.contains_key(&entry.name)
         {
             said.push(format!("{}: already guarded by mcp-chain", entry.name));
-            return None;
+            return Ok(None);
         }
         let mut args: Vec<String> = Vec::new();
         if let Some(policy) = &policy {
@@ -124,17 +130,17 @@ pub(crate) fn run_wrap(target: &Target, policy: Option<&Path>) -> ExitCode {
             }
         }
         said.push(format!("{}: guarded", entry.name));
-        Some(entry.wrapped(client, &ours, &args, &env))
+        Ok(Some(entry.wrapped(client, &ours, &args, &env)))
     })
 }
 
 pub(crate) fn run_unwrap(target: &Target) -> ExitCode {
-    edit(target, |_, entry, record, said| {
+    edit(target, Mode::Unwrap, |_, entry, record, said| {
         let Some(kept) = record.entries.get(&entry.name) else {
             said.push(format!("{}: not wrapped by mcp-chain", entry.name));
-            return None;
+            return Ok(None);
         };
-        Some(kept.original.clone())
+        Ok(Some(kept.original.clone()))
     })
 }
 
@@ -154,30 +160,47 @@ fn header_variable(name: &str) -> String {
 }
 
 /// Whether a command is an mcp-chain.
-fn is_ours(command: &str) -> bool {
+pub(super) fn is_ours(command: &str) -> bool {
     Path::new(command)
         .file_stem()
         .is_some_and(|s| s == "mcp-chain")
 }
 
-/// Reads the target's file, asks `change` for each chosen entry's new text,
-/// and writes the file (or prints the diff), keeping the record.
+/// The file a target names: `--config-file`, else the client's first
+/// file that exists (else its first).
+pub(super) fn file_of(target: &Target) -> PathBuf {
+    if let Some(file) = &target.config_file {
+        return file.clone();
+    }
+    let files = target.client.files();
+    files
+        .iter()
+        .find(|f| f.is_file())
+        .cloned()
+        .unwrap_or_else(|| files[0].clone())
+}
+
+/// What an edit does.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// Each chosen entry wrapped.
+    Wrap,
+    /// The chosen entries replaced by one mcp-chain serving them all.
+    Gateway,
+    /// What was wrapped (or folded into a gateway) put back.
+    Unwrap,
+}
+
+/// Reads the target's file, asks `change` for each chosen entry's new text
+/// (the servers object's, for a gateway), and writes the file (or prints
+/// the diff), keeping the record. `change` failing stops everything.
 fn edit(
     target: &Target,
-    mut change: impl FnMut(Client, &Entry, &Record, &mut Vec<String>) -> Option<String>,
+    mode: Mode,
+    mut change: impl FnMut(Client, &Entry, &Record, &mut Vec<String>) -> Result<Option<String>, String>,
 ) -> ExitCode {
     let client = target.client;
-    let file = match &target.config_file {
-        Some(file) => file.clone(),
-        None => {
-            let files = client.files();
-            files
-                .iter()
-                .find(|f| f.is_file())
-                .cloned()
-                .unwrap_or_else(|| files[0].clone())
-        }
-    };
+    let file = file_of(target);
     let Ok(dir) = crate::platform::dirs::state_dir().map(|d| d.join("wrap")) else {
         return fail("no state directory to keep what was wrapped in (set MCP_CHAIN_STATE_DIR)");
     };
@@ -220,9 +243,19 @@ fn edit(
         Ok(entries) => entries,
         Err(e) => return fail(&format!("{}: {e}; nothing changed", file.display())),
     };
-    let chosen: Vec<&Entry> = match target.all {
-        true => entries.iter().collect(),
-        false => {
+    let whole = entries.iter().find(|e| e.name == json::WHOLE);
+    let folded = record.entries.contains_key(json::WHOLE);
+    let chosen: Vec<&Entry> = match (mode, folded, target.all) {
+        (Mode::Wrap | Mode::Gateway, true, _) => {
+            return fail(&format!(
+                "{}: its servers are behind one mcp-chain (wrap --gateway); unwrap them first",
+                file.display()
+            ));
+        }
+        // The servers object itself: replaced whole, or put back whole.
+        (Mode::Gateway, false, _) | (Mode::Unwrap, true, _) => whole.into_iter().collect(),
+        (_, _, true) => entries.iter().filter(|e| e.name != json::WHOLE).collect(),
+        (_, _, false) => {
             if target.servers.is_empty() {
                 return fail("name the servers, or give --all");
             }
@@ -246,8 +279,10 @@ fn edit(
     let mut said = Vec::new();
     let mut changes: Vec<(&Entry, String)> = Vec::new();
     for entry in chosen {
-        let Some(new) = change(client, entry, &record, &mut said) else {
-            continue;
+        let new = match change(client, entry, &record, &mut said) {
+            Ok(Some(new)) => new,
+            Ok(None) => continue,
+            Err(e) => return fail(&format!("{}: {e}; nothing changed", file.display())),
         };
         let now = &text[entry.at.clone()];
         match record.entries.get(&entry.name) {
@@ -409,7 +444,7 @@ fn holders(file: &Path) -> Vec<String> {
 }
 
 /// A short fingerprint of a file's path, naming its record.
-fn fingerprint(file: &Path) -> String {
+pub(super) fn fingerprint(file: &Path) -> String {
     let path = std::path::absolute(file).unwrap_or_else(|_| file.to_owned());
     let digest = mcp_chain_middleware::pin::file::fingerprint(&json!(path.display().to_string()));
     digest

@@ -190,3 +190,43 @@ def test_a_wrapped_claude_desktop_entry_runs_as_claude_desktop_launches_it(tmp_p
     assert "add" in names and "slow_count" not in names, "the policy holds"
     lines = harness.jsonl(audit)
     assert any(r.get("tool") == "add" and r.get("outcome") == "ok" for r in lines), lines
+
+
+def test_wrap_gateway_serves_every_server_behind_one_entry_and_unwrap_puts_them_back(tmp_path: Path):
+    """--gateway: the client's servers become one mcp-chain entry running a
+    [servers.*] config written from them (the policy its shared chain),
+    launched as Claude Desktop launches it; unwrap gives the file back."""
+    policy = tmp_path / "guard.toml"
+    policy.write_text('[[middleware]]\ntype = "filter"\ntools = { deny = ["*__slow_count"] }\n')
+    file = tmp_path / "claude_desktop_config.json"
+    original = json.dumps({"globalShortcut": "Ctrl+Space", "mcpServers": {
+        "calc": {"command": str(DEMO), "args": [harness.RUN_MARKER]},
+        "notes": {"command": str(DEMO), "args": [harness.RUN_MARKER], "env": {"NOTE": "1"}},
+    }}, indent=2) + "\n"
+    file.write_text(original)
+    target = ["--client", "claude-desktop", "--config-file", str(file), "--all"]
+    done = run(tmp_path, "wrap", *target, "--gateway", "--policy", str(policy))
+    assert done.returncode == 0, done.stderr
+    config = json.loads(file.read_text())
+    assert list(config["mcpServers"]) == ["mcp-chain"] and config["globalShortcut"] == "Ctrl+Space"
+    entry = config["mcpServers"]["mcp-chain"]
+    assert entry["command"] == OURS
+    assert run(tmp_path, "wrap", *target).returncode == 1, "wrapping a folded file is refused"
+
+    async def session() -> set[str]:
+        params = StdioServerParameters(command=entry["command"], args=entry["args"], env={"PATH": os.environ["PATH"]})
+        async with stdio_client(params) as (read, write):
+            async with ClientSession(read, write) as s:
+                with anyio.fail_after(30):
+                    await s.initialize()
+                    result = await s.call_tool("notes__add", {"a": 1, "b": 2})
+                    assert result.structured_content == {"sum": 3}
+                    return {t.name for t in (await s.list_tools()).tools}
+
+    names = anyio.run(session)
+    assert {"calc__add", "notes__add", "calc__echo"} <= names, names
+    assert not any(n.endswith("__slow_count") for n in names), "the policy is the shared chain"
+
+    back = run(tmp_path, "unwrap", *target)
+    assert back.returncode == 0, back.stderr
+    assert file.read_text() == original
