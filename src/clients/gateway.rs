@@ -100,11 +100,11 @@ fn target_config(target: &Target, client: Client) -> Result<std::path::PathBuf, 
     let dir = crate::platform::dirs::state_dir()
         .map_err(|e| e.to_string())?
         .join("wrap");
-    let file = super::wrap::file_of(target);
+    let file = super::edit::file_of(target);
     Ok(dir.join(format!(
         "{}-{}-gateway.toml",
         client.name(),
-        super::wrap::fingerprint(&file)
+        super::edit::fingerprint(&file)
     )))
 }
 

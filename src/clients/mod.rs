@@ -16,6 +16,7 @@
 //! change, every other byte stays, and what each entry was is kept in the
 //! state directory (`wrap.rs`) so `unwrap` puts it back byte for byte.
 
+mod edit;
 mod gateway;
 mod json;
 mod wrap;

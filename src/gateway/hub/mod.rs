@@ -25,6 +25,7 @@ mod client;
 mod learn;
 mod listing;
 mod modern;
+mod page;
 mod server;
 mod tasks;
 mod uris;
