@@ -36,6 +36,7 @@
 //! - `callers`: `when` and `unless`, a layer for some callers only.
 //! - `reload`: SIGHUP and a watched config taken up without a restart.
 //! - `telemetry`: OpenTelemetry spans, metrics and `/metrics`.
+//! - `args`: what the command line makes of the config and of the server after `--`.
 //! - `bundle`: `mcp-chain bundle`, a Desktop Extension (.mcpb) of a guarded server.
 //! - `clients`: `mcp-chain clients`, `wrap`, `unwrap`: MCP clients' config files.
 //! - `check`: `mcp-chain check`, the effective config as a person reads it.
@@ -59,6 +60,7 @@ pub mod memory;
 pub mod relay;
 
 mod approvals;
+mod args;
 mod bundle;
 mod callers;
 mod chain;
@@ -84,8 +86,8 @@ mod telemetry;
 mod transport;
 mod upstream;
 
-use cli::{ArgError, Cli, Command};
-use config::{CommandConfig, Config, Transport, UpstreamConfig, UrlConfig};
+use cli::{Cli, Command};
+use config::Config;
 use relay::Ending;
 use std::process::ExitCode;
 
@@ -182,16 +184,9 @@ impl Telemetry {
 
 /// Runs the command line; the exit code says how it went.
 pub fn main(mut cli: Cli) -> ExitCode {
-    // A Desktop Extension's user chose another policy.
-    let chosen = cli
-        .policy_override
-        .as_deref()
-        .filter(|v| !v.is_empty() && !v.starts_with("${"));
-    if let Some(policy) = chosen {
-        cli.config = Some(std::path::PathBuf::from(policy));
-    }
+    args::take_policy_override(&mut cli);
     let level = cli.log_level.as_deref();
-    let config = match effective_config(&cli) {
+    let config = match args::effective_config(&cli) {
         Ok(config) => config,
         Err(message) => {
             logging::init(level, None, false);
@@ -226,7 +221,7 @@ fn run(cli: &Cli, config: Config, background: Background) -> ExitCode {
     };
     match &cli.command {
         Some(Command::Check { server, list }) => {
-            check::run(&config, &upstream_for(&config, cli, server), *list)
+            check::run(&config, &args::upstream_for(&config, cli, server), *list)
         }
         Some(Command::Pin { action }) => pins::run(&config, action),
         Some(Command::Console) => console::run_command(cli.config.as_deref()),
@@ -243,7 +238,7 @@ fn run(cli: &Cli, config: Config, background: Background) -> ExitCode {
             auth_command(&config, command)
         }
         None if config.gateway.is_some() => serve_gateway(config, cli, background, reloading),
-        None => match upstream_for(&config, cli, &cli.server) {
+        None => match args::upstream_for(&config, cli, &cli.server) {
             Ok(upstream) => {
                 let server = approvals::server_of(&upstream);
                 let served = relay::Served::One(upstream);
@@ -296,79 +291,6 @@ fn serve_or_listen(
         ),
         None => serve(&config, &served, server, background, reloading),
     }
-}
-
-fn effective_config(cli: &Cli) -> Result<Config, ArgError> {
-    let mut config = match &cli.config {
-        Some(path) => Config::load(path)?,
-        None => Config::default(),
-    };
-    if let Some(bytes) = cli.max_message_bytes {
-        config.max_message_bytes = usize::try_from(bytes).unwrap_or(usize::MAX);
-        // One message must always fit the budget of bytes in flight.
-        config.max_bytes_in_flight = config.max_bytes_in_flight.max(config.max_message_bytes);
-    }
-    if let Some(listen) = &cli.listen {
-        config.front.listen = Some(config::parse_listen(listen)?);
-    }
-    if let Some(grace) = &cli.shutdown_grace {
-        config.shutdown_grace = config::parse_duration(grace)?;
-    }
-    Ok(config)
-}
-
-/// The server to run: what `--` names (a URL, or a command), else
-/// `[upstream]`; `--header`s added to a URL's headers.
-fn upstream_for(config: &Config, cli: &Cli, server: &[String]) -> Result<UpstreamConfig, ArgError> {
-    let mut upstream = match server {
-        [url] if config::is_url(url) => {
-            let mut remote = UrlConfig::new(url)?;
-            // The URL replaces [upstream]'s; how to reach it stays, when it
-            // is the same kind of URL.
-            if let Some(UpstreamConfig::Url(base)) = &config.upstream {
-                let websocket = |t| t == Transport::WebSocket;
-                if websocket(base.transport) == websocket(remote.transport) {
-                    remote.transport = base.transport;
-                    remote.envelope = base.envelope;
-                }
-                remote.headers.clone_from(&base.headers);
-                remote.ca_file.clone_from(&base.ca_file);
-                // How to log in is the configured server's own.
-                if base.url == remote.url {
-                    remote.oauth.clone_from(&base.oauth);
-                }
-            }
-            UpstreamConfig::Url(remote)
-        }
-        [command, args @ ..] => {
-            let mut child = match &config.upstream {
-                Some(UpstreamConfig::Command(base)) => base.clone(),
-                _ => CommandConfig::default(),
-            };
-            command.clone_into(&mut child.command);
-            child.args = args.to_vec();
-            UpstreamConfig::Command(child)
-        }
-        [] => config.upstream.clone().ok_or(ArgError::NoServer)?,
-    };
-    if !cli.headers.is_empty() || !cli.header_env.is_empty() {
-        let UpstreamConfig::Url(remote) = &mut upstream else {
-            return Err(ArgError::HeaderForCommand);
-        };
-        for line in &cli.headers {
-            remote.add_header_line(line)?;
-        }
-        for named in &cli.header_env {
-            let value = named
-                .split_once('=')
-                .and_then(|(name, var)| Some((name, std::env::var(var).ok()?)));
-            let Some((name, value)) = value else {
-                return Err(ArgError::HeaderEnv(named.clone()));
-            };
-            remote.add_header_line(&format!("{name}: {value}"))?;
-        }
-    }
-    Ok(upstream)
 }
 
 /// `login`, `logout`, `auth status`.

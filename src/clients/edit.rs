@@ -173,7 +173,9 @@ pub(super) fn edit(
     for (entry, new) in &changes {
         new_text = json::splice(&new_text, &entry.at, new);
     }
+    // The file's names and commands are text from the file: escaped.
     for line in &said {
+        let line = mcp_chain_middleware::shown::shown(line, 1000);
         eprintln!("mcp-chain {}: {line}", client.name());
     }
     if target.dry_run || changes.is_empty() {

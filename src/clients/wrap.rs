@@ -42,10 +42,13 @@ pub(crate) fn run_clients() -> ExitCode {
                             Ok(Shape::Stdio { command, .. }) => {
                                 format!("command {command}, not guarded")
                             }
-                            Ok(Shape::Remote { url, .. }) => format!("URL {url}, not guarded"),
+                            Ok(Shape::Remote { url, .. }) => {
+                                format!("URL {}, not guarded", without_secrets(&url))
+                            }
                             Err(why) => format!("not a shape mcp-chain knows ({why})"),
                         };
-                        out += &format!("  {}: {what}\n", entry.name);
+                        let line = format!("{}: {what}", entry.name);
+                        out += &format!("  {}\n", mcp_chain_middleware::shown::shown(&line, 1000));
                     }
                 }
             }
@@ -129,6 +132,15 @@ pub(crate) fn run_unwrap(target: &Target) -> ExitCode {
         };
         Ok(Some(kept.original.clone()))
     })
+}
+
+/// A URL as `clients` shows it: without user info or query, which may
+/// hold a token.
+fn without_secrets(url: &str) -> String {
+    match url::Url::parse(url) {
+        Ok(u) => format!("{}{}", u.origin().ascii_serialization(), u.path()),
+        Err(_) => "(not a URL)".to_owned(),
+    }
 }
 
 /// The variable a header's value is passed in.

@@ -230,3 +230,24 @@ def test_wrap_gateway_serves_every_server_behind_one_entry_and_unwrap_puts_them_
     back = run(tmp_path, "unwrap", *target)
     assert back.returncode == 0, back.stderr
     assert file.read_text() == original
+
+
+def test_clients_lists_each_file_in_its_place_without_secrets_or_raw_control_characters(tmp_path: Path):
+    home = tmp_path / "home"
+    (home / ".cursor").mkdir(parents=True)
+    (home / ".cursor/mcp.json").write_text(json.dumps({"mcpServers": {
+        "remote": {"url": "https://user:pw@api.example.com/mcp?token=query-secret"},
+        "\u001b[31mred": {"command": "npx", "args": ["-y", "x"]},
+        "wrapped": {"command": OURS, "args": ["--", "npx"]},
+    }}))
+    env = {**os.environ, "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"),
+           "MCP_CHAIN_STATE_DIR": str(tmp_path / "state")}
+    done = subprocess.run([str(harness.MCP_CHAIN), "clients"], capture_output=True, text=True, timeout=60, env=env,
+                          cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert f"cursor {home / '.cursor/mcp.json'}" in out
+    assert "remote: URL https://api.example.com/mcp, not guarded" in out
+    assert "query-secret" not in out and "pw@" not in out
+    assert "\u001b" not in out and "red: command npx, not guarded" in out
+    assert "wrapped: guarded by mcp-chain" in out
