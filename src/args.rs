@@ -77,7 +77,7 @@ pub(crate) fn upstream_for(
         }
         [] => config.upstream.clone().ok_or(ArgError::NoServer)?,
     };
-    if !cli.headers.is_empty() || !cli.header_env.is_empty() {
+    if !cli.headers.is_empty() || !cli.header_env.is_empty() || cli.bearer_env.is_some() {
         let UpstreamConfig::Url(remote) = &mut upstream else {
             return Err(ArgError::HeaderForCommand);
         };
@@ -92,6 +92,12 @@ pub(crate) fn upstream_for(
                 return Err(ArgError::HeaderEnv(named.clone()));
             };
             remote.add_header_line(&format!("{name}: {value}"))?;
+        }
+        if let Some(var) = &cli.bearer_env {
+            let Ok(token) = std::env::var(var) else {
+                return Err(ArgError::HeaderEnv(var.clone()));
+            };
+            remote.add_header_line(&format!("Authorization: Bearer {token}"))?;
         }
     }
     Ok(upstream)

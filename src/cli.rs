@@ -88,6 +88,12 @@ pub struct Cli {
     #[arg(long = "header-env", value_name = "NAME=VARIABLE", global = true)]
     pub header_env: Vec<String>,
 
+    /// `Authorization: Bearer` and the value of an environment variable,
+    /// sent with every request to a URL upstream (what `mcp-chain wrap`
+    /// writes for a Codex entry's `bearer_token_env_var`).
+    #[arg(long = "bearer-env", value_name = "VARIABLE", global = true)]
+    pub bearer_env: Option<String>,
+
     /// The server after `--`: a command to start, or one http(s):// URL to
     /// reach over Streamable HTTP; replaces the config's [upstream].
     #[arg(last = true, value_name = "SERVER")]

@@ -99,7 +99,7 @@ pub(super) fn edit(
         Ok(text) => text,
         Err(e) => return fail(&format!("{}: {e}", file.display())),
     };
-    let entries = match json::entries(&text, client) {
+    let entries = match super::entries(&text, client) {
         Ok(entries) => entries,
         Err(e) => return fail(&format!("{}: {e}; nothing changed", file.display())),
     };

@@ -9,6 +9,7 @@
 //! whole and kept whole, so `unwrap` gives it back byte for byte.
 
 use super::json::{Entry, Shape};
+use super::render::toml_inline;
 use super::{Client, Target};
 use serde_json::{json, Value};
 use std::fmt::Write as _;
@@ -27,6 +28,9 @@ pub(super) fn fold(
     ours: &str,
     said: &mut Vec<String>,
 ) -> Result<Option<String>, String> {
+    if client == Client::Codex {
+        return Err("--gateway is not yet written for Codex's TOML".into());
+    }
     let members: Vec<Entry> = whole.members().collect();
     if members.iter().any(|m| m.name == NAME) {
         return Err(format!("it already has a server named {NAME:?}"));
@@ -125,41 +129,23 @@ fn table(member: &Entry, shape: &Shape) -> String {
     match shape {
         Shape::Stdio { command, args } => {
             let _ = writeln!(out, "command = {}", json!(command));
-            let _ = writeln!(out, "args = {}", toml_value(&json!(args)));
+            let _ = writeln!(out, "args = {}", toml_inline(&json!(args)));
             if let Some(Value::String(cwd)) = member.value.get("cwd") {
                 let _ = writeln!(out, "cwd = {}", json!(cwd));
             }
             let env = member.env();
             if !env.is_empty() {
-                let _ = writeln!(out, "env = {}", toml_value(&Value::Object(env)));
+                let _ = writeln!(out, "env = {}", toml_inline(&Value::Object(env)));
             }
         }
-        Shape::Remote { url, headers } => {
+        Shape::Remote { url, headers, .. } => {
             let _ = writeln!(out, "url = {}", json!(url));
             if !headers.is_empty() {
                 let headers: serde_json::Map<String, Value> =
                     headers.iter().map(|(k, v)| (k.clone(), json!(v))).collect();
-                let _ = writeln!(out, "headers = {}", toml_value(&Value::Object(headers)));
+                let _ = writeln!(out, "headers = {}", toml_inline(&Value::Object(headers)));
             }
         }
     }
     out
-}
-
-/// A JSON array or object of strings as a TOML inline value.
-fn toml_value(value: &Value) -> String {
-    match value {
-        Value::Array(items) => {
-            let items: Vec<String> = items.iter().map(toml_value).collect();
-            format!("[{}]", items.join(", "))
-        }
-        Value::Object(members) => {
-            let members: Vec<String> = members
-                .iter()
-                .map(|(k, v)| format!("{} = {}", json!(k), toml_value(v)))
-                .collect();
-            format!("{{ {} }}", members.join(", "))
-        }
-        other => other.to_string(),
-    }
 }

@@ -6,6 +6,7 @@
 //! own members in their order, only `command` and `args` (or, for a
 //! remote entry, its URL, transport and headers) written anew.
 
+use super::render::{env_vars, inline, toml_inline, toml_key};
 use super::Client;
 use jsonc_parser::ast::{Object, Value as Node};
 use jsonc_parser::{CollectOptions, ParseOptions};
@@ -24,6 +25,9 @@ pub(super) struct Entry {
     pub(super) value: Value,
     /// The indentation of the line the entry's name is on.
     indent: String,
+    /// A TOML table's header (`[mcp_servers.NAME]`): the entry is written
+    /// as TOML, `key = value` lines after it.
+    head: Option<String>,
 }
 
 /// The server entries of `text`, in order; an error names the line.
@@ -92,6 +96,7 @@ fn entry(text: &str, name: &str, object: &Object<'_>, name_at: usize) -> Entry {
         members,
         value: Value::from(Node::Object(object.clone())),
         indent,
+        head: None,
     }
 }
 
@@ -104,10 +109,40 @@ pub(super) enum Shape {
     Remote {
         url: String,
         headers: Vec<(String, String)>,
+        /// Headers whose value the client reads from a variable (Codex):
+        /// (header, variable); `Authorization` from `bearer_token_env_var`
+        /// is `Bearer ` and the variable's value.
+        from_env: Vec<(String, String)>,
     },
 }
 
+/// The members a remote entry's headers may be in, per client.
+const HEADER_KEYS: [&str; 4] = [
+    "headers",
+    "http_headers",
+    "env_http_headers",
+    "bearer_token_env_var",
+];
+
 impl Entry {
+    /// A Codex table (see `toml.rs`).
+    pub(super) fn of_toml(
+        name: &str,
+        at: Range<usize>,
+        head: String,
+        members: Vec<(String, String)>,
+        value: Value,
+    ) -> Self {
+        Self {
+            name: name.to_owned(),
+            at,
+            members,
+            value,
+            indent: String::new(),
+            head: Some(head),
+        }
+    }
+
     /// What the entry runs; `Err` for a shape this mcp-chain does not know
     /// (the entry is left as it is).
     pub(super) fn shape(&self, client: Client) -> Result<Shape, String> {
@@ -127,20 +162,30 @@ impl Entry {
                 args,
             });
         }
+        let pairs = |key: &str| -> Result<Vec<(String, String)>, String> {
+            match v.get(key) {
+                None => Ok(Vec::new()),
+                Some(Value::Object(h)) => h
+                    .iter()
+                    .map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
+                    .collect::<Option<_>>()
+                    .ok_or_else(|| format!("a value of \"{key}\" is not a string")),
+                Some(_) => Err(format!("\"{key}\" is not a table")),
+            }
+        };
         for (key, _) in client.url_keys() {
             if let Some(url) = v.get(*key).and_then(Value::as_str) {
-                let headers = match v.get("headers") {
-                    None => Vec::new(),
-                    Some(Value::Object(h)) => h
-                        .iter()
-                        .map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
-                        .collect::<Option<_>>()
-                        .ok_or("a header's value is not a string")?,
-                    Some(_) => return Err("\"headers\" is not an object".into()),
+                let (headers, mut from_env) = match client {
+                    Client::Codex => (pairs("http_headers")?, pairs("env_http_headers")?),
+                    _ => (pairs("headers")?, Vec::new()),
                 };
+                if let Some(var) = v.get("bearer_token_env_var").and_then(Value::as_str) {
+                    from_env.push((BEARER.to_owned(), var.to_owned()));
+                }
                 return Ok(Shape::Remote {
                     url: url.to_owned(),
                     headers,
+                    from_env,
                 });
             }
         }
@@ -159,6 +204,11 @@ impl Entry {
         env: &Map<String, Value>,
     ) -> String {
         let remote: Vec<&str> = client.url_keys().iter().map(|(k, _)| *k).collect();
+        let toml = self.head.is_some();
+        let inline = |v: &Value| match toml {
+            true => toml_inline(v),
+            false => inline(v),
+        };
         let mut out: Vec<(String, String)> = Vec::new();
         let put = |out: &mut Vec<(String, String)>, key: &str, value: String| match out
             .iter_mut()
@@ -176,7 +226,12 @@ impl Entry {
                     put(&mut out, "env", inline(&Value::Object(env.clone())))
                 }
                 "type" => put(&mut out, "type", inline(&json!("stdio"))),
-                "headers" if is_remote => {}
+                k if is_remote && HEADER_KEYS.contains(&k) => {}
+                "env_vars" if is_remote => put(
+                    &mut out,
+                    "env_vars",
+                    inline(&env_vars(&self.value, args, env)),
+                ),
                 k if is_remote && remote.contains(&k) => {
                     put(&mut out, "command", inline(&json!(command)));
                     put(&mut out, "args", inline(&json!(args)));
@@ -194,8 +249,24 @@ impl Entry {
         if !env.is_empty() && !out.iter().any(|(k, _)| k == "env") {
             out.push(("env".into(), inline(&Value::Object(env.clone()))));
         }
+        // Codex passes a server only the variables its entry lists.
+        let passed = env_vars(&self.value, args, env);
+        if toml
+            && is_remote
+            && passed.as_array().is_some_and(|v| !v.is_empty())
+            && !out.iter().any(|(k, _)| k == "env_vars")
+        {
+            out.push(("env_vars".into(), inline(&passed)));
+        }
         if client.typed() && !out.iter().any(|(k, _)| k == "type") {
             out.insert(0, ("type".into(), inline(&json!("stdio"))));
+        }
+        if let Some(head) = &self.head {
+            let lines: Vec<String> = out
+                .iter()
+                .map(|(k, v)| format!("{} = {v}", toml_key(k)))
+                .collect();
+            return format!("{head}\n{}", lines.join("\n"));
         }
         let inner = format!("{}  ", self.indent);
         let members: Vec<String> = out
@@ -216,6 +287,7 @@ impl Entry {
                 members: Vec::new(),
                 value,
                 indent: String::new(),
+                head: None,
             })
         })
     }
@@ -244,23 +316,8 @@ impl Entry {
     }
 }
 
-/// A value on one line, as people write one: `["a", "b"]`, `{"K": "v"}`.
-fn inline(value: &Value) -> String {
-    match value {
-        Value::Array(items) => {
-            let items: Vec<String> = items.iter().map(inline).collect();
-            format!("[{}]", items.join(", "))
-        }
-        Value::Object(members) => {
-            let members: Vec<String> = members
-                .iter()
-                .map(|(k, v)| format!("{}: {}", json!(k), inline(v)))
-                .collect();
-            format!("{{{}}}", members.join(", "))
-        }
-        other => other.to_string(),
-    }
-}
+/// The `Authorization` header a bearer token's variable gives.
+pub(super) const BEARER: &str = "Authorization: Bearer";
 
 /// `text` with `at` replaced by `with`.
 pub(super) fn splice(text: &str, at: &Range<usize>, with: &str) -> String {

@@ -11,14 +11,17 @@
 //! | `vscode` | `~/.config/Code/User/mcp.json`, `./.vscode/mcp.json` (JSON with comments) | `servers` (`type` required) | `url` + `type` |
 //! | `windsurf` | `~/.codeium/windsurf/mcp_config.json` | `mcpServers` | `serverUrl` |
 //! | `gemini` | `~/.gemini/settings.json` | `mcpServers` | `url` (SSE), `httpUrl` |
+//! | `codex` | `~/.codex/config.toml` (`$CODEX_HOME`; TOML) | `[mcp_servers.NAME]` | `url`, `http_headers`, `env_http_headers`, `bearer_token_env_var` |
 //!
-//! The files are edited as text (`json.rs`): only the entries wrapped
+//! The files are edited as text (`json.rs`, `toml.rs`): only the entries wrapped
 //! change, every other byte stays, and what each entry was is kept in the
 //! state directory (`wrap.rs`) so `unwrap` puts it back byte for byte.
 
 mod edit;
 mod gateway;
 mod json;
+mod render;
+mod toml;
 mod wrap;
 
 pub(crate) use wrap::{run_clients, run_unwrap, run_wrap};
@@ -34,6 +37,7 @@ pub enum Client {
     Vscode,
     Windsurf,
     Gemini,
+    Codex,
 }
 
 /// Which client, which file, which entries (`wrap` and `unwrap`).
@@ -57,13 +61,14 @@ pub struct Target {
 }
 
 impl Client {
-    pub(crate) const ALL: [Client; 6] = [
+    pub(crate) const ALL: [Client; 7] = [
         Client::ClaudeDesktop,
         Client::ClaudeCode,
         Client::Cursor,
         Client::Vscode,
         Client::Windsurf,
         Client::Gemini,
+        Client::Codex,
     ];
 
     pub(crate) fn name(self) -> &'static str {
@@ -74,6 +79,7 @@ impl Client {
             Self::Vscode => "vscode",
             Self::Windsurf => "windsurf",
             Self::Gemini => "gemini",
+            Self::Codex => "codex",
         }
     }
 
@@ -81,6 +87,7 @@ impl Client {
     fn servers_key(self) -> &'static str {
         match self {
             Self::Vscode => "servers",
+            Self::Codex => "mcp_servers",
             _ => "mcpServers",
         }
     }
@@ -128,7 +135,21 @@ impl Client {
                 .join("windsurf")
                 .join("mcp_config.json")],
             Self::Gemini => vec![home.join(".gemini").join("settings.json")],
+            Self::Codex => {
+                let dir = std::env::var_os("CODEX_HOME")
+                    .map_or_else(|| home.join(".codex"), PathBuf::from);
+                vec![dir.join("config.toml")]
+            }
         }
+    }
+}
+
+/// The server entries of a client's file, in order (the JSON files' last
+/// the servers object itself, `json::WHOLE`); an error names the line.
+fn entries(text: &str, client: Client) -> Result<Vec<json::Entry>, String> {
+    match client {
+        Client::Codex => toml::entries(text),
+        _ => json::entries(text, client),
     }
 }
 

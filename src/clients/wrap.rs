@@ -29,7 +29,7 @@ pub(crate) fn run_clients() -> ExitCode {
             out += &format!("{} {}\n", client.name(), file.display());
             match std::fs::read_to_string(&file)
                 .map_err(|e| e.to_string())
-                .and_then(|t| json::entries(&t, client))
+                .and_then(|t| super::entries(&t, client))
             {
                 Err(e) => out += &format!("  cannot be read: {e}\n"),
                 Ok(entries) if entries.len() <= 1 => out += "  no servers\n",
@@ -109,12 +109,24 @@ pub(crate) fn run_wrap(target: &Target, policy: Option<&Path>, gateway: bool) ->
                 args.push(command);
                 args.extend(theirs);
             }
-            Shape::Remote { url, headers } => {
+            Shape::Remote {
+                url,
+                headers,
+                from_env,
+            } => {
                 env = entry.env();
                 for (name, value) in headers {
                     let var = header_variable(&name);
                     args.extend(["--header-env".to_owned(), format!("{name}={var}")]);
                     env.insert(var, Value::String(value));
+                }
+                // Headers the client read from its own variables: read
+                // from the same ones.
+                for (name, var) in from_env {
+                    match name == json::BEARER {
+                        true => args.extend(["--bearer-env".to_owned(), var]),
+                        false => args.extend(["--header-env".to_owned(), format!("{name}={var}")]),
+                    }
                 }
                 args.extend(["--".to_owned(), url]);
             }

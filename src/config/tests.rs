@@ -568,6 +568,7 @@ fn two_servers_cannot_pin_to_one_file() {
     let dir = std::env::temp_dir().join(format!("mcp-chain-pins-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("a temporary directory");
     let pins = dir.join("pins.json");
+    // A literal string: a Windows path's backslashes are no escapes.
     let found = problems(&format!(
         r#"
 [servers.a]
@@ -575,14 +576,14 @@ command = "a"
 
 [[servers.a.middleware]]
 type = "pin"
-path = "{0}"
+path = '{0}'
 
 [servers.b]
 command = "b"
 
 [[servers.b.middleware]]
 type = "pin"
-path = "{0}"
+path = '{0}'
 "#,
         pins.display()
     ));

@@ -17,6 +17,7 @@ import os
 import re
 import shutil
 import subprocess
+import tomllib
 from pathlib import Path
 
 import anyio
@@ -29,7 +30,9 @@ import harness
 HERE = Path(__file__).parent / "clients"
 DEMO = harness.REPO / "target/debug/mcp-chain-demo-server"
 OURS = str(harness.MCP_CHAIN.resolve())
-SERVERS_KEY = {"vscode": "servers"}
+SERVERS_KEY = {"vscode": "servers", "codex": "mcp_servers"}
+SUFFIX = {"codex": "toml"}
+HEADER_KEYS = ("headers", "http_headers", "env_http_headers", "bearer_token_env_var")
 URL_KEYS = ("url", "serverUrl", "httpUrl")
 
 
@@ -68,15 +71,20 @@ def jsonc(text: str):
     return json.loads(plain)
 
 
-@pytest.mark.parametrize("client", ["claude-desktop", "claude-code", "cursor", "vscode", "windsurf", "gemini"])
+def read(client: str, text: str):
+    return tomllib.loads(text) if client == "codex" else jsonc(text)
+
+
+@pytest.mark.parametrize("client", ["claude-desktop", "claude-code", "cursor", "vscode", "windsurf", "gemini", "codex"])
 def test_wrap_then_unwrap_gives_the_file_back_byte_for_byte(client: str, tmp_path: Path):
-    original = (HERE / f"{client}.json").read_bytes()
-    file = tmp_path / f"{client}.json"
+    suffix = SUFFIX.get(client, "json")
+    original = (HERE / f"{client}.{suffix}").read_bytes()
+    file = tmp_path / f"{client}.{suffix}"
     file.write_bytes(original)
     policy = tmp_path / "policy.toml"
     policy.write_text('[[middleware]]\ntype = "audit"\npath = "-"\n')
     target = ["--client", client, "--config-file", str(file), "--all"]
-    before = jsonc(original.decode())[SERVERS_KEY.get(client, "mcpServers")]
+    before = read(client, original.decode())[SERVERS_KEY.get(client, "mcpServers")]
 
     dry = run(tmp_path, "wrap", *target, "--policy", str(policy), "--dry-run")
     assert dry.returncode == 0 and "+++ " in dry.stdout and OURS in dry.stdout, dry
@@ -85,7 +93,7 @@ def test_wrap_then_unwrap_gives_the_file_back_byte_for_byte(client: str, tmp_pat
     done = run(tmp_path, "wrap", *target, "--policy", str(policy))
     assert done.returncode == 0, done.stderr
     text = file.read_text()
-    after = jsonc(text)[SERVERS_KEY.get(client, "mcpServers")]
+    after = read(client, text)[SERVERS_KEY.get(client, "mcpServers")]
     assert list(after) == list(before), "the same servers, in the same order"
     for name, entry in after.items():
         old = before[name]
@@ -100,17 +108,23 @@ def test_wrap_then_unwrap_gives_the_file_back_byte_for_byte(client: str, tmp_pat
                    {k: v for k, v in old.items() if k not in ("command", "args", "type")}, "every other member kept"
         else:
             assert args[-2:] == ["--", remote]
-            assert not any(k in entry for k in (*URL_KEYS, "headers"))
-            for header, value in old.get("headers", {}).items():
+            assert not any(k in entry for k in (*URL_KEYS, *HEADER_KEYS))
+            for header, value in old.get("headers", old.get("http_headers", {})).items():
                 assert value not in " ".join(args), "a header's value never on the command line"
                 var = next(a.split("=", 1)[1] for a in args if a.startswith(f"{header}="))
                 assert entry["env"][var] == value
+            # Headers the client read from variables: read from the same ones, and (Codex) passed.
+            for header, var in old.get("env_http_headers", {}).items():
+                assert f"{header}={var}" in args and var in entry["env_vars"]
+            if "bearer_token_env_var" in old:
+                var = old["bearer_token_env_var"]
+                assert args[args.index("--bearer-env") + 1] == var and var in entry["env_vars"]
         if "type" in old or client == "vscode":
             assert entry["type"] == "stdio"
     # The rest of the file, as it was.
-    rest = jsonc(text)
+    rest = read(client, text)
     rest.pop(SERVERS_KEY.get(client, "mcpServers"))
-    whole = jsonc(original.decode())
+    whole = read(client, original.decode())
     whole.pop(SERVERS_KEY.get(client, "mcpServers"))
     assert rest == whole
 
@@ -251,3 +265,32 @@ def test_clients_lists_each_file_in_its_place_without_secrets_or_raw_control_cha
     assert "query-secret" not in out and "pw@" not in out
     assert "\u001b" not in out and "red: command npx, not guarded" in out
     assert "wrapped: guarded by mcp-chain" in out
+
+
+def test_header_env_and_bearer_env_read_headers_from_variables(tmp_path: Path):
+    """What wrap writes for a URL entry: the header values come from the
+    environment (--header-env NAME=VAR, --bearer-env VAR), never the command
+    line; the front behind checks the bearer token."""
+    token = "wrapped-front-token-0123456789"
+    port = harness.free_port()
+    config = tmp_path / "front.toml"
+    config.write_text(f'[front]\ntokens = ["{token}"]\n')
+    front = [str(harness.MCP_CHAIN), "--listen", f"127.0.0.1:{port}", "--config", str(config), "--", str(DEMO), harness.RUN_MARKER]
+    with harness.listening(front, port, "wrap-front"):
+        url = f"http://127.0.0.1:{port}/mcp"
+
+        async def session(env: dict) -> set[str]:
+            params = StdioServerParameters(command=OURS, args=["--bearer-env", "FRONT_TOKEN", "--header-env",
+                                                               "X-Team=TEAM_NAME", "--", url],
+                                           env={"PATH": os.environ["PATH"], **env})
+            async with stdio_client(params) as (read, write):
+                async with ClientSession(read, write) as s:
+                    with anyio.fail_after(30):
+                        await s.initialize()
+                        return {t.name for t in (await s.list_tools()).tools}
+
+        assert "add" in anyio.run(session, {"FRONT_TOKEN": token, "TEAM_NAME": "blue"})
+    unset = subprocess.run([OURS, "--bearer-env", "NOT_SET_ANYWHERE", "--", "http://127.0.0.1:1/mcp"],
+                           capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL,
+                           env={"PATH": os.environ["PATH"]})
+    assert unset.returncode == 1 and "NOT_SET_ANYWHERE" in unset.stderr, unset.stderr
