@@ -30,11 +30,14 @@ pub(crate) fn run_clients() -> ExitCode {
             match std::fs::read_to_string(&file)
                 .map_err(|e| e.to_string())
                 .and_then(|t| super::entries(&t, client))
-            {
+                .map(|entries| {
+                    let servers = entries.into_iter().filter(|e| e.name != json::WHOLE);
+                    servers.collect::<Vec<_>>()
+                }) {
                 Err(e) => out += &format!("  cannot be read: {e}\n"),
-                Ok(entries) if entries.len() <= 1 => out += "  no servers\n",
+                Ok(entries) if entries.is_empty() => out += "  no servers\n",
                 Ok(entries) => {
-                    for entry in entries.into_iter().filter(|e| e.name != json::WHOLE) {
+                    for entry in entries {
                         let what = match entry.shape(client) {
                             Ok(Shape::Stdio { command, .. }) if is_ours(&command) => {
                                 "guarded by mcp-chain".to_owned()

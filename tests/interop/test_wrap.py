@@ -254,8 +254,11 @@ def test_clients_lists_each_file_in_its_place_without_secrets_or_raw_control_cha
         "\u001b[31mred": {"command": "npx", "args": ["-y", "x"]},
         "wrapped": {"command": OURS, "args": ["--", "npx"]},
     }}))
+    (home / ".codex").mkdir()
+    (home / ".codex/config.toml").write_text('[mcp_servers.time]\ncommand = "uvx"\nargs = ["mcp-server-time"]\n')
     env = {**os.environ, "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"),
            "MCP_CHAIN_STATE_DIR": str(tmp_path / "state")}
+    env.pop("CODEX_HOME", None)
     done = subprocess.run([str(harness.MCP_CHAIN), "clients"], capture_output=True, text=True, timeout=60, env=env,
                           cwd=tmp_path)
     assert done.returncode == 0, done.stderr
@@ -265,6 +268,7 @@ def test_clients_lists_each_file_in_its_place_without_secrets_or_raw_control_cha
     assert "query-secret" not in out and "pw@" not in out
     assert "\u001b" not in out and "red: command npx, not guarded" in out
     assert "wrapped: guarded by mcp-chain" in out
+    assert f"codex {home / '.codex/config.toml'}\n  time: command uvx, not guarded" in out, "one server is one server"
 
 
 def test_header_env_and_bearer_env_read_headers_from_variables(tmp_path: Path):
