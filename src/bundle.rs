@@ -223,7 +223,9 @@ fn manifest(
     json!({
         "manifest_version": MANIFEST_VERSION,
         "name": name,
-        "display_name": format!("{} (guarded by mcp-chain)", server.first().map(String::as_str).unwrap_or(name)),
+        // The extension's name, never the server's URL or arguments (a
+        // token may be in them).
+        "display_name": format!("{name} (guarded by mcp-chain)"),
         "version": env!("CARGO_PKG_VERSION"),
         "description": "An MCP server behind mcp-chain, with a policy",
         "author": {"name": "mcp-chain bundle"},

@@ -295,9 +295,10 @@ fn holders(file: &Path) -> Vec<String> {
             .any(|fd| std::fs::read_link(fd.path()).is_ok_and(|p| p == file))
         {
             let name = std::fs::read_to_string(proc.path().join("comm")).unwrap_or_default();
+            // Another process's name: its own text, escaped.
+            let name = mcp_chain_middleware::shown::shown(name.trim(), 64);
             found.push(format!(
-                "{} (pid {})",
-                name.trim(),
+                "{name} (pid {})",
                 proc.file_name().to_string_lossy()
             ));
         }

@@ -40,36 +40,29 @@ pub(super) fn toml_key(key: &str) -> String {
 
 /// A value on one line, as people write one: `["a", "b"]`, `{"K": "v"}`.
 pub(super) fn inline(value: &Value) -> String {
-    match value {
-        Value::Array(items) => {
-            let items: Vec<String> = items.iter().map(inline).collect();
-            format!("[{}]", items.join(", "))
-        }
-        Value::Object(members) => {
-            let members: Vec<String> = members
-                .iter()
-                .map(|(k, v)| format!("{}: {}", json!(k), inline(v)))
-                .collect();
-            format!("{{{}}}", members.join(", "))
-        }
-        other => other.to_string(),
-    }
+    one_line(value, ": ", ("{", "}"))
 }
 
 /// A value as a TOML inline value (strings as JSON writes them: TOML's
-/// basic strings read the same escapes).
+/// basic strings read the same escapes): `{ "K" = "v" }`.
 pub(super) fn toml_inline(value: &Value) -> String {
+    one_line(value, " = ", ("{ ", " }"))
+}
+
+/// `value` on one line, its members joined to their keys by `join` and
+/// enclosed in `braces`.
+fn one_line(value: &Value, join: &str, braces: (&str, &str)) -> String {
     match value {
         Value::Array(items) => {
-            let items: Vec<String> = items.iter().map(toml_inline).collect();
+            let items: Vec<String> = items.iter().map(|v| one_line(v, join, braces)).collect();
             format!("[{}]", items.join(", "))
         }
         Value::Object(members) => {
             let members: Vec<String> = members
                 .iter()
-                .map(|(k, v)| format!("{} = {}", json!(k), toml_inline(v)))
+                .map(|(k, v)| format!("{}{join}{}", json!(k), one_line(v, join, braces)))
                 .collect();
-            format!("{{ {} }}", members.join(", "))
+            format!("{}{}{}", braces.0, members.join(", "), braces.1)
         }
         other => other.to_string(),
     }
