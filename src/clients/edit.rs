@@ -6,7 +6,7 @@
 //! back byte for byte.
 
 use super::json::{self, Entry};
-use super::{Client, Target};
+use super::{Client, Scope, Target};
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::io::Write as _;
@@ -26,18 +26,57 @@ pub(super) struct Kept {
     pub(super) wrapped: String,
 }
 
-/// The file a target names: `--config-file`, else the client's first
-/// file that exists (else its first).
-pub(super) fn file_of(target: &Target) -> PathBuf {
-    if let Some(file) = &target.config_file {
-        return file.clone();
+/// Where a target's servers are: a file, and for Claude Code's local
+/// scope the project (directory) whose entry in it holds them.
+pub(super) struct Place {
+    pub(super) file: PathBuf,
+    pub(super) project: Option<String>,
+}
+
+impl Place {
+    /// The name what is kept about this place goes by in the state
+    /// directory.
+    pub(super) fn key(&self, client: Client) -> String {
+        let mut key = format!("{}-{}", client.name(), fingerprint(&self.file));
+        if let Some(project) = &self.project {
+            key = format!("{key}-local-{}", fingerprint(Path::new(project)));
+        }
+        key
     }
-    let files = target.client.files();
-    files
-        .iter()
-        .find(|f| f.is_file())
-        .cloned()
-        .unwrap_or_else(|| files[0].clone())
+}
+
+/// The place a target names: `--config-file`, else the file `--scope`
+/// names, else the client's first file that exists (else its first).
+pub(super) fn place_of(target: &Target) -> Result<Place, String> {
+    let client = target.client;
+    let files = client.files();
+    let project = match target.scope {
+        Some(Scope::Local) if client != Client::ClaudeCode => {
+            return Err(format!(
+                "--scope local is claude-code's; {} has none",
+                client.name()
+            ))
+        }
+        Some(Scope::Local) => {
+            let cwd = std::env::current_dir().map_err(|e| format!("this directory: {e}"))?;
+            Some(super::project_key(&cwd))
+        }
+        _ => None,
+    };
+    let file = match (&target.config_file, target.scope) {
+        (Some(file), _) => file.clone(),
+        (None, Some(Scope::User | Scope::Local)) => files[0].clone(),
+        (None, Some(Scope::Project)) => match files.get(1) {
+            Some(file) => file.clone(),
+            None => return Err(format!("{} has no project file", client.name())),
+        },
+        (None, None) => files
+            .iter()
+            .find(|f| f.is_file())
+            .cloned()
+            .unwrap_or_else(|| files[0].clone()),
+    };
+    Ok(Place { file, project })
 }
 
 /// What an edit does.
@@ -60,11 +99,15 @@ pub(super) fn edit(
     mut change: impl FnMut(Client, &Entry, &Record, &mut Vec<String>) -> Result<Option<String>, String>,
 ) -> ExitCode {
     let client = target.client;
-    let file = file_of(target);
+    let place = match place_of(target) {
+        Ok(place) => place,
+        Err(e) => return fail(&e),
+    };
+    let file = place.file.clone();
     let Ok(dir) = crate::platform::dirs::state_dir().map(|d| d.join("wrap")) else {
         return fail("no state directory to keep what was wrapped in (set MCP_CHAIN_STATE_DIR)");
     };
-    let key = format!("{}-{}", client.name(), fingerprint(&file));
+    let key = place.key(client);
     if let Err(e) = std::fs::create_dir_all(dir.join("backups")) {
         return fail(&format!("{}: {e}", dir.display()));
     }
@@ -99,7 +142,7 @@ pub(super) fn edit(
         Ok(text) => text,
         Err(e) => return fail(&format!("{}: {e}", file.display())),
     };
-    let entries = match super::entries(&text, client) {
+    let entries = match super::entries(&text, client, place.project.as_deref()) {
         Ok(entries) => entries,
         Err(e) => return fail(&format!("{}: {e}; nothing changed", file.display())),
     };

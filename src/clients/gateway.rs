@@ -28,8 +28,8 @@ pub(super) fn fold(
     ours: &str,
     said: &mut Vec<String>,
 ) -> Result<Option<String>, String> {
-    if client == Client::Codex {
-        return Err("--gateway is not yet written for Codex's TOML".into());
+    if let Some(why) = whole.scattered() {
+        return Err(why.to_owned());
     }
     let members: Vec<Entry> = whole.members().collect();
     if members.iter().any(|m| m.name == NAME) {
@@ -72,14 +72,30 @@ pub(super) fn fold(
             policy.display()
         );
     }
+    // The variables the servers' headers are read from: the client
+    // passes them to mcp-chain (Codex only those its entry lists).
+    let mut vars: Vec<String> = Vec::new();
     for (member, shape) in &chosen {
-        config += &table(member, shape);
+        config += &table(client, member, shape);
+        if let Shape::Remote { from_env, .. } = shape {
+            vars.extend(from_env.iter().map(|(_, var)| var.clone()));
+        }
+        // And those a Codex server was passed (its children inherit ours).
+        if let Some(Value::Array(listed)) = member.value.get("env_vars") {
+            vars.extend(listed.iter().filter_map(|v| v.as_str().map(str::to_owned)));
+        }
     }
     let path = target_config(target, client)?;
     if !target.dry_run {
         mcp_chain_private::write_whole(&path, config.as_bytes())
             .map_err(|e| format!("{}: {e}", path.display()))?;
-        if let Err(e) = crate::config::Config::load(&path) {
+        // The headers' variables are set where the client runs it.
+        let later = |name: &str| {
+            vars.iter()
+                .any(|v| v == name)
+                .then(|| "set-later".to_owned())
+        };
+        if let Err(e) = crate::config::Config::load_with(&path, later) {
             let _ = std::fs::remove_file(&path);
             return Err(format!(
                 "the gateway's config would not load ({e}); a policy for --gateway names no server"
@@ -89,6 +105,11 @@ pub(super) fn fold(
     let mut entry = json!({"command": ours, "args": ["--config", path.display().to_string()]});
     if client.typed() {
         entry = json!({"type": "stdio", "command": ours, "args": entry["args"]});
+    }
+    if client == Client::Codex && !vars.is_empty() {
+        let mut seen = std::collections::HashSet::new();
+        vars.retain(|v| seen.insert(v.clone()));
+        entry["env_vars"] = json!(vars);
     }
     let names: Vec<String> = chosen.iter().map(|(m, _)| m.name.clone()).collect();
     said.push(format!(
@@ -104,16 +125,12 @@ fn target_config(target: &Target, client: Client) -> Result<std::path::PathBuf, 
     let dir = crate::platform::dirs::state_dir()
         .map_err(|e| e.to_string())?
         .join("wrap");
-    let file = super::edit::file_of(target);
-    Ok(dir.join(format!(
-        "{}-{}-gateway.toml",
-        client.name(),
-        super::edit::fingerprint(&file)
-    )))
+    let place = super::edit::place_of(target)?;
+    Ok(dir.join(format!("{}-gateway.toml", place.key(client))))
 }
 
 /// One `[servers.NAME]` table (TOML's basic strings read JSON's escapes).
-fn table(member: &Entry, shape: &Shape) -> String {
+fn table(client: Client, member: &Entry, shape: &Shape) -> String {
     let name: String = member
         .name
         .chars()
@@ -125,27 +142,66 @@ fn table(member: &Entry, shape: &Shape) -> String {
             }
         })
         .collect();
+    // mcp-chain expands `${VAR}` in its config; only Claude Code expands
+    // its entries' variables too, so elsewhere a `${` is the entry's text.
+    let literal = |value: &Value| -> Value {
+        match client {
+            Client::ClaudeCode => value.clone(),
+            _ => escaped(value),
+        }
+    };
     let mut out = format!("\n[servers.{}]\n", json!(name));
     match shape {
         Shape::Stdio { command, args } => {
-            let _ = writeln!(out, "command = {}", json!(command));
-            let _ = writeln!(out, "args = {}", toml_inline(&json!(args)));
+            let _ = writeln!(out, "command = {}", literal(&json!(command)));
+            let _ = writeln!(out, "args = {}", toml_inline(&literal(&json!(args))));
             if let Some(Value::String(cwd)) = member.value.get("cwd") {
-                let _ = writeln!(out, "cwd = {}", json!(cwd));
+                let _ = writeln!(out, "cwd = {}", literal(&json!(cwd)));
             }
             let env = member.env();
             if !env.is_empty() {
-                let _ = writeln!(out, "env = {}", toml_inline(&Value::Object(env)));
+                let env = literal(&Value::Object(env));
+                let _ = writeln!(out, "env = {}", toml_inline(&env));
             }
         }
-        Shape::Remote { url, headers, .. } => {
-            let _ = writeln!(out, "url = {}", json!(url));
-            if !headers.is_empty() {
-                let headers: serde_json::Map<String, Value> =
-                    headers.iter().map(|(k, v)| (k.clone(), json!(v))).collect();
-                let _ = writeln!(out, "headers = {}", toml_inline(&Value::Object(headers)));
+        Shape::Remote {
+            url,
+            headers,
+            from_env,
+        } => {
+            let _ = writeln!(out, "url = {}", literal(&json!(url)));
+            let mut all: serde_json::Map<String, Value> = headers
+                .iter()
+                .map(|(k, v)| (k.clone(), literal(&json!(v))))
+                .collect();
+            // Headers the client read from its variables: read from the
+            // same ones, which the gateway's entry passes on.
+            for (header, var) in from_env {
+                let (header, value) = match header == super::json::BEARER {
+                    true => ("Authorization".to_owned(), format!("Bearer ${{{var}}}")),
+                    false => (header.clone(), format!("${{{var}}}")),
+                };
+                all.insert(header, json!(value));
+            }
+            if !all.is_empty() {
+                let _ = writeln!(out, "headers = {}", toml_inline(&Value::Object(all)));
             }
         }
     }
     out
+}
+
+/// `value` with every `${` in its strings written `$${` (mcp-chain's
+/// config then reads it as the text it is).
+fn escaped(value: &Value) -> Value {
+    match value {
+        Value::String(s) => json!(s.replace("${", "$${")),
+        Value::Array(items) => items.iter().map(escaped).collect(),
+        Value::Object(members) => members
+            .iter()
+            .map(|(k, v)| (k.clone(), escaped(v)))
+            .collect::<serde_json::Map<_, _>>()
+            .into(),
+        other => other.clone(),
+    }
 }

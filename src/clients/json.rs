@@ -13,8 +13,11 @@ use jsonc_parser::{CollectOptions, ParseOptions};
 use serde_json::{json, Map, Value};
 use std::ops::Range;
 
+use super::shape::HEADER_KEYS;
+pub(super) use super::shape::{Shape, BEARER};
+
 /// One server's entry in the file.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(super) struct Entry {
     pub(super) name: String,
     /// Where its value (the object) is in the text.
@@ -28,10 +31,18 @@ pub(super) struct Entry {
     /// A TOML table's header (`[mcp_servers.NAME]`): the entry is written
     /// as TOML, `key = value` lines after it.
     head: Option<String>,
+    /// For Codex's servers "object" (`WHOLE`), the stretch of the file
+    /// its tables are in, or why they cannot be taken as one.
+    stretch: Option<Result<super::toml::Stretch, String>>,
 }
 
-/// The server entries of `text`, in order; an error names the line.
-pub(super) fn entries(text: &str, client: Client) -> Result<Vec<Entry>, String> {
+/// The server entries of `text`, in order; under `projects[project]` for
+/// Claude Code's local scope; an error names the line.
+pub(super) fn entries(
+    text: &str,
+    client: Client,
+    project: Option<&str>,
+) -> Result<Vec<Entry>, String> {
     let lenient = client.allows_comments();
     let options = ParseOptions {
         allow_comments: lenient,
@@ -50,7 +61,23 @@ pub(super) fn entries(text: &str, client: Client) -> Result<Vec<Entry>, String> 
     let Some(Node::Object(root)) = parsed.value else {
         return Err("the file is not a JSON object".to_owned());
     };
-    let Some(servers) = root.get(client.servers_key()) else {
+    let mut within = &root;
+    if let Some(project) = project {
+        let Some(projects) = root.get("projects") else {
+            return Ok(Vec::new());
+        };
+        let Node::Object(projects) = &projects.value else {
+            return Err("\"projects\" is not an object".to_owned());
+        };
+        let Some(this) = projects.get(project) else {
+            return Ok(Vec::new());
+        };
+        let Node::Object(this) = &this.value else {
+            return Err(format!("\"projects\".{} is not an object", json!(project)));
+        };
+        within = this;
+    }
+    let Some(servers) = within.get(client.servers_key()) else {
         return Ok(Vec::new());
     };
     let Node::Object(object) = &servers.value else {
@@ -97,32 +124,9 @@ fn entry(text: &str, name: &str, object: &Object<'_>, name_at: usize) -> Entry {
         value: Value::from(Node::Object(object.clone())),
         indent,
         head: None,
+        stretch: None,
     }
 }
-
-/// What an entry runs.
-#[derive(Debug, PartialEq)]
-pub(super) enum Shape {
-    /// A command, its arguments.
-    Stdio { command: String, args: Vec<String> },
-    /// A URL (Streamable HTTP or SSE), its headers.
-    Remote {
-        url: String,
-        headers: Vec<(String, String)>,
-        /// Headers whose value the client reads from a variable (Codex):
-        /// (header, variable); `Authorization` from `bearer_token_env_var`
-        /// is `Bearer ` and the variable's value.
-        from_env: Vec<(String, String)>,
-    },
-}
-
-/// The members a remote entry's headers may be in, per client.
-const HEADER_KEYS: [&str; 4] = [
-    "headers",
-    "http_headers",
-    "env_http_headers",
-    "bearer_token_env_var",
-];
 
 impl Entry {
     /// A Codex table (see `toml.rs`).
@@ -140,56 +144,41 @@ impl Entry {
             value,
             indent: String::new(),
             head: Some(head),
+            stretch: None,
         }
     }
 
-    /// What the entry runs; `Err` for a shape this mcp-chain does not know
-    /// (the entry is left as it is).
-    pub(super) fn shape(&self, client: Client) -> Result<Shape, String> {
-        let v = &self.value;
-        if let Some(command) = v.get("command").and_then(Value::as_str) {
-            let args = match v.get("args") {
-                None => Vec::new(),
-                Some(Value::Array(args)) => args
-                    .iter()
-                    .map(|a| a.as_str().map(str::to_owned))
-                    .collect::<Option<_>>()
-                    .ok_or("\"args\" holds something that is not a string")?,
-                Some(_) => return Err("\"args\" is not an array".into()),
-            };
-            return Ok(Shape::Stdio {
-                command: command.to_owned(),
-                args,
-            });
+    /// Codex's servers "object": the stretch of the file its tables are in.
+    pub(super) fn of_stretch(
+        name: &str,
+        at: Range<usize>,
+        stretch: Result<super::toml::Stretch, String>,
+    ) -> Self {
+        Self {
+            name: name.to_owned(),
+            at,
+            members: Vec::new(),
+            value: Value::Null,
+            indent: String::new(),
+            head: None,
+            stretch: Some(stretch),
         }
-        let pairs = |key: &str| -> Result<Vec<(String, String)>, String> {
-            match v.get(key) {
-                None => Ok(Vec::new()),
-                Some(Value::Object(h)) => h
-                    .iter()
-                    .map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
-                    .collect::<Option<_>>()
-                    .ok_or_else(|| format!("a value of \"{key}\" is not a string")),
-                Some(_) => Err(format!("\"{key}\" is not a table")),
-            }
-        };
-        for (key, _) in client.url_keys() {
-            if let Some(url) = v.get(*key).and_then(Value::as_str) {
-                let (headers, mut from_env) = match client {
-                    Client::Codex => (pairs("http_headers")?, pairs("env_http_headers")?),
-                    _ => (pairs("headers")?, Vec::new()),
-                };
-                if let Some(var) = v.get("bearer_token_env_var").and_then(Value::as_str) {
-                    from_env.push((BEARER.to_owned(), var.to_owned()));
-                }
-                return Ok(Shape::Remote {
-                    url: url.to_owned(),
-                    headers,
-                    from_env,
-                });
-            }
+    }
+
+    /// The entry with `value` read for it (a Codex server with its sub-tables).
+    pub(super) fn with_value(&self, value: Value) -> Self {
+        Self {
+            value,
+            ..self.clone()
         }
-        Err("neither a command nor a URL this client names one with".into())
+    }
+
+    /// Why the servers cannot be taken as one, if they cannot.
+    pub(super) fn scattered(&self) -> Option<&str> {
+        match &self.stretch {
+            Some(Err(why)) => Some(why),
+            _ => None,
+        }
     }
 
     /// The entry's text once wrapped: the same members in the same order,
@@ -278,8 +267,14 @@ impl Entry {
 
     /// The members of the servers object (`WHOLE`), each server's entry
     /// read from it, by name.
-    pub(super) fn members(&self) -> impl Iterator<Item = Entry> + '_ {
-        self.members.iter().filter_map(|(name, text)| {
+    pub(super) fn members(&self) -> Box<dyn Iterator<Item = Entry> + '_> {
+        if let Some(stretch) = &self.stretch {
+            return match stretch {
+                Ok(stretch) => Box::new(stretch.servers()),
+                Err(_) => Box::new(std::iter::empty()),
+            };
+        }
+        Box::new(self.members.iter().filter_map(|(name, text)| {
             let value: Value = serde_json::from_str(text).ok()?;
             value.is_object().then(|| Entry {
                 name: name.clone(),
@@ -288,13 +283,17 @@ impl Entry {
                 value,
                 indent: String::new(),
                 head: None,
+                stretch: None,
             })
-        })
+        }))
     }
 
     /// The servers object's text with `dropped` taken out and `added`
     /// (name, value) put at the end; the other members as they were.
     pub(super) fn replaced(&self, dropped: &[String], added: (&str, &Value)) -> String {
+        if let Some(Ok(stretch)) = &self.stretch {
+            return stretch.replaced(dropped, added);
+        }
         let inner = format!("{}  ", self.indent);
         let mut members: Vec<String> = self
             .members
@@ -316,9 +315,6 @@ impl Entry {
     }
 }
 
-/// The `Authorization` header a bearer token's variable gives.
-pub(super) const BEARER: &str = "Authorization: Bearer";
-
 /// `text` with `at` replaced by `with`.
 pub(super) fn splice(text: &str, at: &Range<usize>, with: &str) -> String {
     let mut out = String::with_capacity(text.len() + with.len());
@@ -336,7 +332,7 @@ mod tests {
 
     #[test]
     fn an_entry_is_found_with_its_place_and_wrapped_in_its_own_order() {
-        let found = entries(DESKTOP, Client::ClaudeDesktop).expect("reads");
+        let found = entries(DESKTOP, Client::ClaudeDesktop, None).expect("reads");
         let [files, whole] = found.as_slice() else {
             panic!("{found:?}")
         };
@@ -350,7 +346,7 @@ mod tests {
         assert_eq!(value["mcpServers"]["files"]["command"], "/bin/mcp-chain");
         assert_eq!(value["mcpServers"]["files"]["x-note"], 7);
         assert_eq!(value["globalShortcut"], "Ctrl+Space");
-        let keys: Vec<_> = entries(&text, Client::ClaudeDesktop).unwrap()[0]
+        let keys: Vec<_> = entries(&text, Client::ClaudeDesktop, None).unwrap()[0]
             .members
             .iter()
             .map(|(k, _)| k.clone())
@@ -361,11 +357,11 @@ mod tests {
     #[test]
     fn a_malformed_file_names_its_line() {
         let broken = "{\n  \"mcpServers\": {\n    \"a\": {\"command\": \"x\",}\n  }\n}\n";
-        let e = entries(broken, Client::ClaudeDesktop).unwrap_err();
+        let e = entries(broken, Client::ClaudeDesktop, None).unwrap_err();
         assert!(e.starts_with("line 3"), "{e}");
         // VS Code's files may hold comments and trailing commas.
         let commented = "{\n  // mine\n  \"servers\": {\"a\": {\"type\": \"stdio\", \"command\": \"x\",},},\n}\n";
-        let found = entries(commented, Client::Vscode).unwrap();
+        let found = entries(commented, Client::Vscode, None).unwrap();
         assert_eq!(found.len(), 2, "one server, and the object");
     }
 }

@@ -21,6 +21,7 @@ mod edit;
 mod gateway;
 mod json;
 mod render;
+mod shape;
 mod toml;
 mod wrap;
 
@@ -52,12 +53,25 @@ pub struct Target {
     /// The config file, when it is not where the client keeps it by default.
     #[arg(long, value_name = "FILE")]
     pub config_file: Option<PathBuf>,
+    /// Which of the client's files: `user` (its first), `project` (this
+    /// directory's), or, for claude-code, `local` (this directory's servers
+    /// kept in ~/.claude.json under `projects`). Default: the first that exists.
+    #[arg(long, value_enum)]
+    pub scope: Option<Scope>,
     /// Print the change as a unified diff; write nothing.
     #[arg(long)]
     pub dry_run: bool,
     /// The servers (their names in the file).
     #[arg(value_name = "SERVER")]
     pub servers: Vec<String>,
+}
+
+/// Where in a client's files its servers are (Claude Code's own words).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Scope {
+    User,
+    Project,
+    Local,
 }
 
 impl Client {
@@ -144,12 +158,24 @@ impl Client {
     }
 }
 
-/// The server entries of a client's file, in order (the JSON files' last
-/// the servers object itself, `json::WHOLE`); an error names the line.
-fn entries(text: &str, client: Client) -> Result<Vec<json::Entry>, String> {
+/// The server entries of a client's file, in order (the servers object
+/// itself last, `json::WHOLE`), under `project`'s entry for Claude Code's
+/// local scope; an error names the line.
+fn entries(text: &str, client: Client, project: Option<&str>) -> Result<Vec<json::Entry>, String> {
     match client {
         Client::Codex => toml::entries(text),
-        _ => json::entries(text, client),
+        _ => json::entries(text, client, project),
+    }
+}
+
+/// The key Claude Code keeps a directory's local servers under in
+/// `~/.claude.json`: its absolute path (with `/` on Windows too).
+pub(crate) fn project_key(dir: &std::path::Path) -> String {
+    let dir = std::path::absolute(dir).unwrap_or_else(|_| dir.to_owned());
+    let key = dir.display().to_string();
+    match cfg!(windows) {
+        true => key.replace('\\', "/"),
+        false => key,
     }
 }
 

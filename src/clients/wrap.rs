@@ -27,32 +27,23 @@ pub(crate) fn run_clients() -> ExitCode {
     for client in Client::ALL {
         for file in client.files().into_iter().filter(|f| f.is_file()) {
             out += &format!("{} {}\n", client.name(), file.display());
-            match std::fs::read_to_string(&file)
-                .map_err(|e| e.to_string())
-                .and_then(|t| super::entries(&t, client))
-                .map(|entries| {
-                    let servers = entries.into_iter().filter(|e| e.name != json::WHOLE);
-                    servers.collect::<Vec<_>>()
-                }) {
-                Err(e) => out += &format!("  cannot be read: {e}\n"),
-                Ok(entries) if entries.is_empty() => out += "  no servers\n",
-                Ok(entries) => {
-                    for entry in entries {
-                        let what = match entry.shape(client) {
-                            Ok(Shape::Stdio { command, .. }) if is_ours(&command) => {
-                                "guarded by mcp-chain".to_owned()
-                            }
-                            Ok(Shape::Stdio { command, .. }) => {
-                                format!("command {command}, not guarded")
-                            }
-                            Ok(Shape::Remote { url, .. }) => {
-                                format!("URL {}, not guarded", without_secrets(&url))
-                            }
-                            Err(why) => format!("not a shape mcp-chain knows ({why})"),
-                        };
-                        let line = format!("{}: {what}", entry.name);
-                        out += &format!("  {}\n", mcp_chain_middleware::shown::shown(&line, 1000));
-                    }
+            let text = match std::fs::read_to_string(&file) {
+                Ok(text) => text,
+                Err(e) => {
+                    out += &format!("  cannot be read: {e}\n");
+                    continue;
+                }
+            };
+            list(&mut out, client, &text, None);
+            // Claude Code's local scope: each project's servers, kept in
+            // the user's file.
+            if client == Client::ClaudeCode {
+                for project in projects(&text) {
+                    out += &format!(
+                        "  local scope of {}:\n",
+                        mcp_chain_middleware::shown::shown(&project, 1000)
+                    );
+                    list(&mut out, client, &text, Some(&project));
                 }
             }
         }
@@ -62,6 +53,58 @@ pub(crate) fn run_clients() -> ExitCode {
     }
     let _ = std::io::stdout().write_all(out.as_bytes());
     ExitCode::SUCCESS
+}
+
+/// The servers of one file (or of one project's entry in it), a line each.
+fn list(out: &mut String, client: Client, text: &str, project: Option<&str>) {
+    let indent = if project.is_some() { "    " } else { "  " };
+    let entries = match super::entries(text, client, project) {
+        Ok(entries) => entries,
+        Err(e) => return *out += &format!("{indent}cannot be read: {e}\n"),
+    };
+    let entries: Vec<_> = entries
+        .into_iter()
+        .filter(|e| e.name != json::WHOLE)
+        .collect();
+    if entries.is_empty() {
+        *out += &format!("{indent}no servers\n");
+    }
+    for entry in entries {
+        let what = match entry.shape(client) {
+            Ok(Shape::Stdio { command, .. }) if is_ours(&command) => {
+                "guarded by mcp-chain".to_owned()
+            }
+            Ok(Shape::Stdio { command, .. }) => format!("command {command}, not guarded"),
+            Ok(Shape::Remote { url, .. }) => {
+                format!("URL {}, not guarded", without_secrets(&url))
+            }
+            Err(why) => format!("not a shape mcp-chain knows ({why})"),
+        };
+        let line = format!("{}: {what}", entry.name);
+        *out += &format!(
+            "{indent}{}\n",
+            mcp_chain_middleware::shown::shown(&line, 1000)
+        );
+    }
+}
+
+/// The projects of Claude Code's user file that keep servers of their own.
+fn projects(text: &str) -> Vec<String> {
+    let Ok(value) = serde_json::from_str::<Value>(text) else {
+        return Vec::new();
+    };
+    let Some(projects) = value.get("projects").and_then(Value::as_object) else {
+        return Vec::new();
+    };
+    projects
+        .iter()
+        .filter(|(_, p)| {
+            p.get("mcpServers")
+                .and_then(Value::as_object)
+                .is_some_and(|s| !s.is_empty())
+        })
+        .map(|(name, _)| name.clone())
+        .collect()
 }
 
 pub(crate) fn run_wrap(target: &Target, policy: Option<&Path>, gateway: bool) -> ExitCode {

@@ -89,6 +89,15 @@ impl Config {
     /// Reads and checks a config file, expanding `${VAR}` from our environment
     /// (and `${MCP_CHAIN_STATE_DIR}`, unset there, to the state directory).
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
+        Self::load_with(path, |_| None)
+    }
+
+    /// [`Config::load`], `unset` answering a variable our environment does
+    /// not have (a check of a config that will run where it is set).
+    pub fn load_with(
+        path: &Path,
+        unset: impl Fn(&str) -> Option<String>,
+    ) -> Result<Self, ConfigError> {
         let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
             path: path.to_owned(),
             source,
@@ -101,7 +110,7 @@ impl Config {
                 let dir = dirs::state_dir().ok()?;
                 return dir.to_str().map(str::to_owned);
             }
-            std::env::var(name).ok()
+            std::env::var(name).ok().or_else(|| unset(name))
         })?;
         config.path = Some(path.to_owned());
         Ok(config)

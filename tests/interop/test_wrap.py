@@ -298,3 +298,98 @@ def test_header_env_and_bearer_env_read_headers_from_variables(tmp_path: Path):
                            capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL,
                            env={"PATH": os.environ["PATH"]})
     assert unset.returncode == 1 and "NOT_SET_ANYWHERE" in unset.stderr, unset.stderr
+
+
+def test_claude_code_local_scope_is_this_directorys_entry_in_the_users_file(tmp_path: Path):
+    """--scope local: the servers Claude Code keeps for this directory under
+    `projects` in ~/.claude.json are wrapped, the user's own and another
+    project's left alone; `clients` lists them; unwrap gives the file back."""
+    home, project = tmp_path / "home", tmp_path / "app"
+    home.mkdir()
+    project.mkdir()
+    file = home / ".claude.json"
+    original = json.dumps({"numStartups": 3, "mcpServers": {"mine": {"command": "uvx", "args": ["mcp-server-time"]}},
+                           "projects": {
+                               "/elsewhere": {"mcpServers": {"calc": {"command": "npx", "args": ["other"]}}},
+                               str(project): {"allowedTools": [], "mcpServers": {
+                                   "calc": {"type": "stdio", "command": str(DEMO), "args": [harness.RUN_MARKER]}}},
+                           }}, indent=2) + "\n"
+    file.write_text(original)
+    env = {**os.environ, "HOME": str(home), "MCP_CHAIN_STATE_DIR": str(tmp_path / "state")}
+
+    def chain(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([str(harness.MCP_CHAIN), *args], capture_output=True, text=True, timeout=60, env=env,
+                              cwd=project)
+
+    listed = chain("clients")
+    assert f"  local scope of {project}:\n    calc: command {DEMO}, not guarded" in listed.stdout, listed.stdout
+    assert "  local scope of /elsewhere:\n    calc: command npx, not guarded" in listed.stdout
+    done = chain("wrap", "--client", "claude-code", "--scope", "local", "--all")
+    assert done.returncode == 0, done.stderr
+    config = json.loads(file.read_text())
+    local = config["projects"][str(project)]["mcpServers"]["calc"]
+    assert local["command"] == OURS and local["args"] == ["--", str(DEMO), harness.RUN_MARKER]
+    assert local["type"] == "stdio"
+    assert config["mcpServers"]["mine"]["command"] == "uvx", "the user scope is not this scope"
+    assert config["projects"]["/elsewhere"]["mcpServers"]["calc"]["command"] == "npx", "nor another project's"
+    assert "calc: guarded by mcp-chain" in chain("clients").stdout
+    # The user scope's own record is another: unwrapping it touches nothing here.
+    assert chain("unwrap", "--client", "claude-code", "--scope", "user", "--all").returncode == 0
+    assert json.loads(file.read_text()) == config
+    wrong = chain("wrap", "--client", "cursor", "--scope", "local", "--all")
+    assert wrong.returncode == 1 and "claude-code" in wrong.stderr, wrong.stderr
+    back = chain("unwrap", "--client", "claude-code", "--scope", "local", "--all")
+    assert back.returncode == 0, back.stderr
+    assert file.read_text() == original
+
+
+def test_codex_gateway_folds_its_tables_into_one_and_unwrap_puts_them_back(tmp_path: Path):
+    """wrap --gateway for Codex: the [mcp_servers.*] tables (their own
+    sub-tables too) become one [mcp_servers.mcp-chain] table whose env_vars
+    pass what the servers were passed and their headers' variables; other
+    tables stay; the entry runs as Codex runs it; unwrap gives the file back.
+    Tables with another between them are refused, the file untouched."""
+    file = tmp_path / "config.toml"
+    original = (HERE / "codex.toml").read_text().replace(
+        "[profiles.fast]", f'[mcp_servers.calc]\ncommand = "{DEMO}"\nargs = ["{harness.RUN_MARKER}"]\n\n[profiles.fast]')
+    file.write_text(original)
+    target = ["--client", "codex", "--config-file", str(file)]
+    done = run(tmp_path, "wrap", *target, "--gateway", "context7", "figma")
+    assert done.returncode == 0, done.stderr
+    text = file.read_text()
+    config = tomllib.loads(text)
+    assert list(config["mcp_servers"]) == ["mcp-chain", "calc"], "where the first folded table was"
+    assert config["profiles"]["fast"]["model"] == "o4-mini" and config["model"] == "o3"
+    entry = config["mcp_servers"]["mcp-chain"]
+    assert entry["env_vars"] == ["LOCAL_TOKEN", "FIGMA_ORG_ID", "FIGMA_OAUTH_TOKEN"]
+    gateway = tomllib.loads(Path(entry["args"][1]).read_text())
+    assert gateway["servers"]["context7"]["env"] == {"MY_ENV_VAR": "MY_ENV_VALUE"}, "its [env] table went with it"
+    assert gateway["servers"]["figma"]["headers"] == {"X-Figma-Region": "us-east-1", "X-Org-Id": "${FIGMA_ORG_ID}",
+                                                      "Authorization": "Bearer ${FIGMA_OAUTH_TOKEN}"}
+    assert "figma_secret" not in " ".join(entry["args"])
+    back = run(tmp_path, "unwrap", *target)
+    assert back.returncode == 0, back.stderr
+    assert file.read_text() == original
+
+    # Only the demo server, run as Codex runs the entry.
+    only = f'model = "o3"\n\n[mcp_servers.calc]\ncommand = "{DEMO}"\nargs = ["{harness.RUN_MARKER}"]\n'
+    file.write_text(only)
+    assert run(tmp_path, "wrap", *target, "--gateway", "--all").returncode == 0
+    entry = tomllib.loads(file.read_text())["mcp_servers"]["mcp-chain"]
+
+    async def session() -> set[str]:
+        params = StdioServerParameters(command=entry["command"], args=entry["args"], env={"PATH": os.environ["PATH"]})
+        async with stdio_client(params) as (read, write):
+            async with ClientSession(read, write) as s:
+                with anyio.fail_after(30):
+                    await s.initialize()
+                    return {t.name for t in (await s.list_tools()).tools}
+
+    assert "calc__add" in anyio.run(session)
+    assert run(tmp_path, "unwrap", *target).returncode == 0 and file.read_text() == only
+
+    scattered = '[mcp_servers.a]\ncommand = "x"\n\n[profiles.fast]\nmodel = "m"\n\n[mcp_servers.b]\ncommand = "y"\n'
+    file.write_text(scattered)
+    refused = run(tmp_path, "wrap", *target, "--gateway", "--all")
+    assert refused.returncode == 1 and "another table is between" in refused.stderr, refused.stderr
+    assert file.read_text() == scattered
