@@ -112,6 +112,23 @@ pub(crate) fn run(
         }
         None => report.push_str("console: off\n"),
     }
+    match &config.state {
+        // Never the URL's user or password, nor the key.
+        Some(state) => {
+            let fallback = match state.fallback {
+                mcp_chain_middleware::shared::Fallback::Refuse => "refuse",
+                mcp_chain_middleware::shared::Fallback::Local => "local",
+            };
+            let _ = writeln!(
+                report,
+                "state: rate limits shared by the replicas on {} (prefix {:?}, timeout {}, on_unavailable = {fallback:?})",
+                state.shown_url(),
+                state.prefix,
+                mcp_chain_middleware::units::DisplayDuration(state.timeout),
+            );
+        }
+        None => report.push_str("state: each process its own (no [state])\n"),
+    }
     let mut listed_ok = true;
     if list {
         let served = match (upstream, &config.gateway) {

@@ -116,8 +116,8 @@ impl PerServer for approve::ApproveLayer {
 impl PerServer for filter::FilterLayer {}
 impl PerServer for rewrite::RewriteLayer {}
 impl PerServer for rate_limit::RateLimitLayer {
-    fn for_server(&self, _: &ServerInfo) -> Self {
-        rate_limit::RateLimitLayer::for_server(self)
+    fn for_server(&self, server: &ServerInfo) -> Self {
+        rate_limit::RateLimitLayer::for_server(self, &server.name)
     }
 }
 impl PerServer for timeout::TimeoutLayer {}

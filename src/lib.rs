@@ -81,6 +81,8 @@ mod platform;
 mod pool;
 mod reload;
 mod serve;
+#[cfg(feature = "state")]
+mod state;
 #[cfg(feature = "telemetry")]
 mod telemetry;
 mod transport;
@@ -324,6 +326,35 @@ fn runtime() -> Result<tokio::runtime::Runtime, ExitCode> {
         })
 }
 
+/// What runs beside the chain, before anything is served: telemetry's
+/// background, the shared state (`[state]`), the approvals' book and the
+/// console.
+fn start_beside(
+    runtime: &tokio::runtime::Runtime,
+    config: &Config,
+    server: String,
+    background: Background,
+) -> Result<(), ExitCode> {
+    if let Some(task) = background {
+        runtime.spawn(task);
+    }
+    if let Some(state) = &config.state {
+        #[cfg(feature = "state")]
+        let started = runtime.block_on(state::start(state));
+        #[cfg(not(feature = "state"))]
+        let started: Result<(), String> = Err(format!(
+            "[state] {}: this mcp-chain was built without shared state (the `state` feature)",
+            state.shown_url()
+        ));
+        if let Err(message) = started {
+            eprintln!("mcp-chain: {message}");
+            return Err(ExitCode::FAILURE);
+        }
+    }
+    approvals::install_book(server.clone());
+    console::serve_beside(runtime, config, server)
+}
+
 /// Serves the chain over HTTP (`--listen`, `[front] listen`).
 fn listen(
     config: Config,
@@ -344,11 +375,7 @@ fn listen(
         Ok(rt) => rt,
         Err(code) => return code,
     };
-    if let Some(task) = background {
-        runtime.spawn(task);
-    }
-    approvals::install_book(server.clone());
-    if let Err(code) = console::serve_beside(&runtime, &config, server) {
+    if let Err(code) = start_beside(&runtime, &config, server, background) {
         return code;
     }
     let stop = || platform::signals::shutdown(false);
@@ -377,11 +404,7 @@ fn serve(
         Ok(rt) => rt,
         Err(code) => return code,
     };
-    if let Some(task) = background {
-        runtime.spawn(task);
-    }
-    approvals::install_book(server.clone());
-    if let Err(code) = console::serve_beside(&runtime, config, server) {
+    if let Err(code) = start_beside(&runtime, config, server, background) {
         return code;
     }
     let result = runtime.block_on(async {

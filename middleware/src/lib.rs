@@ -89,6 +89,7 @@ pub mod rate_limit;
 pub mod rewrite;
 pub mod servers;
 pub mod session;
+pub mod shared;
 pub mod shown;
 pub mod switch;
 pub mod target;

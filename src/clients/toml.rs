@@ -243,7 +243,11 @@ mod tests {
     fn a_server_table_is_found_with_its_place_and_wrapped_in_its_own_order() {
         let found = entries(CODEX).expect("reads");
         let names: Vec<&str> = found.iter().map(|e| e.name.as_str()).collect();
-        assert_eq!(names, ["files", "figma", WHOLE], "and the stretch they are in");
+        assert_eq!(
+            names,
+            ["files", "figma", WHOLE],
+            "and the stretch they are in"
+        );
         let files = &found[0];
         assert!(CODEX[files.at.clone()].starts_with("[mcp_servers.files]\ncommand"));
         assert!(CODEX[files.at.clone()].ends_with("env_vars = [\"HOME\"]"));

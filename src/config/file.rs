@@ -15,6 +15,7 @@ pub(crate) struct ConfigFile {
     pub(crate) front: super::front::FrontFile,
     pub(crate) telemetry: Option<super::telemetry::TelemetryFile>,
     pub(crate) console: Option<super::console::ConsoleFile>,
+    pub(crate) state: Option<super::state::StateFile>,
     /// `[servers.NAME]`: each an upstream with its prefix and its chain,
     /// read in `servers.rs` (the keys of `[upstream]` and a few more).
     pub(crate) servers: Option<toml::Table>,

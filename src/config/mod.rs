@@ -11,6 +11,7 @@ mod front_oauth;
 mod oauth;
 mod place;
 mod servers;
+mod state;
 mod telemetry;
 mod upstream;
 mod validate;
@@ -22,6 +23,7 @@ pub use front_oauth::{FrontOAuth, Introspection, Network};
 pub use oauth::{is_secure, ClientId, Grant, OAuthConfig, Resource};
 pub(crate) use servers::{name_chars, MAX_NAME_LEN};
 pub use servers::{GatewayConfig, ServerConfig};
+pub use state::{StateConfig, DEFAULT_STATE_PREFIX, DEFAULT_STATE_TIMEOUT};
 pub use telemetry::{shown_endpoint, Otlp, Telemetry, TelemetryConfig};
 pub use upstream::{
     is_url, BadUrlUpstream, CommandConfig, Envelope, RestartPolicy, Transport, UpstreamConfig,
@@ -52,6 +54,9 @@ pub struct Config {
     pub telemetry: TelemetryConfig,
     /// `[console]`: the approval page (off unless configured).
     pub console: Option<ConsoleConfig>,
+    /// `[state]`: what replicas share, on Redis (each process its own
+    /// without it).
+    pub state: Option<StateConfig>,
     /// `[servers.*]` and `[gateway]`: many servers behind one (instead of
     /// `[upstream]`).
     pub gateway: Option<GatewayConfig>,
@@ -76,6 +81,7 @@ impl Default for Config {
             front: FrontConfig::default(),
             telemetry: TelemetryConfig::default(),
             console: None,
+            state: None,
             gateway: None,
             chain: Vec::new(),
             path: None,
@@ -167,6 +173,7 @@ pub(crate) struct Sources {
     pub(crate) front: Option<toml::Value>,
     pub(crate) telemetry: Option<toml::Value>,
     pub(crate) console: Option<toml::Value>,
+    pub(crate) state: Option<toml::Value>,
     pub(crate) servers: Option<toml::Value>,
     pub(crate) gateway: Option<toml::Value>,
     /// One per `[[middleware]]` entry, in order.
@@ -196,6 +203,7 @@ impl Sources {
             front: table.remove("front"),
             telemetry: table.remove("telemetry"),
             console: table.remove("console"),
+            state: table.remove("state"),
             servers: table.remove("servers"),
             gateway: table.remove("gateway"),
             middleware,

@@ -92,6 +92,7 @@ pub(super) fn validate(file: ConfigFile, text: &str) -> Result<Config, Vec<Probl
     }
 
     let console = super::console::console(file.console, front.oauth.is_some(), &mut problems);
+    let state = super::state::state(file.state, &mut problems);
 
     let mut chain = Vec::with_capacity(file.middleware.len());
     for (index, entry) in file.middleware.into_iter().enumerate() {
@@ -127,6 +128,7 @@ pub(super) fn validate(file: ConfigFile, text: &str) -> Result<Config, Vec<Probl
             telemetry,
             gateway,
             console,
+            state,
             chain,
             path: None,
             watch_config: watch_config.unwrap_or(false),

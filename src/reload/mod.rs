@@ -7,7 +7,7 @@
 //!   The next valid save applies.
 //! - Something that needs a restart changed (`[upstream]`, `[proxy]`
 //!   limits, `[front]` but its tokens, allowed hosts and origins,
-//!   `[telemetry]`): refused the same way, saying what; nothing is
+//!   `[telemetry]`, `[state]`): refused the same way, saying what; nothing is
 //!   applied, so what runs is always one config. So is a change that
 //!   would leave a front off loopback open to anyone (fail closed).
 //! - Valid: the front's checks are published (they apply to the requests
@@ -187,6 +187,8 @@ fn needs_restart(running: &Sources, next: &Sources) -> Option<&'static str> {
         Some("[telemetry]")
     } else if running.console != next.console {
         Some("[console]")
+    } else if running.state != next.state {
+        Some("[state]")
     } else {
         None
     }

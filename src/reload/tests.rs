@@ -121,6 +121,10 @@ fn what_needs_a_restart_is_refused_whole() {
             "[front]",
         ),
         ("[upstream]\ncommand = \"a\"\n[telemetry]\n", "[telemetry]"),
+        (
+            "[upstream]\ncommand = \"a\"\n[state]\nurl = \"redis://127.0.0.1:1\"\n",
+            "[state]",
+        ),
     ] {
         file.write(&format!("{changed}{}", FILTER.replace("[\"a\"]", "[]")));
         let why = reloader.reload().expect_err(what).to_string();

@@ -22,6 +22,9 @@ impl ErrorCode {
     pub const INTERNAL_ERROR: Self = Self(-32603);
     /// The MCP SDKs' "connection closed": the server is gone.
     pub const CONNECTION_CLOSED: Self = Self(-32000);
+    /// A JSON-RPC server error: what a decision needed (the state the
+    /// replicas share) could not be reached (`reason` says which).
+    pub const STATE_UNAVAILABLE: Self = Self(-32000);
     /// The MCP SDKs' "request timed out".
     pub const REQUEST_TIMEOUT: Self = Self(-32001);
     /// Unknown (or hidden) resource, as the specification answers it.

@@ -31,6 +31,17 @@ impl Bucket {
         }
     }
 
+    /// A bucket earning `per_second` tokens (a shared bucket's, in tests).
+    #[cfg(test)]
+    pub(super) fn earning(per_second: f64, burst: u32) -> Self {
+        Self {
+            per_second,
+            burst: f64::from(burst),
+            tokens: f64::from(burst),
+            updated: None,
+        }
+    }
+
     fn refill(&mut self, now: Instant) {
         if let Some(then) = self.updated {
             let earned = now.saturating_duration_since(then).as_secs_f64() * self.per_second;

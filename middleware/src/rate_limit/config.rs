@@ -110,12 +110,22 @@ impl RateLimitConfig {
             .enumerate()
             .map(|(i, rule)| rule.validate().map_err(|e| e.within(i).within("rules")))
             .collect::<Result<_, _>>()?;
-        Ok(RateLimitLayer::new(Settings {
+        let mut settings = Settings {
             on_limit: self.on_limit,
             max_wait,
             rules,
             scope: self.scope,
-        }))
+            shared_key: None,
+        };
+        // The layer's name in the shared state: what it limits, so
+        // replicas running the same config meet in the same buckets.
+        let identity = crate::shared::digest(&settings.describe());
+        settings.shared_key = match self.scope {
+            Scope::Session => None,
+            Scope::Global | Scope::Server => Some(format!("rl:{identity}:all")),
+            Scope::Principal => Some(format!("rl:{identity}:caller:")),
+        };
+        Ok(RateLimitLayer::new(settings))
     }
 }
 

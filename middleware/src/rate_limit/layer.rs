@@ -6,6 +6,7 @@ use super::config::{OnLimit, RuleDirection, Scope};
 use super::service::RateLimit;
 use crate::message::Request;
 use crate::pattern::Pattern;
+use crate::shared::{SharedBucket, SharedState};
 use crate::target::Target;
 use crate::units::Rate;
 use crate::{lock, Direction, RequestId};
@@ -24,6 +25,11 @@ pub(super) struct Settings {
     pub(super) max_wait: Duration,
     pub(super) rules: Vec<Rule>,
     pub(super) scope: Scope,
+    /// Where these buckets are kept in the shared state (`[state]`): the
+    /// layer's identity and whose buckets they are; `None` for buckets
+    /// of one session, which lives on one replica. Rule `i`'s bucket is
+    /// `{shared_key}:{i}`.
+    pub(super) shared_key: Option<String>,
 }
 
 impl Settings {
@@ -32,14 +38,33 @@ impl Settings {
         self.rules.iter().position(|r| r.matches(direction, req))
     }
 
-    /// The same rules with full buckets of their own.
-    fn fresh(&self) -> Self {
+    /// The same rules with full buckets of their own, kept in the shared
+    /// state under `shared_key`.
+    fn fresh(&self, shared_key: Option<String>) -> Self {
         Self {
             on_limit: self.on_limit,
             max_wait: self.max_wait,
             rules: self.rules.iter().map(Rule::fresh).collect(),
             scope: self.scope,
+            shared_key,
         }
+    }
+
+    /// What the layer limits, in words: the same text on every replica
+    /// that runs the same config (its digest names the shared buckets).
+    pub(super) fn describe(&self) -> String {
+        let rules: Vec<String> = self
+            .rules
+            .iter()
+            .map(|r| format!("{r} {:?}", r.direction))
+            .collect();
+        format!(
+            "{:?} {:?} {:?} {}",
+            self.scope,
+            self.on_limit,
+            self.max_wait,
+            rules.join("; ")
+        )
     }
 }
 
@@ -75,6 +100,12 @@ pub(super) struct Shared {
     /// (direction of the request, its id) → the wake-up for its cancellation.
     /// An entry lives as long as the held request's [`Hold`].
     held: Mutex<HashMap<(Direction, RequestId), Arc<Notify>>>,
+    /// The shared state these buckets are kept in, when it is not the
+    /// process's installed one (tests, an embedding program).
+    pub(super) store: Option<Arc<dyn SharedState>>,
+    /// In a gateway server's own chain: the server (a digest of its name),
+    /// whose own these buckets are in the shared state.
+    own: Option<String>,
 }
 
 /// Each gateway server's own copy of the rules (made on its first request).
@@ -101,28 +132,46 @@ impl RateLimitLayer {
     }
 
     fn with(settings: Arc<Settings>) -> Self {
+        Self::sharing(settings, None)
+    }
+
+    fn sharing(settings: Arc<Settings>, store: Option<Arc<dyn SharedState>>) -> Self {
         let servers = (settings.scope == Scope::Server).then(PerServer::default);
         Self {
             shared: Arc::new(Shared {
                 settings,
                 servers,
                 held: Mutex::default(),
+                store,
+                own: None,
             }),
             principals: Arc::default(),
         }
     }
 
-    /// The layer in the own chain of a gateway's server: its requests are
-    /// all that server's, so `scope = "server"` is one set of buckets.
-    pub fn for_server(&self) -> Self {
+    /// The layer in the own chain of a gateway's server, `name`: its
+    /// requests are all that server's, so `scope = "server"` is one set of
+    /// buckets (kept in the shared state as that server's own).
+    pub fn for_server(&self, name: &str) -> Self {
         Self {
             shared: Arc::new(Shared {
                 settings: self.shared.settings.clone(),
                 servers: None,
                 held: Mutex::default(),
+                store: self.shared.store.clone(),
+                own: Some(crate::shared::digest(name)),
             }),
             principals: self.principals.clone(),
         }
+    }
+
+    /// The same layer, its buckets kept in `store` rather than the
+    /// process's installed shared state (tests, a program embedding the
+    /// layers).
+    pub fn with_store(mut self, store: Arc<dyn SharedState>) -> Self {
+        let shared = Arc::get_mut(&mut self.shared).expect("a layer not yet shared");
+        shared.store = Some(store);
+        self
     }
 
     /// The layer for one client session of the HTTP front, whose caller is
@@ -132,26 +181,35 @@ impl RateLimitLayer {
     /// its caller's with `scope = "principal"`.
     pub fn for_session(&self, principal: Option<&str>) -> Self {
         let settings = &self.shared.settings;
-        let fresh = || Arc::new(settings.fresh());
+        let fresh = |key: Option<String>| Arc::new(settings.fresh(key));
+        let store = self.shared.store.clone();
         let mut layer = match settings.scope {
-            Scope::Global => Self::with(settings.clone()),
+            Scope::Global => Self::sharing(settings.clone(), store),
             // The same buckets for every session, as global, each server's.
             Scope::Server => Self {
                 shared: Arc::new(Shared {
                     settings: settings.clone(),
                     servers: self.shared.servers.clone(),
                     held: Mutex::default(),
+                    store,
+                    own: None,
                 }),
                 principals: Arc::default(),
             },
-            Scope::Session => Self::with(fresh()),
+            Scope::Session => Self::sharing(fresh(None), store),
             Scope::Principal => {
                 let mut principals = lock(&self.principals);
                 if principals.len() >= MAX_PRINCIPALS {
                     principals.retain(|_, s| Arc::strong_count(s) > 1);
                 }
                 let key = principal.unwrap_or_default().to_owned();
-                Self::with(principals.entry(key).or_insert_with(fresh).clone())
+                // The caller is named in the shared state by a digest only.
+                let shared = settings
+                    .shared_key
+                    .as_ref()
+                    .map(|k| format!("{k}{}", crate::shared::digest(&key)));
+                let settings = principals.entry(key).or_insert_with(|| fresh(shared));
+                Self::sharing(settings.clone(), store)
             }
         };
         layer.principals = self.principals.clone();
@@ -226,6 +284,21 @@ impl fmt::Display for Rule {
 // === impl Shared ===
 
 impl Shared {
+    /// Rule `rule`'s bucket of `settings` in the shared state, when these
+    /// buckets are kept there.
+    pub(super) fn shared_bucket(&self, settings: &Settings, rule: usize) -> Option<SharedBucket> {
+        let mut key = settings.shared_key.clone()?;
+        if let Some(own) = &self.own {
+            key = format!("{key}:own:{own}");
+        }
+        let rule_of = settings.rules.get(rule)?;
+        Some(SharedBucket {
+            key: format!("{key}:{rule}"),
+            per_second: rule_of.rate.per_second(),
+            burst: rule_of.burst,
+        })
+    }
+
     /// The rules `req` is judged by: the layer's, or with `scope =
     /// "server"` in a gateway's shared chain, those of the server the tool
     /// it names is of (one that names none, or no server, the layer's).
@@ -244,7 +317,15 @@ impl Shared {
         let mut servers = lock(servers);
         servers
             .entry(k)
-            .or_insert_with(|| Arc::new(self.settings.fresh()))
+            .or_insert_with(|| {
+                let name = crate::servers::installed().map_or("", |n| n.name(k));
+                let shared = self
+                    .settings
+                    .shared_key
+                    .as_ref()
+                    .map(|key| format!("{key}:server:{}", crate::shared::digest(name)));
+                Arc::new(self.settings.fresh(shared))
+            })
             .clone()
     }
 
@@ -255,6 +336,7 @@ impl Shared {
         direction: Direction,
         id: RequestId,
         rule: usize,
+        from: Option<(Arc<dyn SharedState>, SharedBucket)>,
     ) -> Hold {
         let cancelled = Arc::new(Notify::new());
         lock(&self.held).insert((direction, id.clone()), cancelled.clone());
@@ -263,6 +345,7 @@ impl Shared {
             settings,
             key: (direction, id),
             rule,
+            from,
             cancelled,
             used: false,
         }
@@ -293,6 +376,8 @@ pub(super) struct Hold {
     settings: Arc<Settings>,
     key: (Direction, RequestId),
     rule: usize,
+    /// The shared bucket the token was reserved from, if it was.
+    from: Option<(Arc<dyn SharedState>, SharedBucket)>,
     pub(super) cancelled: Arc<Notify>,
     used: bool,
 }
@@ -314,9 +399,20 @@ impl Drop for Hold {
             held.remove(&self.key);
         }
         drop(held);
-        if !self.used {
-            if let Some(rule) = self.settings.rules.get(self.rule) {
-                lock(&rule.bucket).refund(Instant::now());
+        if self.used {
+            return;
+        }
+        match self.from.take() {
+            Some((store, bucket)) => {
+                // Best effort, bounded by the store; never on this thread.
+                if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                    runtime.spawn(store.refund(&bucket));
+                }
+            }
+            None => {
+                if let Some(rule) = self.settings.rules.get(self.rule) {
+                    lock(&rule.bucket).refund(Instant::now());
+                }
             }
         }
     }

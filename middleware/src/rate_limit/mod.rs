@@ -52,4 +52,6 @@ pub use layer::RateLimitLayer;
 pub use service::RateLimit;
 
 #[cfg(test)]
+mod shared_tests;
+#[cfg(test)]
 mod tests;

@@ -1,8 +1,9 @@
 //! [`RateLimit`]: checks each request against its rule's bucket.
 
 use super::config::OnLimit;
-use super::layer::Shared;
+use super::layer::{Settings, Shared};
 use crate::message::method;
+use crate::shared::{Fallback, SharedBucket, SharedState};
 use crate::units::DisplayDuration;
 use crate::{BoxError, Envelope, ErrorCode, ErrorObject, Message, RequestId, ResponseFuture};
 use serde_json::Value;
@@ -86,50 +87,82 @@ where
             }
             _ => return crate::boxed(self.inner.call(env)),
         };
-        let now = Instant::now();
-        let limit = &settings.rules[rule];
-        let checked = match settings.on_limit {
-            OnLimit::Reject => limit.take(now).map(|()| Duration::ZERO),
-            OnLimit::Wait => limit.reserve(now, settings.max_wait),
+        let store = self
+            .shared
+            .store
+            .clone()
+            .or_else(|| crate::shared::installed().cloned());
+        let bucket = self.shared.shared_bucket(&settings, rule);
+        let (Some(store), Some(bucket)) = (store, bucket) else {
+            let now = Instant::now();
+            return match decide_locally(&settings, rule, now) {
+                Ok(wait) if wait.is_zero() => crate::boxed(self.inner.call(env)),
+                Ok(wait) => self.hold(env, id, settings, rule, now + wait, None),
+                Err(retry_after) => answered(refused(id, &settings, rule, retry_after)),
+            };
         };
-        let wait = match checked {
-            Ok(wait) if wait.is_zero() => return crate::boxed(self.inner.call(env)),
-            Ok(wait) => wait,
-            Err(retry_after) => {
-                let why = match settings.on_limit {
-                    OnLimit::Reject => String::new(),
-                    OnLimit::Wait => format!(
-                        ", and the wait would pass max_wait {}",
-                        DisplayDuration(settings.max_wait)
-                    ),
-                };
-                let retry_after_ms = retry_after.as_secs_f64() * 1000.0;
-                crate::decided!(
-                    "rate_limit",
-                    "refused",
-                    rule = crate::decision::int(rule),
-                    retry_after_ms
-                );
-                let error = refusal(&limit.to_string(), rule, retry_after, &why);
-                return Box::pin(std::future::ready(Ok(Some(Message::error(
-                    Some(id),
-                    error,
-                )))));
+        // Kept with the other replicas: decided by the store, in this
+        // request's own future (nothing waits behind it).
+        let max_wait = (settings.on_limit == OnLimit::Wait).then_some(settings.max_wait);
+        let taking = store.take(&bucket, max_wait);
+        let mut this = self.clone();
+        Box::pin(async move {
+            let (wait, refund) = match taking.await {
+                Ok(Ok(wait)) => (wait, Some((store, bucket))),
+                Ok(Err(retry_after)) => return Ok(Some(refused(id, &settings, rule, retry_after))),
+                Err(unavailable) if store.fallback() == Fallback::Refuse => {
+                    crate::decided!("rate_limit", "refused", reason = "state_unavailable");
+                    let error = crate::shared::refusal(LAYER, &unavailable);
+                    return Ok(Some(Message::error(Some(id), error)));
+                }
+                // This process's own buckets meanwhile (the binary says so).
+                Err(_) => match decide_locally(&settings, rule, Instant::now()) {
+                    Ok(wait) => (wait, None),
+                    Err(retry_after) => return Ok(Some(refused(id, &settings, rule, retry_after))),
+                },
+            };
+            if wait.is_zero() {
+                return this.inner.ready().await?.call(env).await;
             }
-        };
+            this.hold(env, id, settings, rule, Instant::now() + wait, refund)
+                .await
+        })
+    }
+}
+
+impl<S> RateLimit<S>
+where
+    S: Service<Envelope, Response = Option<Message>, Error = BoxError> + Clone + Send + 'static,
+    S::Future: Send + 'static,
+{
+    /// Holds `env` until `until` (its token reserved), then forwards it;
+    /// a cancellation meanwhile releases it with no answer, and the token
+    /// goes back (to the shared bucket it came from, if it did).
+    fn hold(
+        &self,
+        env: Envelope,
+        id: RequestId,
+        settings: Arc<Settings>,
+        rule: usize,
+        until: Instant,
+        shared: Option<(Arc<dyn SharedState>, SharedBucket)>,
+    ) -> ResponseFuture {
         crate::decided!(
             "rate_limit",
             "held",
             rule = crate::decision::int(rule),
-            wait_ms = wait.as_secs_f64() * 1000.0
+            wait_ms = until
+                .saturating_duration_since(Instant::now())
+                .as_secs_f64()
+                * 1000.0
         );
         // Held back on purpose: only this request waits, in its own future;
         // the service stays ready for the messages behind it.
-        let hold = self.shared.hold(settings.clone(), env.direction, id, rule);
+        let hold = self.shared.hold(settings, env.direction, id, rule, shared);
         let mut inner = self.inner.clone();
         Box::pin(async move {
             let cancelled = {
-                let mut sleep = pin!(sleep_until(now + wait));
+                let mut sleep = pin!(sleep_until(until));
                 let mut notified = pin!(hold.cancelled.notified());
                 poll_fn(|cx| {
                     if notified.as_mut().poll(cx).is_ready() {
@@ -149,6 +182,40 @@ where
             inner.ready().await?.call(env).await
         })
     }
+}
+
+/// Takes (or in `wait` mode reserves) a token of this process's own
+/// bucket: how long to wait for it, or when to try again.
+fn decide_locally(settings: &Settings, rule: usize, now: Instant) -> Result<Duration, Duration> {
+    let limit = &settings.rules[rule];
+    match settings.on_limit {
+        OnLimit::Reject => limit.take(now).map(|()| Duration::ZERO),
+        OnLimit::Wait => limit.reserve(now, settings.max_wait),
+    }
+}
+
+/// The refusal of a request over its rule's limit.
+fn refused(id: RequestId, settings: &Settings, rule: usize, retry_after: Duration) -> Message {
+    let why = match settings.on_limit {
+        OnLimit::Reject => String::new(),
+        OnLimit::Wait => format!(
+            ", and the wait would pass max_wait {}",
+            DisplayDuration(settings.max_wait)
+        ),
+    };
+    let retry_after_ms = retry_after.as_secs_f64() * 1000.0;
+    crate::decided!(
+        "rate_limit",
+        "refused",
+        rule = crate::decision::int(rule),
+        retry_after_ms
+    );
+    let error = refusal(&settings.rules[rule].to_string(), rule, retry_after, &why);
+    Message::error(Some(id), error)
+}
+
+fn answered(message: Message) -> ResponseFuture {
+    Box::pin(std::future::ready(Ok(Some(message))))
 }
 
 /// The 429 answer: says which rule, and when to try again.

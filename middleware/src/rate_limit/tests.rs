@@ -328,7 +328,7 @@ async fn each_gateway_server_has_its_own_buckets() {
         layer(json!({"scope": "server", "rules": [{"tool": "*", "rate": "1/min", "burst": 1}]}));
     let mut own = own
         .for_session(None)
-        .for_server()
+        .for_server("files")
         .layer(server(seen.clone()));
     assert!(is_ok(&send(&mut own, tool_call(5, "gw1__read")).await));
     refusal_data(send(&mut own, tool_call(6, "gw2__read")).await);
