@@ -70,6 +70,7 @@ mod report;
 mod served;
 mod session;
 mod sink;
+mod state;
 mod stats;
 mod workload;
 
@@ -383,6 +384,15 @@ fn launch(
             // The rewrite in configs/full.toml prefixes every tool with this.
             launch.tool_prefix = "b_";
         }
+        Mode::Limited | Mode::LimitedState => {
+            let redis = REDIS
+                .get()
+                .map(|r| r.port)
+                .filter(|_| mode == Mode::LimitedState);
+            let path = work.join(format!("{}.toml", mode.key()));
+            std::fs::write(&path, state::config(redis))?;
+            launch.args = vec!["--config".into(), path.into(), "--".into(), fixture_os];
+        }
         Mode::HttpEmpty => launch.args = vec!["--".into(), url.into()],
         Mode::FrontEmpty
         | Mode::FrontFull
@@ -580,6 +590,7 @@ fn unavailable(mode: Mode, launch: &Launch) -> Option<String> {
         Mode::HttpPeer | Mode::FrontPeer if !Path::new(SUPERGATEWAY).is_file() => {
             Some("supergateway is not installed (make test-interop installs it)".into())
         }
+        Mode::LimitedState => state::Redis::unavailable(),
         _ => None,
     }
 }
@@ -604,10 +615,16 @@ fn check_full(launch: &Launch) -> std::result::Result<(), String> {
 /// The issuer of the `front-oauth` mode's tokens, for the run.
 static ISSUER: std::sync::OnceLock<issuer::Issuer> = std::sync::OnceLock::new();
 
+/// The Redis of the `limited-state` mode, for the run.
+static REDIS: std::sync::OnceLock<state::Redis> = std::sync::OnceLock::new();
+
 fn measure(opts: &Options, fixture: &Path, proxy: &Path, work: &Path) -> Result<Report> {
     let plan = &opts.plan;
     if opts.modes.contains(&Mode::FrontOAuth) {
         let _ = ISSUER.set(issuer::Issuer::start()?);
+    }
+    if opts.modes.contains(&Mode::LimitedState) && state::Redis::unavailable().is_none() {
+        let _ = REDIS.set(state::Redis::start(work)?);
     }
     let http = match opts.modes.iter().any(|m| m.is_http()) {
         true => Some(served::Served::fixture(fixture)?),
@@ -694,6 +711,10 @@ fn measure(opts: &Options, fixture: &Path, proxy: &Path, work: &Path) -> Result<
         };
 
         if opts.wants("round-trip") {
+            if let Some(redis) = REDIS.get() {
+                let (ping, script) = redis.round_trips_us(plan.seq_calls.min(2_000))?;
+                report.redis_rtt.push((ping, script));
+            }
             each(&mut sessions, &mut |mode, s| {
                 let t = workload::round_trips(s, plan.seq_warm_up, plan.seq_calls)?;
                 report.add(Figure::RoundTripP50, mode, stats::percentile(&t, 50.0));

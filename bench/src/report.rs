@@ -44,10 +44,14 @@ pub(crate) enum Mode {
     /// `front-empty` in shared mode: every session served by a pool of two
     /// children.
     FrontShared,
+    /// One `rate_limit` rule that never refuses, on the process's buckets.
+    Limited,
+    /// The same on `[state]`: the buckets in a loopback Redis.
+    LimitedState,
 }
 
 impl Mode {
-    pub(crate) const ALL: [Mode; 17] = [
+    pub(crate) const ALL: [Mode; 19] = [
         Mode::Direct,
         Mode::Relay,
         Mode::Empty,
@@ -65,6 +69,8 @@ impl Mode {
         Mode::FrontPeer,
         Mode::FrontSharedFloor,
         Mode::FrontShared,
+        Mode::Limited,
+        Mode::LimitedState,
     ];
 
     pub(crate) fn key(self) -> &'static str {
@@ -86,6 +92,8 @@ impl Mode {
             Self::FrontPeer => "front-supergateway",
             Self::FrontSharedFloor => "front-shared-floor",
             Self::FrontShared => "front-shared",
+            Self::Limited => "limited",
+            Self::LimitedState => "limited-state",
         }
     }
 
@@ -108,6 +116,8 @@ impl Mode {
             Self::FrontPeer => "front: supergateway",
             Self::FrontSharedFloor => "front: one shared child (floor)",
             Self::FrontShared => "front: mcp-chain --listen, shared",
+            Self::Limited => "mcp-chain, rate_limit",
+            Self::LimitedState => "mcp-chain, rate_limit on [state] (Redis)",
         }
     }
 
@@ -233,6 +243,9 @@ pub(crate) struct Report {
     unavailable: Vec<(Mode, String)>,
     /// In the order first added; `values[i]` is per mode index, per round.
     figures: Vec<(Figure, Vec<Vec<f64>>)>,
+    /// A loopback Redis's own round trips, µs, per round: a PING, and
+    /// the bucket script a limited call runs.
+    pub(crate) redis_rtt: Vec<(f64, f64)>,
 }
 
 impl Report {
@@ -248,6 +261,7 @@ impl Report {
             quick,
             unavailable,
             figures: Vec::new(),
+            redis_rtt: Vec::new(),
         }
     }
 
@@ -420,6 +434,8 @@ impl Report {
         let x = |v: f64| format!("×{v:.2}");
         let mib = |v: f64| format!("{v:.1} MiB");
         let t256 = Figure::Throughput(256);
+        let ping_rtt = median(&self.redis_rtt.iter().map(|r| r.0).collect::<Vec<_>>());
+        let script_rtt = median(&self.redis_rtt.iter().map(|r| r.1).collect::<Vec<_>>());
         vec![
             line(
                 "empty chain: round trip p50 ≤ +12 µs",
@@ -514,6 +530,23 @@ impl Report {
                     .map(|(g, e)| (g - e) / 2.0 * 1024.0),
                 &|v| format!("{v:.0} KiB"),
                 &|v| v <= 512.0,
+            ),
+            line(
+                "rate_limit on [state]: round trip p50 ≤ one Redis round trip (its bucket script) + 50 µs over local buckets",
+                self.value(Figure::RoundTripP50, Mode::LimitedState)
+                    .zip(self.value(Figure::RoundTripP50, Mode::Limited))
+                    .filter(|_| !self.redis_rtt.is_empty())
+                    .map(|(s, l)| s - l - script_rtt),
+                &|v| format!("{v:+.1} µs past the script's {script_rtt:.1} µs (PING {ping_rtt:.1} µs)"),
+                &|v| v <= 50.0,
+            ),
+            line(
+                "rate_limit on [state]: throughput, 16 in flight ≥ 0.5× local buckets",
+                self.value(Figure::Throughput(16), Mode::LimitedState)
+                    .zip(self.value(Figure::Throughput(16), Mode::Limited))
+                    .map(|(s, l)| s / l),
+                &x,
+                &|v| v >= 0.5,
             ),
             line(
                 "gateway of 3: merging three 1,000-tool listings ≤ +2 ms",

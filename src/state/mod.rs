@@ -15,6 +15,8 @@
 
 use crate::config::StateConfig;
 use mcp_chain_middleware::shared::{Fallback, SharedBucket, SharedState, StoreFuture, Unavailable};
+mod batch;
+
 use redis::aio::ConnectionManager;
 use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 use std::time::Duration;
@@ -35,9 +37,10 @@ const SAY_EVERY: Duration = Duration::from_secs(60);
 
 /// The store: a connection to Redis once there is one.
 pub(crate) struct Redis {
-    connection: Mutex<Option<ConnectionManager>>,
-    prefix: String,
-    timeout: Duration,
+    link: Arc<Link>,
+    batches: Arc<batch::Batches>,
+    /// A batch's one ask of Redis.
+    ask: batch::Ask,
     fallback: Fallback,
     /// When the store's loss was last said.
     said: Arc<Mutex<Option<Instant>>>,
@@ -58,10 +61,15 @@ impl std::fmt::Debug for Redis {
 /// replica's own state and the connection is tried again in the background.
 pub(crate) async fn start(config: &StateConfig) -> Result<(), String> {
     let client = client(config)?;
-    let store = Arc::new(Redis {
+    let link = Arc::new(Link {
         connection: Mutex::new(None),
         prefix: config.prefix.clone(),
         timeout: config.timeout,
+    });
+    let store = Arc::new(Redis {
+        ask: asking(link.clone()),
+        link,
+        batches: Arc::default(),
         fallback: config.fallback,
         said: Arc::default(),
         shown: config.shown_url(),
@@ -69,7 +77,7 @@ pub(crate) async fn start(config: &StateConfig) -> Result<(), String> {
     let connected = connect(&client, config.timeout, START_WAIT).await;
     match (connected, config.fallback) {
         (Ok(connection), _) => {
-            *lock(&store.connection) = Some(connection);
+            *lock(&store.link.connection) = Some(connection);
             tracing::info!(url = %store.shown, "[state]: replicas share rate limits on Redis");
         }
         (Err(e), Fallback::Refuse) => {
@@ -141,8 +149,8 @@ async fn reconnect(store: Arc<Redis>, client: redis::Client) {
     let mut backoff = Duration::from_secs(1);
     loop {
         tokio::time::sleep(backoff).await;
-        if let Ok(connection) = connect(&client, store.timeout, START_WAIT).await {
-            *lock(&store.connection) = Some(connection);
+        if let Ok(connection) = connect(&client, store.link.timeout, START_WAIT).await {
+            *lock(&store.link.connection) = Some(connection);
             tracing::warn!(url = %store.shown, "[state] reached: replicas share their state again");
             return;
         }
@@ -150,7 +158,14 @@ async fn reconnect(store: Arc<Redis>, client: redis::Client) {
     }
 }
 
-impl Redis {
+/// The connection, and what every ask of it needs.
+struct Link {
+    connection: Mutex<Option<ConnectionManager>>,
+    prefix: String,
+    timeout: Duration,
+}
+
+impl Link {
     /// Runs `script` on `key` (prefixed) with `args`, within the timeout.
     fn run(
         &self,
@@ -176,7 +191,9 @@ impl Redis {
             }
         })
     }
+}
 
+impl Redis {
     /// What says the store is away, at most once a minute.
     fn sayer(&self) -> impl Fn(&Unavailable) + Send + 'static {
         let (said, shown, fallback) = (self.said.clone(), self.shown.clone(), self.fallback);
@@ -207,16 +224,10 @@ impl SharedState for Redis {
         bucket: &SharedBucket,
         max_wait: Option<Duration>,
     ) -> StoreFuture<Result<Result<Duration, Duration>, Unavailable>> {
-        let max_wait_us = max_wait.map_or(-1, |w| i64::try_from(w.as_micros()).unwrap_or(i64::MAX));
-        let args = vec![
-            bucket.per_second.to_string(),
-            bucket.burst.to_string(),
-            max_wait_us.to_string(),
-        ];
-        let asked = self.run(&TAKE, &bucket.key, args);
+        let answer = self.batches.take(bucket, max_wait, &self.ask);
         let say = self.sayer();
         Box::pin(async move {
-            let answer = asked.await.and_then(|fields| parse_taken(&fields));
+            let answer = answer.await;
             if let Err(why) = &answer {
                 say(why);
             }
@@ -226,7 +237,7 @@ impl SharedState for Redis {
 
     fn refund(&self, bucket: &SharedBucket) -> StoreFuture<()> {
         let args = vec![bucket.per_second.to_string(), bucket.burst.to_string()];
-        let asked = self.run(&REFUND, &bucket.key, args);
+        let asked = self.link.run(&REFUND, &bucket.key, args);
         Box::pin(async move {
             let _ = asked.await;
         })
@@ -237,22 +248,40 @@ impl SharedState for Redis {
     }
 }
 
-/// `[taken, micros]` from the script: `1` and the wait, or `0` and when
-/// to try again.
-fn parse_taken(fields: &[String]) -> Result<Result<Duration, Duration>, Unavailable> {
-    let [taken, micros] = fields else {
-        return Err(Unavailable(format!(
-            "the bucket script answered {fields:?}"
-        )));
-    };
-    let micros: f64 = micros
-        .parse()
-        .map_err(|_| Unavailable(format!("the bucket script answered {micros:?}")))?;
-    let duration = Duration::from_secs_f64(micros.max(0.0) / 1e6);
-    Ok(match taken.as_str() {
-        "1" => Ok(duration),
-        _ => Err(duration),
+/// A batch's ask: `n` tokens of a bucket, by the script, on `link`.
+fn asking(link: Arc<Link>) -> batch::Ask {
+    Arc::new(move |bucket, max_wait, n| {
+        let max_wait_us = max_wait.map_or(-1, |w| i64::try_from(w.as_micros()).unwrap_or(i64::MAX));
+        let args = vec![
+            bucket.per_second.to_string(),
+            bucket.burst.to_string(),
+            max_wait_us.to_string(),
+            n.to_string(),
+        ];
+        let asked = link.run(&TAKE, &bucket.key, args);
+        Box::pin(async move { asked.await.map(|fields| parse_taken(&fields)) })
     })
+}
+
+/// Each request's `taken, micros` from the script: `1` and its wait, or
+/// `0` and when to try again.
+fn parse_taken(fields: &[String]) -> Vec<batch::Taken> {
+    fields
+        .chunks(2)
+        .map(|pair| {
+            let [taken, micros] = pair else {
+                return Err(Unavailable("the bucket script answered an odd list".into()));
+            };
+            let micros: f64 = micros
+                .parse()
+                .map_err(|_| Unavailable(format!("the bucket script answered {micros:?}")))?;
+            let duration = Duration::from_secs_f64(micros.max(0.0) / 1e6);
+            Ok(match taken.as_str() {
+                "1" => Ok(duration),
+                _ => Err(duration),
+            })
+        })
+        .collect()
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
