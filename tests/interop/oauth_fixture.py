@@ -12,7 +12,8 @@ scopes), `admin` (needs the `admin` scope: 403 insufficient_scope).
 The authorization server approves every /authorize at once (the test's
 "browser" is open_url.py) and checks PKCE S256, the redirect URI, the
 client and, unless told to refuse it, `resource`. Knobs on `state`:
-rotate refresh tokens, access token lifetime, refuse `resource`, revoke
+rotate refresh tokens (and revoke a login's every token when a rotated
+one is used again), access token lifetime, refuse `resource`, revoke
 every refresh token, send a wrong `iss`, point the resource metadata at
 another origin, dead endpoints, an authorization endpoint of any scheme."""
 
@@ -36,6 +37,10 @@ class State:
     base: str = ""
     access_ttl: int = 3600
     rotate_refresh: bool = True
+    revoke_family_on_reuse: bool = False  # a rotated refresh token used again revokes every token of its login
+    family: dict[str, str] = field(default_factory=dict)  # token (access or refresh) → its login
+    rotated: dict[str, str] = field(default_factory=dict)  # a refresh token already traded → its login
+    families_revoked: int = 0
     refuse_resource: bool = False
     iss: str | None = "good"  # "good", "bad", or None (not sent)
     metadata_elsewhere: str | None = None  # a URL on another origin
@@ -88,11 +93,13 @@ class State:
         jwk.update({"kid": "k1", "use": "sig", "alg": "RS256"})
         return {"keys": [jwk]}
 
-    def issue(self, scopes: list[str]) -> dict[str, Any]:
+    def issue(self, scopes: list[str], family: str | None = None) -> dict[str, Any]:
         access = "at-" + secrets.token_urlsafe(16)
         refresh = "rt-" + secrets.token_urlsafe(16)
         self.access[access] = {"scopes": scopes, "expires": time.time() + self.access_ttl}
         self.refresh[refresh] = scopes
+        family = family or secrets.token_urlsafe(8)
+        self.family[access] = self.family[refresh] = family
         return {
             "access_token": access,
             "token_type": "Bearer",
@@ -260,15 +267,27 @@ class Handler(BaseHTTPRequestHandler):
                     return
                 self.send(200, s.issue(asked.get("scope", "read").split()))
             elif grant == "refresh_token":
-                scopes = s.refresh.get(f.get("refresh_token", ""))
+                used = f.get("refresh_token", "")
+                if s.revoke_family_on_reuse and used in s.rotated:
+                    # Reuse of a rotated token (OAuth 2.1 §4.3.1): the whole
+                    # login is revoked, every access and refresh token of it.
+                    family = s.rotated[used]
+                    for token in [t for t, fam in s.family.items() if fam == family]:
+                        s.access.pop(token, None)
+                        s.refresh.pop(token, None)
+                    s.families_revoked += 1
+                    self.send(400, {"error": "invalid_grant", "error_description": "refresh token reused"})
+                    return
+                scopes = s.refresh.get(used)
                 if scopes is None:
                     self.send(400, {"error": "invalid_grant", "error_description": "refresh token revoked"})
                     return
-                issued = s.issue(scopes)
+                issued = s.issue(scopes, s.family.get(used))
                 if not s.rotate_refresh:
                     del s.refresh[issued.pop("refresh_token")]
                 else:
-                    del s.refresh[f["refresh_token"]]
+                    del s.refresh[used]
+                    s.rotated[used] = s.family.get(used, "")
                 self.send(200, issued)
             elif grant == "client_credentials":
                 expected = "Basic " + base64.b64encode(f"svc:{s.client_secret}".encode()).decode()

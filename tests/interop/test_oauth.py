@@ -13,6 +13,7 @@ import stat
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -205,6 +206,40 @@ def test_two_processes_share_one_login(env: dict[str, str], tmp_path: Path, monk
             p.close()
         assert len(answers) == 2 and all("result" in a for a in answers), answers
         assert len(server.state.authorize) == 1, "one login for both processes"
+
+
+def test_processes_refreshing_at_once_refresh_once_and_keep_the_login(env: dict[str, str], tmp_path: Path):
+    """Three mcp-chain processes for one server (three Claude Desktop
+    windows), an authorization server that rotates refresh tokens and
+    revokes the whole login when a rotated one is used again: their tokens
+    expire together, all three call at the same moment, and they take
+    turns on the token file's lock: one refresh at a time, the others
+    adopting what it stored. No refresh token is used twice, the login is
+    never revoked, every call is answered."""
+    with OAuthFixture(access_ttl=1, revoke_family_on_reuse=True) as server:
+        path = config(tmp_path, server.url)
+        first = Proxy(server.url, "--config", str(path))
+        first.initialize()
+        assert text(first.call(1, "whoami")) == "read"
+        proxies = [first] + [Proxy(server.url, "--config", str(path)) for _ in range(2)]
+        for p in proxies[1:]:
+            p.initialize()
+        for round_ in range(3):
+            time.sleep(1.1)  # every process's access token has expired (the fixture's clock)
+            answers: dict[int, dict[str, Any]] = {}
+            threads = [threading.Thread(target=lambda n=n, p=p: answers.__setitem__(n, p.call(10 * round_ + n, "whoami")))
+                       for n, p in enumerate(proxies)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(60)
+            assert [text(answers[n]) for n in range(3)] == ["read"] * 3, answers
+        for p in proxies:
+            p.close()
+        assert server.state.families_revoked == 0, "a rotated refresh token was used twice"
+        assert len(server.state.authorize) == 1, "one login, never a second"
+        grants = [t["grant_type"] for t in server.state.token]
+        assert grants.count("refresh_token") >= 3, grants
 
 
 def test_login_status_and_logout_commands(env: dict[str, str], tmp_path: Path):
