@@ -20,13 +20,13 @@
 use super::challenge::Challenge;
 use super::error::OAuthError;
 use super::fetch::Fetch;
+use super::kept::Kept;
 use super::login::{login, Ask};
-use super::store::{self, Entry, LoginLock, Tokens};
+use super::store::{self, Entry, Tokens};
 use super::tokens;
 use crate::config::{Grant, OAuthConfig};
 use reqwest::header::HeaderValue;
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
@@ -48,7 +48,11 @@ pub(crate) struct Auth {
     server: Url,
     config: OAuthConfig,
     fetch: Fetch,
-    path: PathBuf,
+    /// Where the tokens are kept: a file, or `[state]` for every replica.
+    kept: Kept,
+    /// Whether what is kept was read (a file is read when made; `[state]`
+    /// at the first request).
+    loaded: std::sync::atomic::AtomicBool,
     /// What is stored, and the header made from its access token.
     held: Mutex<Held>,
     /// Held while a refresh or a login runs (by the login's own task).
@@ -101,19 +105,21 @@ impl Auth {
         config: &OAuthConfig,
         ca_file: Option<&std::path::Path>,
     ) -> Result<Self, OAuthError> {
-        let path = store::path(server)?;
-        let entry = match store::read(&path) {
-            Ok(entry) => entry.unwrap_or_default(),
-            Err(e) => {
+        let kept = Kept::of(server)?;
+        let entry = match kept.file().map(|file| store::read(file)) {
+            Some(Ok(entry)) => entry.unwrap_or_default(),
+            Some(Err(e)) => {
                 tracing::warn!(error = %e, "stored tokens not used");
                 Entry::default()
             }
+            None => Entry::default(),
         };
         Ok(Self {
             server: server.clone(),
             config: config.clone(),
             fetch: Fetch::new(ca_file)?,
-            path,
+            loaded: std::sync::atomic::AtomicBool::new(kept.file().is_some()),
+            kept,
             held: Mutex::new(Held::of(entry)),
             renewing: Arc::new(tokio::sync::Mutex::new(())),
             step_ups: AtomicU32::new(0),
@@ -130,6 +136,12 @@ impl Auth {
     /// The `Authorization` header for a request now: `None` until there is
     /// a token. One about to expire is refreshed first.
     pub(crate) async fn header(&self) -> Option<HeaderValue> {
+        if !self.loaded.load(Ordering::Relaxed) {
+            let _renewing = self.renewing.lock().await;
+            if !self.loaded.swap(true, Ordering::Relaxed) {
+                self.adopt_stored(None, &[]).await;
+            }
+        }
         let expiring = {
             let held = self.held();
             match &held.entry.tokens {
@@ -144,8 +156,8 @@ impl Auth {
             return self.held().header.clone();
         }
         // Not while another process logs in: the token is still good.
-        if let Ok(Some(_lock)) = LoginLock::take(&self.path, Duration::ZERO).await {
-            if !self.adopt_stored(expiring.as_ref(), &[]) {
+        if let Ok(Some(_lock)) = self.kept.lock(Duration::ZERO).await {
+            if !self.adopt_stored(expiring.as_ref(), &[]).await {
                 if let Err(e) = self.refresh().await {
                     tracing::warn!(error = %e, "the token could not be refreshed ahead of its expiry");
                 }
@@ -171,11 +183,12 @@ impl Auth {
             return Ok(());
         }
         // Renewals of one server are one at a time across processes too.
-        let lock = LoginLock::take(&self.path, wait)
-            .await?
-            .ok_or_else(|| self.pending())?;
+        let lock = self.kept.lock(wait).await?.ok_or_else(|| self.pending())?;
         let wanted = challenge.map(Challenge::scopes).unwrap_or_default();
-        if self.adopt_stored(sent, if step_up { &wanted } else { &[] }) {
+        if self
+            .adopt_stored(sent, if step_up { &wanted } else { &[] })
+            .await
+        {
             return Ok(());
         }
         if step_up {
@@ -268,9 +281,14 @@ impl Auth {
 
     /// Takes the tokens another process stored meanwhile, when they are
     /// not the ones sent and hold the scopes `wanted`. Whether it did.
-    fn adopt_stored(&self, sent: Option<&HeaderValue>, wanted: &[String]) -> bool {
-        let Ok(Some(stored)) = store::read(&self.path) else {
-            return false;
+    async fn adopt_stored(&self, sent: Option<&HeaderValue>, wanted: &[String]) -> bool {
+        let stored = match self.kept.read().await {
+            Ok(Some(stored)) => stored,
+            Ok(None) => return false,
+            Err(e) => {
+                tracing::warn!(error = %e, "stored tokens not read");
+                return false;
+            }
         };
         let Some(tokens) = &stored.tokens else {
             return false;
@@ -301,6 +319,7 @@ impl Auth {
             tokens: Some(fresh),
             ..entry
         })
+        .await
     }
 
     /// Logs in; the caller holds the login lock.
@@ -326,12 +345,12 @@ impl Auth {
         };
         let stored = self.held().entry.clone();
         let entry = login(&self.fetch, &ask, stored).await?;
-        self.keep(entry)
+        self.keep(entry).await
     }
 
     /// Stores `entry` and uses its token from now on.
-    fn keep(&self, entry: Entry) -> Result<(), OAuthError> {
-        let written = store::write(&self.path, &entry);
+    async fn keep(&self, entry: Entry) -> Result<(), OAuthError> {
+        let written = self.kept.write(&entry).await;
         *self.held() = Held::of(entry);
         written.map_err(OAuthError::from)
     }

@@ -27,6 +27,7 @@ pub(crate) mod commands;
 mod discovery;
 mod error;
 mod fetch;
+mod kept;
 mod login;
 pub(crate) mod person;
 mod register;

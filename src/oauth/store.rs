@@ -35,6 +35,10 @@ pub(crate) enum StoreError {
     Io { path: PathBuf, why: std::io::Error },
     #[error("token file {} cannot be read ({why}); `mcp-chain logout` removes it", path.display())]
     Unreadable { path: PathBuf, why: String },
+    /// The replicas' shared state could not be asked for the tokens.
+    #[cfg_attr(not(feature = "state"), allow(dead_code))]
+    #[error("the tokens kept in [state] cannot be reached: {0}")]
+    Shared(String),
 }
 
 /// One server's entry.
@@ -142,25 +146,37 @@ pub(crate) fn read(path: &Path) -> Result<Option<Entry>, StoreError> {
             })
         }
     };
-    let entry: Entry = serde_json::from_slice(&bytes).map_err(|e| StoreError::Unreadable {
-        path: path.to_owned(),
-        why: e.to_string(),
-    })?;
-    if entry.version != VERSION {
-        return Err(StoreError::Unreadable {
-            path: path.to_owned(),
-            why: format!("version {} is not {VERSION}", entry.version),
-        });
-    }
-    Ok(Some(entry))
+    from_bytes(&bytes, &path.display().to_string()).map(Some)
 }
 
-/// Writes an entry whole, private to the user.
-pub(crate) fn write(path: &Path, entry: &Entry) -> Result<(), StoreError> {
+/// An entry as it is stored (a file's text, or what is encrypted into
+/// `[state]`).
+pub(crate) fn to_bytes(entry: &Entry) -> Vec<u8> {
     let mut entry = entry.clone();
     entry.version = VERSION;
     let mut bytes = serde_json::to_vec_pretty(&entry).expect("an entry serializes");
     bytes.push(b'\n');
+    bytes
+}
+
+/// An entry read from what was stored at `origin`.
+pub(crate) fn from_bytes(bytes: &[u8], origin: &str) -> Result<Entry, StoreError> {
+    let entry: Entry = serde_json::from_slice(bytes).map_err(|e| StoreError::Unreadable {
+        path: PathBuf::from(origin),
+        why: e.to_string(),
+    })?;
+    if entry.version != VERSION {
+        return Err(StoreError::Unreadable {
+            path: PathBuf::from(origin),
+            why: format!("version {} is not {VERSION}", entry.version),
+        });
+    }
+    Ok(entry)
+}
+
+/// Writes an entry whole, private to the user.
+pub(crate) fn write(path: &Path, entry: &Entry) -> Result<(), StoreError> {
+    let bytes = to_bytes(entry);
     mcp_chain_private::write_whole(path, &bytes).map_err(|why| StoreError::Io {
         path: path.to_owned(),
         why,

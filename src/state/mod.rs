@@ -12,10 +12,15 @@
 //!   connection comes back by itself (redis-rs's manager reconnects with
 //!   backoff); while it is away this is said once a minute, loudly.
 //! - Keys start with `prefix` and name no caller or argument in clear.
+//! - With `key`, upstream OAuth tokens are kept here for every replica,
+//!   encrypted, and renewed once across them (`tokens.rs`).
 
 use crate::config::StateConfig;
 use mcp_chain_middleware::shared::{Fallback, SharedBucket, SharedState, StoreFuture, Unavailable};
 mod batch;
+mod tokens;
+
+pub(crate) use tokens::{SharedLock, SharedTokens};
 
 use redis::aio::ConnectionManager;
 use std::sync::{Arc, LazyLock, Mutex, PoisonError};
@@ -28,6 +33,14 @@ static TAKE: LazyLock<redis::Script> =
     LazyLock::new(|| redis::Script::new(include_str!("buckets.lua")));
 static REFUND: LazyLock<redis::Script> =
     LazyLock::new(|| redis::Script::new(include_str!("refund.lua")));
+
+/// Where upstream tokens are kept for every replica (`[state]` with a `key`).
+static TOKENS: std::sync::OnceLock<Arc<SharedTokens>> = std::sync::OnceLock::new();
+
+/// The replicas' upstream tokens, when `[state]` keeps them.
+pub(crate) fn tokens() -> Option<Arc<SharedTokens>> {
+    TOKENS.get().cloned()
+}
 
 /// How long start-up waits for Redis before it says it is unreachable.
 const START_WAIT: Duration = Duration::from_secs(5);
@@ -91,8 +104,14 @@ pub(crate) async fn start(config: &StateConfig) -> Result<(), String> {
             tokio::spawn(reconnect(store.clone(), client));
         }
     }
-    if config.key.is_some() {
-        tracing::info!("[state] key is set; upstream tokens are not kept in [state] yet, so it encrypts nothing");
+    match &config.key {
+        Some(key) => {
+            let tokens = SharedTokens::new(store.link.clone(), key, config.fallback);
+            let _ = TOKENS.set(Arc::new(tokens));
+        }
+        None => tracing::info!(
+            "[state] has no key: an upstream's OAuth tokens stay in each replica's own file"
+        ),
     }
     mcp_chain_middleware::shared::install(store);
     Ok(())
@@ -173,9 +192,33 @@ impl Link {
         key: &str,
         args: Vec<String>,
     ) -> StoreFuture<Result<Vec<String>, Unavailable>> {
+        self.run_on(script, &format!("{}{key}", self.prefix), args)
+    }
+
+    /// Sends `command`, within the timeout.
+    async fn ask<T: redis::FromRedisValue>(&self, command: &redis::Cmd) -> Result<T, Unavailable> {
+        let connection = lock(&self.connection).clone();
+        let Some(mut connection) = connection else {
+            return Err(Unavailable("not connected".into()));
+        };
+        match tokio::time::timeout(self.timeout, command.query_async(&mut connection)).await {
+            Ok(Ok(answer)) => Ok(answer),
+            Ok(Err(e)) => Err(Unavailable(e.to_string())),
+            Err(_) => Err(Unavailable(format!("no answer within {:?}", self.timeout))),
+        }
+    }
+
+    /// Runs `script` on `key` (already prefixed) with `args`, within the
+    /// timeout.
+    fn run_on<T: redis::FromRedisValue + Send + 'static>(
+        &self,
+        script: &'static redis::Script,
+        key: &str,
+        args: Vec<String>,
+    ) -> StoreFuture<Result<T, Unavailable>> {
         let connection = lock(&self.connection).clone();
         let mut invocation = script.prepare_invoke();
-        invocation.key(format!("{}{key}", self.prefix));
+        invocation.key(key);
         for arg in args {
             invocation.arg(arg);
         }
