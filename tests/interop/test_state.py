@@ -5,7 +5,7 @@ refused (`on_unavailable = "refuse"`) or decided on each replica's own
 buckets (`"local"`), and recovered without a restart, even when Redis
 comes back empty; Redis unreachable or refusing the password at start:
 `refuse` does not start, `local` starts and says so; the password is never
-shown.
+shown; `rediss://` with a private CA through `ca_file`, and refused without it.
 
 redis-server comes from Debian's package (.ci/run installs it)."""
 
@@ -206,3 +206,31 @@ def test_unreachable_or_refusing_at_start():
         with replica(wrong, env={"REDIS_PASSWORD": password}) as (port, _):
             session = session_on(port)
             assert "result" in add(port, session, 1), "the right password, from the environment"
+
+
+def test_rediss_with_a_private_ca(tmp_path: Path):
+    """`rediss://`: Redis over TLS with the test's own CA. Trusted through
+    `ca_file` it serves; without it (the platform's roots) the certificate is
+    refused at start, saying so."""
+    from test_remote import _certificates
+
+    ca, cert, key = _certificates(tmp_path)
+    port = harness.free_port()
+    server = redis_argv(0)
+    server[server.index("--port") + 1] = "0"
+    server += ["--tls-port", str(port), "--tls-cert-file", cert, "--tls-key-file", key, "--tls-ca-cert-file", ca,
+               "--tls-auth-clients", "no"]
+    prefix = f"mcp-chain:test-{secrets.token_hex(4)}:"
+    with harness.listening(server, port, "redis-server (TLS)"):
+        trusted = config(port, prefix, extra=f'ca_file = "{ca}"')
+        trusted.write_text(trusted.read_text().replace("redis://", "rediss://"))
+        with replica(trusted) as (front, _):
+            session = session_on(front)
+            assert "result" in add(front, session, 1)
+            assert "error" not in add(front, session, 2)
+        untrusted = Path(tempfile.mkdtemp()) / "untrusted.toml"
+        untrusted.write_text(trusted.read_text().replace(f'ca_file = "{ca}"', ""))
+        argv = [str(harness.MCP_CHAIN), "--listen", f"127.0.0.1:{harness.free_port()}", "--config", str(untrusted),
+                "--", str(DEMO), harness.RUN_MARKER]
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+        assert done.returncode == 1 and "UnknownIssuer" in done.stderr, done.stderr
