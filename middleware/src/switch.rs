@@ -173,7 +173,7 @@ impl Switchboard {
 
 /// One session's switch: the way to its client, to say the list changed.
 #[derive(Debug, Default)]
-struct Session {
+struct SessionSwitch {
     client: ClientSlot,
 }
 
@@ -181,7 +181,7 @@ struct Session {
 #[derive(Debug, Clone)]
 pub struct SwitchLayer {
     board: Arc<Switchboard>,
-    session: Arc<Session>,
+    session: Arc<SessionSwitch>,
 }
 
 impl SwitchLayer {
@@ -213,7 +213,7 @@ impl SwitchLayer {
 
 /// Tells a session's client its tool list changed, at each switch, until
 /// the session is gone.
-async fn tell(mut changes: watch::Receiver<u64>, session: Weak<Session>) {
+async fn tell(mut changes: watch::Receiver<u64>, session: Weak<SessionSwitch>) {
     loop {
         match tokio::time::timeout(WATCH_EVERY, changes.changed()).await {
             Ok(Ok(())) => {}

@@ -7,7 +7,7 @@ use super::app::Admitted;
 use super::error::FrontError;
 use super::reply::{self, Answer, Outgoing};
 use super::routes::{self, Waiting};
-use super::session::{self, Caller, Kind, Session};
+use super::session::{self, Caller, FrontSession, Kind};
 use super::stateless;
 use super::Front;
 use crate::mcp_http::{self, LAST_EVENT_ID, SESSION_ID};
@@ -109,7 +109,7 @@ async fn post_messages(
     front: &Arc<Front>,
     caller: &Caller,
     headers: &HeaderMap,
-    session: Option<Arc<Session>>,
+    session: Option<Arc<FrontSession>>,
     body: Incoming,
     events: bool,
 ) -> Handled {
@@ -209,7 +209,12 @@ async fn post_messages(
 /// answers: 202 when nothing is asked, else the answers' event stream or
 /// the JSON answer. `early`: the event stream at once, before anything is
 /// on it.
-pub(super) async fn relay(session: &Session, read: Read, waiting: Waiting, early: bool) -> Handled {
+pub(super) async fn relay(
+    session: &FrontSession,
+    read: Read,
+    waiting: Waiting,
+    early: bool,
+) -> Handled {
     let events = waiting.events;
     let asks = !waiting.ids.is_empty() && !session.legacy;
     let answers = match asks.then(|| routes::lock(&session.routes).post(waiting)) {
@@ -247,7 +252,7 @@ pub(super) async fn relay(session: &Session, read: Read, waiting: Waiting, early
 /// such (a client then starts a new one), or when it is another caller's:
 /// a session id is not a credential, and whether another token's session
 /// exists is not told.
-fn find(front: &Front, caller: &Caller, id: Option<&str>) -> Result<Arc<Session>, FrontError> {
+fn find(front: &Front, caller: &Caller, id: Option<&str>) -> Result<Arc<FrontSession>, FrontError> {
     let id = id.ok_or(FrontError::NoSessionId)?;
     // A shared session's id is never handed out; it is nobody's to name.
     let found = session::well_formed(id, front.settings.replica.as_deref())

@@ -59,14 +59,14 @@ pub(crate) struct Front {
     checks: std::sync::RwLock<Arc<Checks>>,
     sessions: Sessions,
     /// Shared sessions for requests without one (2026-07-28).
-    pool: stateless::Pool,
+    pool: stateless::SessionlessPool,
     /// The process's budget of big messages in flight: request bodies and
     /// every session's servers share it.
     budget: Arc<Budget>,
     /// The address listened on.
     listen: SocketAddr,
     /// The shared pool of server connections, in shared mode.
-    shared: Option<Arc<crate::pool::Pool>>,
+    shared: Option<Arc<crate::pool::SharedPool>>,
     /// Where the layers come from when the config can be reloaded.
     policy: Option<watch::Receiver<Arc<Policy>>>,
 }
@@ -194,7 +194,7 @@ pub(crate) async fn run(
     let config = Arc::new(config);
     let shared = match (settings.shared_pool, &upstream) {
         (None, _) => None,
-        (Some(size), crate::relay::Served::One(one)) => Some(crate::pool::Pool::start(
+        (Some(size), crate::relay::Served::One(one)) => Some(crate::pool::SharedPool::start(
             size,
             config.clone(),
             budget.clone(),
@@ -208,7 +208,7 @@ pub(crate) async fn run(
         settings,
         upstream,
         sessions: Sessions::default(),
-        pool: stateless::Pool::default(),
+        pool: stateless::SessionlessPool::default(),
         budget,
         listen: bound,
         shared,

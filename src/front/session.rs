@@ -60,9 +60,9 @@ impl Caller {
     }
 }
 
-pub(super) struct Session {
+pub(super) struct FrontSession {
     pub(super) id: String,
-    /// Taken at [`Session::stop`]: the relay sees its client's input end.
+    /// Taken at [`FrontSession::stop`]: the relay sees its client's input end.
     inbox: Mutex<Option<mpsc::Sender<Read>>>,
     pub(super) routes: routes::Shared,
     stop: mpsc::Sender<()>,
@@ -79,7 +79,7 @@ pub(super) struct Session {
     initialized: AtomicBool,
 }
 
-impl Session {
+impl FrontSession {
     /// Starts a session for `caller`: its server, its chain, its router.
     pub(super) fn start(front: &Arc<Front>, kind: Kind, caller: &Caller) -> Arc<Self> {
         let (legacy, shared) = (kind == Kind::Legacy, kind == Kind::Shared);
@@ -286,13 +286,13 @@ pub(super) fn short(id: &str) -> &str {
 /// The sessions of the front.
 #[derive(Default)]
 pub(super) struct Sessions {
-    map: Mutex<HashMap<String, Arc<Session>>>,
+    map: Mutex<HashMap<String, Arc<FrontSession>>>,
     /// Every session's task: shutdown waits for them.
     pub(super) tasks: tokio_util::task::TaskTracker,
 }
 
 impl Sessions {
-    fn map(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Session>>> {
+    fn map(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<FrontSession>>> {
         self.map.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
@@ -307,20 +307,20 @@ impl Sessions {
         front: &Arc<Front>,
         kind: Kind,
         caller: &Caller,
-    ) -> Option<Arc<Session>> {
+    ) -> Option<Arc<FrontSession>> {
         if self.map().len() >= front.settings.max_sessions {
             return None;
         }
-        let session = Session::start(front, kind, caller);
+        let session = FrontSession::start(front, kind, caller);
         self.map().insert(session.id.clone(), session.clone());
         Some(session)
     }
 
-    pub(super) fn get(&self, id: &str) -> Option<Arc<Session>> {
+    pub(super) fn get(&self, id: &str) -> Option<Arc<FrontSession>> {
         self.map().get(id).cloned()
     }
 
-    pub(super) fn remove(&self, id: &str) -> Option<Arc<Session>> {
+    pub(super) fn remove(&self, id: &str) -> Option<Arc<FrontSession>> {
         self.map().remove(id)
     }
 
@@ -343,7 +343,7 @@ impl Sessions {
         loop {
             tick.tick().await;
             let now = Instant::now();
-            let expired: Vec<(Arc<Session>, &str)> = front
+            let expired: Vec<(Arc<FrontSession>, &str)> = front
                 .sessions
                 .map()
                 .values()

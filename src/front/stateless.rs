@@ -25,7 +25,7 @@ use super::handler::relay;
 use super::reply;
 use super::reply::Answer;
 use super::routes::{Owner, Restore, Waiting};
-use super::session::{Caller, Kind, Session};
+use super::session::{Caller, FrontSession, Kind};
 use super::Front;
 use crate::mcp_http::{Routing, ToolParams};
 use crate::peer::Read;
@@ -43,9 +43,9 @@ pub(super) const POOL: usize = 2;
 
 /// The pools, and the ids the front gives requests.
 #[derive(Default)]
-pub(super) struct Pool {
+pub(super) struct SessionlessPool {
     /// Each caller's pool sessions.
-    sessions: Mutex<HashMap<Owner, Vec<Arc<Session>>>>,
+    sessions: Mutex<HashMap<Owner, Vec<Arc<FrontSession>>>>,
     /// Numbers the requests (`id`); never the turn, or the two would
     /// step together and pick the same session every time.
     next: AtomicU64,
@@ -57,10 +57,10 @@ pub(super) struct Pool {
     pub(super) marked: Arc<ToolParams>,
 }
 
-impl Pool {
+impl SessionlessPool {
     /// A live pool session for the next request (round robin), started
     /// when the pool is not full.
-    pub(super) fn session(&self, front: &Arc<Front>, caller: &Caller) -> Option<Arc<Session>> {
+    pub(super) fn session(&self, front: &Arc<Front>, caller: &Caller) -> Option<Arc<FrontSession>> {
         let mut pools = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
         for pool in pools.values_mut() {
             pool.retain(|s| front.sessions.get(&s.id).is_some());
@@ -92,7 +92,7 @@ impl Pool {
     /// serving it. `None` when the caller has no such request in flight
     /// (or two, under the same id): a client cannot name, and so cannot
     /// cancel, another client's request, whatever id it writes.
-    fn cancellation(&self, owner: &Owner, message: &mut Message) -> Option<Arc<Session>> {
+    fn cancellation(&self, owner: &Owner, message: &mut Message) -> Option<Arc<FrontSession>> {
         let named = message.params()?.member("requestId").ok()??;
         let named = RequestId::from_value(&named)?;
         let pools = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);

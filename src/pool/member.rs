@@ -5,7 +5,7 @@
 //! [`Member::send`].
 
 use super::state::{deliver, severity, Asked, State};
-use super::{read, Pool, ASKED_REVISION};
+use super::{read, SharedPool, ASKED_REVISION};
 use crate::config::{Config, UpstreamConfig};
 use crate::connector::RELATED_REQUEST_ID;
 use crate::peer::{Peer, Read};
@@ -72,7 +72,7 @@ impl Member {
     /// Runs the member's relays, one after the other, until stopped.
     pub(super) fn run(
         self: Arc<Self>,
-        pool: Arc<Pool>,
+        pool: Arc<SharedPool>,
         config: Arc<Config>,
         budget: Arc<Budget>,
         upstream: UpstreamConfig,
@@ -143,7 +143,7 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 /// Takes what the member's server says (after its relay) and routes it.
-async fn route(pool: Arc<Pool>, member: Arc<Member>, queue: Queue) {
+async fn route(pool: Arc<SharedPool>, member: Arc<Member>, queue: Queue) {
     let mut taken = Taken::default();
     while queue.take(&mut taken).await {
         for outgoing in taken.messages.drain(..) {
@@ -160,7 +160,7 @@ async fn route(pool: Arc<Pool>, member: Arc<Member>, queue: Queue) {
     }
 }
 
-impl Pool {
+impl SharedPool {
     /// One message from a member's server, to the sessions it is for.
     async fn server_said(&self, member: &Member, message: Message) {
         match message {

@@ -60,7 +60,7 @@ const ASKED_REVISION: &str = "2025-11-25";
 const SESSION_REVISIONS: [&str; 4] = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
 
 /// The shared pool of server connections.
-pub(crate) struct Pool {
+pub(crate) struct SharedPool {
     members: Vec<Arc<Member>>,
     /// Whose turn it is (round robin over the members).
     turn: AtomicUsize,
@@ -72,7 +72,7 @@ pub(crate) struct Pool {
     handshake_tx: watch::Sender<Option<Arc<Value>>>,
 }
 
-impl Pool {
+impl SharedPool {
     /// Starts `size` server connections to `upstream`.
     pub(crate) fn start(
         size: usize,

@@ -6,7 +6,7 @@
 
 use super::member::set_id;
 use super::state::{deliver, severity, PortEntry, Route};
-use super::{read, remap, Pool};
+use super::{read, remap, SharedPool};
 use crate::peer::Peer;
 use crate::relay::Starts;
 use crate::transport::queue::{Outgoing, Taken};
@@ -23,7 +23,7 @@ use tokio::sync::{mpsc, oneshot};
 const INBOX: usize = 256;
 
 /// What a session of the front in shared mode starts as its server.
-pub(crate) struct Port(pub(crate) Arc<Pool>);
+pub(crate) struct Port(pub(crate) Arc<SharedPool>);
 
 impl Starts for Port {
     fn takes_messages(&self) -> bool {
@@ -80,7 +80,7 @@ impl Starts for Port {
     }
 }
 
-impl Pool {
+impl SharedPool {
     /// One message a session sends its server.
     async fn session_sent(&self, port: u64, message: Message) {
         match message {

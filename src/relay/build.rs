@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::watch;
 
 #[cfg(feature = "telemetry")]
-use crate::telemetry::Session as Telemetry;
+use crate::telemetry::SessionSpan as Telemetry;
 /// Without telemetry, nothing is kept.
 #[cfg(not(feature = "telemetry"))]
 pub(super) enum Telemetry {}

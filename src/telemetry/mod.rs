@@ -8,7 +8,7 @@
 //! Off unless configured (`[telemetry]`, or the `OTEL_EXPORTER_OTLP_*`
 //! variables): then nothing here runs, no thread is started, and a session's
 //! chains are built without the two services that make spans (see
-//! [`Session::open`]); the layers' decision events find no one listening.
+//! [`SessionSpan::open`]); the layers' decision events find no one listening.
 //!
 //! - `export`: OTLP's HTTP client, on a runtime of its own.
 //! - `spans`: the service at each end of a chain that makes the spans.
@@ -27,7 +27,7 @@ mod operation;
 mod prometheus;
 mod spans;
 
-pub(crate) use spans::{Facing, Session};
+pub(crate) use spans::{Facing, SessionSpan};
 
 use crate::config::{Otlp, Telemetry as Settings};
 use instruments::Instruments;

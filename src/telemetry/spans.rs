@@ -42,7 +42,7 @@ pub(super) struct Meta {
 }
 
 /// One session's telemetry; its duration is recorded when it is dropped.
-pub(crate) struct Session {
+pub(crate) struct SessionSpan {
     meta: Arc<Meta>,
     started: Instant,
 }
@@ -63,7 +63,7 @@ pub(crate) enum Facing {
     Server,
 }
 
-impl Session {
+impl SessionSpan {
     /// A session's telemetry, or `None` when telemetry is off (or on with
     /// neither spans nor metrics: nothing to make, so nothing is read).
     pub(crate) fn open(
@@ -112,7 +112,7 @@ impl Session {
     }
 }
 
-impl Drop for Session {
+impl Drop for SessionSpan {
     fn drop(&mut self) {
         let Some(instruments) = active().and_then(|a| a.instruments.as_ref()) else {
             return;

@@ -54,7 +54,7 @@ pub(super) struct Shared {
 
 /// What one client session said of itself, and allowed.
 #[derive(Debug, Default)]
-pub(super) struct Session {
+pub(super) struct SessionApprovals {
     pub(super) client: ClientSlot,
     /// From `initialize`: the client can be asked, and reads titled
     /// choices (2025-11-25 or later).
@@ -72,7 +72,7 @@ pub(super) struct Session {
 }
 
 /// The user allowed `tool` for the rest of `session`.
-pub(super) fn record_session_grant(session: &Session, tool: &str) {
+pub(super) fn record_session_grant(session: &SessionApprovals, tool: &str) {
     lock(&session.allowed).insert(tool.to_owned());
 }
 
@@ -80,7 +80,7 @@ pub(super) fn record_session_grant(session: &Session, tool: &str) {
 #[derive(Debug, Clone)]
 pub struct ApproveLayer {
     pub(super) shared: Arc<Shared>,
-    pub(super) session: Arc<Session>,
+    pub(super) session: Arc<SessionApprovals>,
 }
 
 impl ApproveLayer {
@@ -98,9 +98,9 @@ impl ApproveLayer {
     pub fn for_session(&self, caller: Option<String>) -> Self {
         Self {
             shared: self.shared.clone(),
-            session: Arc::new(Session {
+            session: Arc::new(SessionApprovals {
                 caller,
-                ..Session::default()
+                ..SessionApprovals::default()
             }),
         }
     }
@@ -111,10 +111,10 @@ impl ApproveLayer {
     pub fn for_server(&self, server: &ServerInfo) -> Self {
         Self {
             shared: self.shared.clone(),
-            session: Arc::new(Session {
+            session: Arc::new(SessionApprovals {
                 caller: self.session.caller.clone(),
                 server: Some(server.clone()),
-                ..Session::default()
+                ..SessionApprovals::default()
             }),
         }
     }
@@ -213,7 +213,7 @@ where
     }))
 }
 
-impl Session {
+impl SessionApprovals {
     fn learn(&self, initialize: Option<&Payload>) {
         let params = initialize.and_then(|p| p.to_value().ok());
         let params = params.as_ref();

@@ -47,7 +47,7 @@ impl OnChange {
 
 /// What one client session knows.
 #[derive(Debug, Default)]
-struct Session {
+struct SessionPins {
     /// Kinds whose whole listing this session has judged.
     listed: Mutex<BTreeSet<Kind>>,
     /// The client opened with `initialize` (2025 era): it hears
@@ -65,7 +65,7 @@ pub struct PinLayer {
     /// Pages judged before, shared by every session.
     pages: Arc<Pages>,
     on_change: OnChange,
-    session: Arc<Session>,
+    session: Arc<SessionPins>,
 }
 
 impl PinLayer {
@@ -131,7 +131,7 @@ pub struct Pin<S> {
 /// Looks, while the session lasts, whether the pin file changed on disk
 /// (an accept, a hand edit); when it did, tells the client the lists it
 /// has seen may have changed.
-async fn watch(store: Arc<Store>, session: Weak<Session>) {
+async fn watch(store: Arc<Store>, session: Weak<SessionPins>) {
     let mut seen = store.generation();
     loop {
         tokio::time::sleep(WATCH_EVERY).await;

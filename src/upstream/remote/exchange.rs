@@ -11,7 +11,7 @@
 use super::answers::Answers;
 use super::http::{Failure, Http};
 use super::routing::Routing;
-use super::session::Session;
+use super::session::RemoteSession;
 use crate::connector::Connector;
 use crate::peer::Read;
 use bytes::Bytes;
@@ -31,7 +31,7 @@ const DEFAULT_RETRY: Duration = Duration::from_millis(500);
 /// What every exchange shares.
 pub(super) struct Exchange {
     pub(super) http: Http,
-    pub(super) session: Session,
+    pub(super) session: RemoteSession,
     /// To the to-client side.
     pub(super) inbox: mpsc::Sender<Read>,
     /// The upstream connector: its recorded handshake is what a renewed

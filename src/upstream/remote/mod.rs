@@ -40,7 +40,7 @@ use crate::upstream::StartError;
 use exchange::Exchange;
 use http::Http;
 use legacy::Legacy;
-use session::Session;
+use session::RemoteSession;
 use std::sync::Arc;
 use std::time::Duration;
 use streamable::Sender;
@@ -87,7 +87,7 @@ async fn run(
 ) -> End {
     let exchange = Arc::new(Exchange {
         http,
-        session: Session::new(),
+        session: RemoteSession::new(),
         inbox,
         conn: up.conn.clone(),
         cap: up.max_message_bytes,

@@ -41,12 +41,12 @@ pub(crate) struct State {
 }
 
 #[derive(Debug)]
-pub(super) struct Session {
+pub(super) struct RemoteSession {
     state: watch::Sender<State>,
     renewing: Mutex<()>,
 }
 
-impl Session {
+impl RemoteSession {
     pub(super) fn new() -> Self {
         Self {
             state: watch::Sender::new(State::default()),
