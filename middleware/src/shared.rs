@@ -72,6 +72,30 @@ pub trait SharedState: Send + Sync + fmt::Debug + 'static {
 
     /// What layers do while the store is unavailable.
     fn fallback(&self) -> Fallback;
+
+    /// A small document every replica sees (a person's decisions: the
+    /// off switches), by `name` (without the deployment's prefix).
+    fn load(&self, name: &str) -> StoreFuture<Result<Option<Vec<u8>>, Unavailable>> {
+        let _ = name;
+        Box::pin(std::future::ready(Err(Unavailable(
+            "this store keeps no documents".into(),
+        ))))
+    }
+
+    /// Stores the document `name`, and tells every replica it changed
+    /// (within a second: the store's own notification).
+    fn save(&self, name: &str, bytes: Vec<u8>) -> StoreFuture<Result<(), Unavailable>> {
+        let _ = (name, bytes);
+        Box::pin(std::future::ready(Err(Unavailable(
+            "this store keeps no documents".into(),
+        ))))
+    }
+
+    /// The names of documents saved by any replica (this one's too), as
+    /// they are saved; `None` when the store tells of none.
+    fn changes(&self) -> Option<tokio::sync::broadcast::Receiver<String>> {
+        None
+    }
 }
 
 static INSTALLED: OnceLock<Arc<dyn SharedState>> = OnceLock::new();

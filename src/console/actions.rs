@@ -179,7 +179,7 @@ pub(super) fn accept(pages: &Pages, form: &[(String, String)]) -> Response<Body>
 }
 
 /// A tool turned off or on for every session, at once.
-pub(super) fn switch(form: &[(String, String)]) -> Response<Body> {
+pub(super) async fn switch(form: &[(String, String)]) -> Response<Body> {
     let Some(board) = mcp_chain_middleware::switch::installed() else {
         return plain(StatusCode::CONFLICT, "no switches are kept here");
     };
@@ -199,7 +199,7 @@ pub(super) fn switch(form: &[(String, String)]) -> Response<Body> {
     let Some(name) = name else {
         return plain(StatusCode::CONFLICT, "that tool is not one the page listed");
     };
-    match board.set(&name, off) {
+    match board.set(&name, off).await {
         Ok(()) => back_to_the_page(),
         Err(e) => {
             tracing::warn!(error = %e, "console: a switch could not be kept");

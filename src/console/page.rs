@@ -239,7 +239,7 @@ async fn answer(pages: &Pages, request: Request<Incoming>) -> Response<Body> {
             Err(refused) => refused,
         },
         ("/switch", &Method::POST) => match actions::form(pages, &head, body).await {
-            Ok(form) => actions::switch(&form),
+            Ok(form) => actions::switch(&form).await,
             Err(refused) => refused,
         },
         (

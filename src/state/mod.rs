@@ -18,6 +18,7 @@
 use crate::config::StateConfig;
 use mcp_chain_middleware::shared::{Fallback, SharedBucket, SharedState, StoreFuture, Unavailable};
 mod batch;
+mod docs;
 mod tokens;
 
 pub(crate) use tokens::{SharedLock, SharedTokens};
@@ -54,6 +55,8 @@ pub(crate) struct Redis {
     batches: Arc<batch::Batches>,
     /// A batch's one ask of Redis.
     ask: batch::Ask,
+    /// The names of documents saved by any replica, as announced.
+    changes: tokio::sync::broadcast::Sender<String>,
     fallback: Fallback,
     /// When the store's loss was last said.
     said: Arc<Mutex<Option<Instant>>>,
@@ -81,6 +84,7 @@ pub(crate) async fn start(config: &StateConfig) -> Result<(), String> {
     });
     let store = Arc::new(Redis {
         ask: asking(link.clone()),
+        changes: docs::channel(),
         link,
         batches: Arc::default(),
         fallback: config.fallback,
@@ -101,9 +105,14 @@ pub(crate) async fn start(config: &StateConfig) -> Result<(), String> {
         }
         (Err(e), Fallback::Local) => {
             tracing::warn!(url = %store.shown, "[state] cannot be reached ({e}): serving on this replica's own state (on_unavailable = \"local\") until it can");
-            tokio::spawn(reconnect(store.clone(), client));
+            tokio::spawn(reconnect(store.clone(), client.clone()));
         }
     }
+    tokio::spawn(docs::follow(
+        client.clone(),
+        config.prefix.clone(),
+        store.changes.clone(),
+    ));
     match &config.key {
         Some(key) => {
             let tokens = SharedTokens::new(store.link.clone(), key, config.fallback);
@@ -288,6 +297,18 @@ impl SharedState for Redis {
 
     fn fallback(&self) -> Fallback {
         self.fallback
+    }
+
+    fn load(&self, name: &str) -> StoreFuture<Result<Option<Vec<u8>>, Unavailable>> {
+        Box::pin(docs::load(self.link.clone(), name.to_owned()))
+    }
+
+    fn save(&self, name: &str, bytes: Vec<u8>) -> StoreFuture<Result<(), Unavailable>> {
+        Box::pin(docs::save(self.link.clone(), name.to_owned(), bytes))
+    }
+
+    fn changes(&self) -> Option<tokio::sync::broadcast::Receiver<String>> {
+        Some(self.changes.subscribe())
     }
 }
 

@@ -6,6 +6,7 @@ buckets (`"local"`), and recovered without a restart, even when Redis
 comes back empty; Redis unreachable or refusing the password at start:
 `refuse` does not start, `local` starts and says so; the password is never
 shown; `rediss://` with a private CA through `ca_file`, and refused without it.
+The console's off switch made on one replica is in force on another.
 
 redis-server comes from Debian's package (.ci/run installs it)."""
 
@@ -234,3 +235,50 @@ def test_rediss_with_a_private_ca(tmp_path: Path):
                 "--", str(DEMO), harness.RUN_MARKER]
         done = subprocess.run(argv, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
         assert done.returncode == 1 and "UnknownIssuer" in done.stderr, done.stderr
+
+
+def test_an_off_switch_on_one_replica_is_in_force_on_the_other():
+    """The console's off switch with `[state]`: a person turns `add` off on
+    replica A's console; replica B (its own console, its own state
+    directory) takes it up from Redis, announced by pub/sub: `add` leaves
+    B's list and B refuses its calls (`switched_off`); turned on again on A,
+    it is back on B."""
+    import re
+    import urllib.parse
+    import urllib.request
+
+    prefix = f"mcp-chain:test-{secrets.token_hex(4)}:"
+    with redis() as rport:
+        path = config(rport, prefix, extra="", rate="1000/h")
+        path.write_text(path.read_text() + '\n[console]\nlisten = "127.0.0.1:0"\nopen = "never"\n')
+        dirs = [Path(tempfile.mkdtemp()) for _ in range(2)]
+        with replica(path, env={"MCP_CHAIN_STATE_DIR": str(dirs[0])}) as (a, a_log), \
+                replica(path, env={"MCP_CHAIN_STATE_DIR": str(dirs[1])}) as (b, _):
+            on_a, on_b = session_on(a), session_on(b)
+
+            def names(port: int, session: str) -> set[str]:
+                answer = post(port, {"jsonrpc": "2.0", "id": 50, "method": "tools/list"}, session)[2] or {}
+                return {t["name"] for t in answer["result"]["tools"]}
+
+            assert "add" in names(a, on_a) and "add" in names(b, on_b)
+            console = harness.wait_until(lambda: re.search(r"the approval page is at (\S+)", a_log.read_text()), 20)
+            url = console.group(1)
+
+            def switch(to: str) -> None:
+                page = urllib.request.urlopen(url, timeout=20).read().decode()
+                token = re.search(r'name="token" value="([0-9a-f]+)"', page).group(1)
+                form = urllib.parse.urlencode({"tool": "add", "to": to, "token": token}).encode()
+                request = urllib.request.Request(url + "switch", data=form, method="POST", headers={
+                    "Content-Type": "application/x-www-form-urlencoded"})
+                with contextlib.suppress(urllib.error.HTTPError):  # a 303 back to the page
+                    urllib.request.urlopen(request, timeout=20)
+
+            switch("off")
+            assert harness.wait_until(lambda: "add" not in names(b, on_b), 20), "B never took the switch up"
+            refused = add(b, on_b, 60)
+            assert refused["error"]["data"]["reason"] == "switched_off", refused
+            switch("on")
+            assert harness.wait_until(lambda: "add" in names(b, on_b), 20), "B never took it back"
+            assert "result" in add(b, on_b, 61)
+            assert not any((d / "console" / "switches.json").exists() for d in dirs), "kept in Redis, not a file"
+            assert any(":doc:switches:" in k for k in redis_keys(rport, prefix))
