@@ -24,7 +24,7 @@ from typing import Any
 
 import harness
 from oauth_fixture import OAuthFixture
-from test_state import post, redis
+from test_state import post, redis, session_on
 
 HERE = Path(__file__).resolve().parent
 TOKEN = "state-token-0123456789abcdef"
@@ -55,14 +55,6 @@ def replica(config: Path, url: str, state_dir: Path):
            "MCP_CHAIN_OPEN_URL": f"{sys.executable} {HERE / 'open_url.py'}"}
     with harness.listening(argv, port, "mcp-chain replica", env=env) as stderr:
         yield port, stderr
-
-
-def session_on(port: int) -> str:
-    status, session, answer = post(port, {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}})
-    assert status == 200 and session, answer
-    assert post(port, {"jsonrpc": "2.0", "method": "notifications/initialized"}, session)[0] == 202
-    return session
 
 
 def whoami(port: int, session: str, rid: int) -> dict[str, Any]:

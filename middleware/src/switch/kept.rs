@@ -1,0 +1,170 @@
+//! Where the switches are kept: a private file of the state directory,
+//! per server, read again every [`WATCH_EVERY`]; or, with `[state]`, the
+//! replicas' shared state, one set per server for every replica, read
+//! again at once when any replica announces a change.
+
+use super::{Off, Switchboard, Unreadable, WATCH_EVERY};
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+impl Switchboard {
+    pub(super) fn read_all(&self) -> Result<Vec<Off>, Unreadable> {
+        match std::fs::read(&self.path) {
+            Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| Unreadable {
+                path: self.path.display().to_string(),
+                why: e.to_string(),
+            }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+            Err(e) => Err(Unreadable {
+                path: self.path.display().to_string(),
+                why: e.to_string(),
+            }),
+        }
+    }
+
+    pub(super) fn read(&self) -> Result<BTreeSet<String>, Unreadable> {
+        Ok(self
+            .read_all()?
+            .into_iter()
+            .filter(|o| o.server == self.server)
+            .map(|o| o.tool)
+            .collect())
+    }
+
+    pub(super) fn set_in_file(&self, tool: &str, off: bool) -> std::io::Result<()> {
+        let mut all = self
+            .read_all()
+            .map_err(|e| std::io::Error::other(e.to_string()))?;
+        let entry = Off {
+            server: self.server.clone(),
+            tool: tool.to_owned(),
+        };
+        all.retain(|o| *o != entry);
+        if off {
+            all.push(entry);
+        }
+        all.sort();
+        let mut bytes = serde_json::to_vec_pretty(&all).unwrap_or_default();
+        bytes.push(b'\n');
+        mcp_chain_private::write_whole(&self.path, &bytes)
+    }
+
+    /// The switches of this server in the replicas' shared state: read,
+    /// changed, stored (and announced to every replica). Unavailable: the
+    /// file instead with `on_unavailable = "local"`, else refused.
+    pub(super) async fn set_shared(
+        &self,
+        store: &dyn crate::shared::SharedState,
+        tool: &str,
+        off: bool,
+    ) -> std::io::Result<()> {
+        let name = self.doc_name();
+        let stored = match store.load(&name).await {
+            Ok(stored) => stored,
+            Err(why) => return self.unavailable(store, why, tool, off),
+        };
+        let mut tools: BTreeSet<String> = stored
+            .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+            .unwrap_or_default();
+        match off {
+            true => tools.insert(tool.to_owned()),
+            false => tools.remove(tool),
+        };
+        let bytes = serde_json::to_vec(&tools).unwrap_or_default();
+        match store.save(&name, bytes).await {
+            Ok(()) => Ok(()),
+            Err(why) => self.unavailable(store, why, tool, off),
+        }
+    }
+
+    pub(super) fn unavailable(
+        &self,
+        store: &dyn crate::shared::SharedState,
+        why: crate::shared::Unavailable,
+        tool: &str,
+        off: bool,
+    ) -> std::io::Result<()> {
+        match store.fallback() {
+            crate::shared::Fallback::Local => {
+                tracing::warn!(error = %crate::shown::shown(&why.0, 300), "console: [state] unavailable; the switch is kept on this replica only");
+                self.set_in_file(tool, off)
+            }
+            crate::shared::Fallback::Refuse => Err(std::io::Error::other(why.to_string())),
+        }
+    }
+
+    /// This server's switches' name in the shared state.
+    pub(super) fn doc_name(&self) -> String {
+        format!("switches:{}", crate::shared::digest(&self.server))
+    }
+
+    /// Takes up the switches now in the shared state.
+    pub(super) async fn refresh_shared(&self, store: &dyn crate::shared::SharedState) {
+        let Ok(stored) = store.load(&self.doc_name()).await else {
+            return; // kept as it was: an unreachable store turns nothing on
+        };
+        let now: BTreeSet<String> = match stored {
+            Some(bytes) => match serde_json::from_slice(&bytes) {
+                Ok(tools) => tools,
+                Err(_) => return,
+            },
+            None => BTreeSet::new(),
+        };
+        self.take_up(now);
+    }
+
+    pub(super) fn take_up(&self, now: BTreeSet<String>) {
+        let changed = {
+            let mut current = crate::lock(&self.off);
+            let changed = *current != now;
+            *current = now;
+            changed
+        };
+        if changed {
+            self.changed.send_modify(|n| *n = n.wrapping_add(1));
+        }
+    }
+
+    /// Reads the file again (another process may have switched).
+    pub(super) fn refresh(&self) {
+        let Ok(now) = self.read() else {
+            return; // kept as it was: a half-written or broken file turns nothing on
+        };
+        self.take_up(now);
+    }
+
+    /// Follows other processes' switches for as long as the process runs:
+    /// the file read again every [`WATCH_EVERY`]; with `[state]`, the
+    /// replicas' shared switches, read again at once when any replica
+    /// announces a change (and every [`WATCH_EVERY`], for what an
+    /// interrupted announcement missed).
+    pub async fn follow(self: Arc<Self>) {
+        let Some(store) = crate::shared::installed() else {
+            loop {
+                tokio::time::sleep(WATCH_EVERY).await;
+                self.refresh();
+            }
+        };
+        let mut changes = store.changes();
+        let name = self.doc_name();
+        self.refresh_shared(store.as_ref()).await;
+        loop {
+            let announced = async {
+                match changes.as_mut() {
+                    Some(rx) => match rx.recv().await {
+                        Ok(changed) => changed == name,
+                        Err(_) => true, // lagged or closed: read again
+                    },
+                    None => std::future::pending().await,
+                }
+            };
+            // An announcement of ours, or the time to read again anyway.
+            let read_again = tokio::time::timeout(WATCH_EVERY, announced)
+                .await
+                .unwrap_or(true);
+            if read_again {
+                self.refresh_shared(store.as_ref()).await;
+            }
+        }
+    }
+}
