@@ -340,7 +340,9 @@ fn start_beside(
     }
     if let Some(state) = &config.state {
         #[cfg(feature = "state")]
-        let started = runtime.block_on(state::start(state));
+        let started = runtime
+            .block_on(state::start(state))
+            .map_err(|e| e.to_string());
         #[cfg(not(feature = "state"))]
         let started: Result<(), String> = Err(format!(
             "[state] {}: this mcp-chain was built without shared state (the `state` feature)",

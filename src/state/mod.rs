@@ -75,8 +75,8 @@ impl std::fmt::Debug for Redis {
 /// store that cannot be reached at start is an error (nothing is served on
 /// state that is not there); with `local`, serving starts on each
 /// replica's own state and the connection is tried again in the background.
-pub(crate) async fn start(config: &StateConfig) -> Result<(), String> {
-    let client = client(config)?;
+pub(crate) async fn start(config: &StateConfig) -> Result<(), StateError> {
+    let client = client(config).map_err(StateError::Client)?;
     let link = Arc::new(Link {
         connection: Mutex::new(None),
         prefix: config.prefix.clone(),
@@ -98,12 +98,14 @@ pub(crate) async fn start(config: &StateConfig) -> Result<(), String> {
             tracing::info!(url = %store.shown, "[state]: replicas share rate limits on Redis");
         }
         (Err(e), Fallback::Refuse) => {
-            return Err(format!(
-                "[state] {} cannot be reached: {e} (on_unavailable = \"refuse\": nothing is served without it)",
-                store.shown
-            ))
+            return Err(StateError::Unreachable {
+                url: store.shown.clone(),
+                why: mcp_chain_middleware::shown::shown(&e, 300),
+            })
         }
         (Err(e), Fallback::Local) => {
+            // Redis's and redis-rs's words: escaped.
+            let e = mcp_chain_middleware::shown::shown(&e, 300);
             tracing::warn!(url = %store.shown, "[state] cannot be reached ({e}): serving on this replica's own state (on_unavailable = \"local\") until it can");
             tokio::spawn(reconnect(store.clone(), client.clone()));
         }
@@ -124,6 +126,16 @@ pub(crate) async fn start(config: &StateConfig) -> Result<(), String> {
     }
     mcp_chain_middleware::shared::install(store);
     Ok(())
+}
+
+/// Why `[state]` cannot be used at start.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum StateError {
+    /// The URL or `ca_file` cannot make a client.
+    #[error("{0}")]
+    Client(String),
+    #[error("[state] {url} cannot be reached: {why} (on_unavailable = \"refuse\": nothing is served without it)")]
+    Unreachable { url: String, why: String },
 }
 
 /// The client for `config`'s URL: its TLS roots `ca_file` when given.
