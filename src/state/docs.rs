@@ -39,6 +39,11 @@ pub(super) async fn save(link: Arc<Link>, name: String, bytes: Vec<u8>) -> Resul
         .map(|_| ())
 }
 
+/// Redis's and redis-rs's words, escaped and cut for a log.
+fn shown(e: &redis::RedisError) -> String {
+    mcp_chain_middleware::shown::shown(&e.to_string(), 300)
+}
+
 /// Follows the change channel for as long as the process runs, passing
 /// each saved name on to `tx`.
 pub(super) async fn follow(client: redis::Client, prefix: String, tx: broadcast::Sender<String>) {
@@ -57,9 +62,11 @@ pub(super) async fn follow(client: redis::Client, prefix: String, tx: broadcast:
                     }
                     tracing::debug!("[state] change channel lost; following it again");
                 }
-                Err(e) => tracing::debug!(error = %e, "[state] change channel not subscribed"),
+                Err(e) => {
+                    tracing::debug!(error = %shown(&e), "[state] change channel not subscribed")
+                }
             },
-            Err(e) => tracing::debug!(error = %e, "[state] change channel not reached"),
+            Err(e) => tracing::debug!(error = %shown(&e), "[state] change channel not reached"),
         }
         tokio::time::sleep(backoff).await;
         backoff = (backoff * 2).min(Duration::from_secs(30));

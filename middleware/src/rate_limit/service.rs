@@ -87,13 +87,18 @@ where
             }
             _ => return crate::boxed(self.inner.call(env)),
         };
+        // The bucket's key is made only where a store keeps it: without
+        // `[state]` a limited call formats nothing.
         let store = self
             .shared
             .store
             .clone()
             .or_else(|| crate::shared::installed().cloned());
-        let bucket = self.shared.shared_bucket(&settings, rule);
-        let (Some(store), Some(bucket)) = (store, bucket) else {
+        let shared = store.and_then(|store| {
+            let bucket = self.shared.shared_bucket(&settings, rule)?;
+            Some((store, bucket))
+        });
+        let Some((store, bucket)) = shared else {
             let now = Instant::now();
             return match decide_locally(&settings, rule, now) {
                 Ok(wait) if wait.is_zero() => crate::boxed(self.inner.call(env)),
