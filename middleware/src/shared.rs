@@ -73,29 +73,58 @@ pub trait SharedState: Send + Sync + fmt::Debug + 'static {
     /// What layers do while the store is unavailable.
     fn fallback(&self) -> Fallback;
 
-    /// A small document every replica sees (a person's decisions: the
-    /// off switches), by `name` (without the deployment's prefix).
-    fn load(&self, name: &str) -> StoreFuture<Result<Option<Vec<u8>>, Unavailable>> {
-        let _ = name;
-        Box::pin(std::future::ready(Err(Unavailable(
-            "this store keeps no documents".into(),
-        ))))
+    /// The rows of `table` (named without the deployment's prefix): small
+    /// records every replica sees (a person's decisions: grants, accepted
+    /// pins, off switches), each under its own field.
+    fn rows(&self, table: &str) -> StoreFuture<Result<Vec<(String, Vec<u8>)>, Unavailable>> {
+        let _ = table;
+        no_tables()
     }
 
-    /// Stores the document `name`, and tells every replica it changed
-    /// (within a second: the store's own notification).
-    fn save(&self, name: &str, bytes: Vec<u8>) -> StoreFuture<Result<(), Unavailable>> {
-        let _ = (name, bytes);
-        Box::pin(std::future::ready(Err(Unavailable(
-            "this store keeps no documents".into(),
-        ))))
+    /// Sets row `field` of `table` (with `only_new`, only when it has none:
+    /// the first replica's wins) and, when it was set, tells every replica
+    /// the table changed. Whether it was set.
+    fn put(
+        &self,
+        table: &str,
+        field: &str,
+        bytes: Vec<u8>,
+        only_new: bool,
+    ) -> StoreFuture<Result<bool, Unavailable>> {
+        let _ = (table, field, bytes, only_new);
+        no_tables()
     }
 
-    /// The names of documents saved by any replica (this one's too), as
-    /// they are saved; `None` when the store tells of none.
+    /// Removes row `field` of `table` and tells every replica; whether
+    /// there was one.
+    fn remove(&self, table: &str, field: &str) -> StoreFuture<Result<bool, Unavailable>> {
+        let _ = (table, field);
+        no_tables()
+    }
+
+    /// Appends a record to `log`, which keeps its last `keep`.
+    fn append(&self, log: &str, bytes: Vec<u8>, keep: usize) -> StoreFuture<Result<(), Unavailable>> {
+        let _ = (log, bytes, keep);
+        no_tables()
+    }
+
+    /// The last `n` records of `log`, oldest first.
+    fn tail(&self, log: &str, n: usize) -> StoreFuture<Result<Vec<Vec<u8>>, Unavailable>> {
+        let _ = (log, n);
+        no_tables()
+    }
+
+    /// The names of tables changed by any replica (this one's too), as
+    /// they change; `None` when the store tells of none.
     fn changes(&self) -> Option<tokio::sync::broadcast::Receiver<String>> {
         None
     }
+}
+
+fn no_tables<T: Send + 'static>() -> StoreFuture<Result<T, Unavailable>> {
+    Box::pin(std::future::ready(Err(Unavailable(
+        "this store keeps no tables".into(),
+    ))))
 }
 
 static INSTALLED: OnceLock<Arc<dyn SharedState>> = OnceLock::new();

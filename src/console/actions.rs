@@ -88,9 +88,12 @@ pub(super) fn decide(pages: &Pages, form: &[(String, String)]) -> Response<Body>
     back_to_the_page()
 }
 
+/// What a person is told when the replicas' shared state is away.
+const AWAY: &str = "the state replicas share is unavailable; nothing was changed (try again)";
+
 /// A lasting approval taken back: named by its place and its tool, so a
 /// list changed meanwhile revokes nothing else.
-pub(super) fn revoke(form: &[(String, String)]) -> Response<Body> {
+pub(super) async fn revoke(form: &[(String, String)]) -> Response<Body> {
     let Some(book) = mcp_chain_middleware::approve::book::installed() else {
         return plain(StatusCode::CONFLICT, "no lasting approvals are kept here");
     };
@@ -99,14 +102,21 @@ pub(super) fn revoke(form: &[(String, String)]) -> Response<Body> {
     let (Some(index), Some(tool)) = (index, tool) else {
         return plain(StatusCode::BAD_REQUEST, "a revoke names an approval");
     };
-    let same = book
-        .grants()
+    let grants = match book.all().await {
+        Ok(grants) => grants,
+        Err(_) => return plain(StatusCode::SERVICE_UNAVAILABLE, AWAY),
+    };
+    let named = grants
         .get(index)
-        .is_some_and(|g| shown(&g.tool, 200) == tool);
-    if !same || !book.revoke(index) {
+        .filter(|g| shown(&g.tool, 200) == tool);
+    let Some(grant) = named else {
         return plain(StatusCode::CONFLICT, "that approval is no longer there");
+    };
+    match book.revoke(grant).await {
+        Ok(true) => back_to_the_page(),
+        Ok(false) => plain(StatusCode::CONFLICT, "that approval is no longer there"),
+        Err(_) => plain(StatusCode::SERVICE_UNAVAILABLE, AWAY),
     }
-    back_to_the_page()
 }
 
 /// The drift a form names, as the page showed it, if still there.

@@ -209,7 +209,7 @@ async fn answer(pages: &Pages, request: Request<Incoming>) -> Response<Body> {
         }
     }
     match (rest, &head.method) {
-        ("/", &Method::GET | &Method::HEAD) => views::page(pages),
+        ("/", &Method::GET | &Method::HEAD) => views::page(pages).await,
         ("/page.js", &Method::GET | &Method::HEAD) => {
             let mut response = text(StatusCode::OK, SCRIPT);
             set(
@@ -227,7 +227,7 @@ async fn answer(pages: &Pages, request: Request<Incoming>) -> Response<Body> {
             Err(refused) => refused,
         },
         ("/revoke", &Method::POST) => match actions::form(pages, &head, body).await {
-            Ok(form) => actions::revoke(&form),
+            Ok(form) => actions::revoke(&form).await,
             Err(refused) => refused,
         },
         ("/accept", &Method::POST) => match actions::form(pages, &head, body).await {

@@ -168,7 +168,7 @@ pub(super) struct Answered {
 
 /// The approvals decided lately for this server (the approve book's
 /// records), newest first.
-pub(super) fn answered(server: &str) -> Vec<Answered> {
+pub(super) async fn answered(server: &str) -> Vec<Answered> {
     let Some(book) = mcp_chain_middleware::approve::book::installed() else {
         return Vec::new();
     };
@@ -178,8 +178,10 @@ pub(super) fn answered(server: &str) -> Vec<Answered> {
             .and_then(Value::as_str)
             .map(|s| shown(s, 200))
     };
-    let mut answered: Vec<Answered> = activity::tail(&book.decisions_file())
+    let decisions = book.decisions().await;
+    let mut answered: Vec<Answered> = decisions
         .iter()
+        .filter_map(Value::as_object)
         .filter(|record| record.get("server").and_then(Value::as_str) == Some(server))
         .map(|record| Answered {
             at_ms: u128::from(record.get("at").and_then(Value::as_u64).unwrap_or(0)) * 1000,

@@ -51,7 +51,7 @@ struct Argument {
     cut: bool,
 }
 
-pub(super) fn page(pages: &Pages) -> Response<Body> {
+pub(super) async fn page(pages: &Pages) -> Response<Body> {
     let now = SystemTime::now();
     let waiting: Vec<Shown> = pages
         .desk
@@ -59,9 +59,13 @@ pub(super) fn page(pages: &Pages) -> Response<Body> {
         .into_iter()
         .map(|w| shown_waiting(&w, now))
         .collect();
-    let grants: Vec<ShownGrant> = mcp_chain_middleware::approve::book::installed()
-        .map(|book| book.grants())
-        .unwrap_or_default()
+    let book = mcp_chain_middleware::approve::book::installed();
+    let kept = match &book {
+        // Away (and refused): none shown, as none is used.
+        Some(book) => book.all().await.unwrap_or_default(),
+        None => Vec::new(),
+    };
+    let grants: Vec<ShownGrant> = kept
         .iter()
         .enumerate()
         .map(|(index, g)| ShownGrant {
@@ -78,7 +82,7 @@ pub(super) fn page(pages: &Pages) -> Response<Body> {
         grants => grants,
         drifts => drifts(pages),
         tools => tools(),
-        answered => super::recent::answered(&pages.server),
+        answered => super::recent::answered(&pages.server).await,
         sessions => super::sessions::running(),
         server => shown(&pages.server, 300),
         page => "approvals",

@@ -18,7 +18,7 @@
 use crate::config::StateConfig;
 use mcp_chain_middleware::shared::{Fallback, SharedBucket, SharedState, StoreFuture, Unavailable};
 mod batch;
-mod docs;
+mod tables;
 mod tokens;
 
 pub(crate) use tokens::{SharedLock, SharedTokens};
@@ -84,7 +84,7 @@ pub(crate) async fn start(config: &StateConfig) -> Result<(), StateError> {
     });
     let store = Arc::new(Redis {
         ask: asking(link.clone()),
-        changes: docs::channel(),
+        changes: tables::channel(),
         link,
         batches: Arc::default(),
         fallback: config.fallback,
@@ -110,7 +110,7 @@ pub(crate) async fn start(config: &StateConfig) -> Result<(), StateError> {
             tokio::spawn(reconnect(store.clone(), client.clone()));
         }
     }
-    tokio::spawn(docs::follow(
+    tokio::spawn(tables::follow(
         client.clone(),
         config.prefix.clone(),
         store.changes.clone(),
@@ -218,15 +218,28 @@ impl Link {
 
     /// Sends `command`, within the timeout.
     async fn ask<T: redis::FromRedisValue>(&self, command: &redis::Cmd) -> Result<T, Unavailable> {
-        let connection = lock(&self.connection).clone();
-        let Some(mut connection) = connection else {
-            return Err(Unavailable("not connected".into()));
-        };
-        match tokio::time::timeout(self.timeout, command.query_async(&mut connection)).await {
-            Ok(Ok(answer)) => Ok(answer),
-            Ok(Err(e)) => Err(Unavailable(e.to_string())),
-            Err(_) => Err(Unavailable(format!("no answer within {:?}", self.timeout))),
-        }
+        let connection = self.connection()?;
+        bounded(self.timeout, async move {
+            let mut connection = connection;
+            command.query_async(&mut connection).await
+        })
+        .await
+    }
+
+    /// Sends `pipe`'s commands in one round trip, within the timeout.
+    async fn ask_all<T: redis::FromRedisValue>(&self, pipe: &redis::Pipeline) -> Result<T, Unavailable> {
+        let connection = self.connection()?;
+        bounded(self.timeout, async move {
+            let mut connection = connection;
+            pipe.query_async(&mut connection).await
+        })
+        .await
+    }
+
+    fn connection(&self) -> Result<ConnectionManager, Unavailable> {
+        lock(&self.connection)
+            .clone()
+            .ok_or_else(|| Unavailable("not connected".into()))
     }
 
     /// Runs `script` on `key` (already prefixed) with `args`, within the
@@ -248,11 +261,7 @@ impl Link {
             let Some(mut connection) = connection else {
                 return Err(Unavailable("not connected".into()));
             };
-            match tokio::time::timeout(timeout, invocation.invoke_async(&mut connection)).await {
-                Ok(Ok(answer)) => Ok(answer),
-                Ok(Err(e)) => Err(Unavailable(e.to_string())),
-                Err(_) => Err(Unavailable(format!("no answer within {timeout:?}"))),
-            }
+            bounded(timeout, invocation.invoke_async(&mut connection)).await
         })
     }
 }
@@ -311,12 +320,32 @@ impl SharedState for Redis {
         self.fallback
     }
 
-    fn load(&self, name: &str) -> StoreFuture<Result<Option<Vec<u8>>, Unavailable>> {
-        Box::pin(docs::load(self.link.clone(), name.to_owned()))
+    fn rows(&self, table: &str) -> StoreFuture<Result<Vec<(String, Vec<u8>)>, Unavailable>> {
+        Box::pin(tables::rows(self.link.clone(), table.to_owned()))
     }
 
-    fn save(&self, name: &str, bytes: Vec<u8>) -> StoreFuture<Result<(), Unavailable>> {
-        Box::pin(docs::save(self.link.clone(), name.to_owned(), bytes))
+    fn put(
+        &self,
+        table: &str,
+        field: &str,
+        bytes: Vec<u8>,
+        only_new: bool,
+    ) -> StoreFuture<Result<bool, Unavailable>> {
+        let (table, field) = (table.to_owned(), field.to_owned());
+        Box::pin(tables::put(self.link.clone(), table, field, bytes, only_new))
+    }
+
+    fn remove(&self, table: &str, field: &str) -> StoreFuture<Result<bool, Unavailable>> {
+        let (table, field) = (table.to_owned(), field.to_owned());
+        Box::pin(tables::remove(self.link.clone(), table, field))
+    }
+
+    fn append(&self, log: &str, bytes: Vec<u8>, keep: usize) -> StoreFuture<Result<(), Unavailable>> {
+        Box::pin(tables::append(self.link.clone(), log.to_owned(), bytes, keep))
+    }
+
+    fn tail(&self, log: &str, n: usize) -> StoreFuture<Result<Vec<Vec<u8>>, Unavailable>> {
+        Box::pin(tables::tail(self.link.clone(), log.to_owned(), n))
     }
 
     fn changes(&self) -> Option<tokio::sync::broadcast::Receiver<String>> {
@@ -358,6 +387,18 @@ fn parse_taken(fields: &[String]) -> Vec<batch::Taken> {
             })
         })
         .collect()
+}
+
+/// An ask of Redis within `timeout`: past it, the store is unavailable.
+async fn bounded<T>(
+    timeout: Duration,
+    asked: impl std::future::Future<Output = redis::RedisResult<T>>,
+) -> Result<T, Unavailable> {
+    match tokio::time::timeout(timeout, asked).await {
+        Ok(Ok(answer)) => Ok(answer),
+        Ok(Err(e)) => Err(Unavailable(e.to_string())),
+        Err(_) => Err(Unavailable(format!("no answer within {timeout:?}"))),
+    }
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {

@@ -11,9 +11,18 @@
 //!   of the approve rule voids it. Read at each gated call, so a revoke
 //!   (`mcp-chain approve revoke`, or the console) applies at once to every
 //!   running instance.
+//!
+//! With `[state]` (replicas behind one load balancer) grants are rows of
+//! the replicas' shared table `grants` and decisions the shared log
+//! `decisions` (its last [`KEEP_DECISIONS`]): a grant given on one replica
+//! holds on every other from its next call. While the shared state is
+//! unavailable, `on_unavailable = "local"` falls back to the files here;
+//! `"refuse"` refuses a call whose grant cannot be looked up (-32000
+//! `state_unavailable`) and keeps no new grant.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
+use crate::shared::{self, SharedState, Unavailable};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -40,6 +49,33 @@ pub struct Book {
     server: String,
     /// One grant write at a time in this process.
     writing: Mutex<()>,
+}
+
+/// The shared table of grants, and the shared log of decisions.
+const GRANTS: &str = "grants";
+const DECISIONS: &str = "decisions";
+/// Decisions the shared log keeps (the oldest are dropped as it grows).
+pub const KEEP_DECISIONS: usize = 1000;
+
+impl Grant {
+    /// Its row in the shared table: one per server, tool, arguments and
+    /// revision (granting it again changes nothing).
+    fn row(&self) -> String {
+        shared::digest(&format!(
+            "{}\n{}\n{}\n{}",
+            self.server,
+            self.tool,
+            self.arguments.as_deref().unwrap_or("*"),
+            self.revision
+        ))
+    }
+
+    fn matches(&self, server: &str, tool: &str, arguments: &str, revision: &str) -> bool {
+        self.server == server
+            && self.tool == tool
+            && self.revision == revision
+            && self.arguments.as_deref().is_none_or(|a| a == arguments)
+    }
 }
 
 static INSTALLED: OnceLock<Arc<Book>> = OnceLock::new();
@@ -119,36 +155,61 @@ impl Book {
         mcp_chain_private::write_whole(&dir.join("grants.json"), &bytes)
     }
 
+    /// The grants kept in this process's directory.
     pub fn grants(&self) -> Vec<Grant> {
         Self::grants_in(&self.dir)
     }
 
-    /// Whether a grant lets `tool` run with arguments hashed `arguments`
-    /// under `revision` on this server.
-    #[cfg(test)]
-    fn granted(&self, tool: &str, arguments: &str, revision: &str) -> bool {
-        self.granted_on(&self.server, tool, arguments, revision)
+    /// Every grant: the replicas' shared ones with `[state]`, else (or,
+    /// with `on_unavailable = "local"`, while it is away) this
+    /// directory's; oldest first.
+    pub async fn all(&self) -> Result<Vec<Grant>, Unavailable> {
+        let mut grants = match shared::installed() {
+            None => self.grants(),
+            Some(store) => match store.rows(GRANTS).await {
+                Ok(rows) => rows
+                    .iter()
+                    .filter_map(|(_, bytes)| serde_json::from_slice(bytes).ok())
+                    .collect(),
+                Err(why) => self.local_unless_refused(store.as_ref(), why)?,
+            },
+        };
+        grants.sort_by(|a, b| (a.granted_at, &a.server, &a.tool).cmp(&(b.granted_at, &b.server, &b.tool)));
+        Ok(grants)
+    }
+
+    fn local_unless_refused(&self, store: &dyn SharedState, why: Unavailable) -> Result<Vec<Grant>, Unavailable> {
+        match store.fallback() {
+            shared::Fallback::Local => Ok(self.grants()),
+            shared::Fallback::Refuse => Err(why),
+        }
     }
 
     /// Whether a grant lets `tool` run with arguments hashed `arguments`
     /// under `revision` on `server` (this book's, or a gateway's server).
-    pub(super) fn granted_on(
+    pub(super) async fn granted_on(
         &self,
         server: &str,
         tool: &str,
         arguments: &str,
         revision: &str,
-    ) -> bool {
-        self.grants().iter().any(|g| {
-            g.server == server
-                && g.tool == tool
-                && g.revision == revision
-                && g.arguments.as_deref().is_none_or(|a| a == arguments)
-        })
+    ) -> Result<bool, Unavailable> {
+        let grants = self.all().await?;
+        Ok(grants.iter().any(|g| g.matches(server, tool, arguments, revision)))
     }
 
     /// Keeps a grant (one like it is not kept twice).
-    pub(super) fn grant(&self, grant: Grant) {
+    pub(super) async fn grant(&self, grant: Grant) {
+        if let Some(store) = shared::installed() {
+            let bytes = serde_json::to_vec(&grant).unwrap_or_default();
+            let Err(why) = store.put(GRANTS, &grant.row(), bytes, false).await else {
+                return;
+            };
+            if store.fallback() == shared::Fallback::Refuse {
+                tracing::warn!(error = %crate::shown::shown(&why.0, 300), "approve: the shared state is unavailable; the grant holds for this call only");
+                return;
+            }
+        }
         let _one = crate::lock(&self.writing);
         let mut grants = self.grants();
         if grants.contains(&grant) {
@@ -160,15 +221,46 @@ impl Book {
         }
     }
 
-    /// Takes back grant `index` (as listed); whether there was one.
-    pub fn revoke(&self, index: usize) -> bool {
+    /// Takes back `grant`; whether it was there.
+    pub async fn revoke(&self, grant: &Grant) -> Result<bool, Unavailable> {
+        if let Some(store) = shared::installed() {
+            match store.remove(GRANTS, &grant.row()).await {
+                Ok(removed) => return Ok(removed),
+                Err(why) => {
+                    self.local_unless_refused(store.as_ref(), why)?;
+                }
+            }
+        }
         let _one = crate::lock(&self.writing);
         let mut grants = self.grants();
-        if index >= grants.len() {
-            return false;
+        let before = grants.len();
+        grants.retain(|g| g != grant);
+        if grants.len() == before {
+            return Ok(false);
         }
-        grants.remove(index);
-        Self::keep_in(&self.dir, &grants).is_ok()
+        Ok(Self::keep_in(&self.dir, &grants).is_ok())
+    }
+
+    /// The decisions recorded lately (the shared log's, with `[state]`),
+    /// oldest first.
+    pub async fn decisions(&self) -> Vec<Value> {
+        if let Some(store) = shared::installed() {
+            if let Ok(lines) = store.tail(DECISIONS, KEEP_DECISIONS).await {
+                return lines
+                    .iter()
+                    .filter_map(|line| serde_json::from_slice(line).ok())
+                    .collect();
+            }
+        }
+        let text = std::fs::read_to_string(self.decisions_file()).unwrap_or_default();
+        text.lines()
+            .rev()
+            .take(KEEP_DECISIONS)
+            .filter_map(|line| serde_json::from_str(line).ok())
+            .collect::<Vec<Value>>()
+            .into_iter()
+            .rev()
+            .collect()
     }
 
     /// Appends one decision's record about `server` (this book's, or a
@@ -178,13 +270,31 @@ impl Book {
         if let (Value::Object(line), Value::Object(fields)) = (&mut line, fields) {
             line.extend(fields);
         }
-        let mut text = line.to_string();
-        text.push('\n');
-        let written = mcp_chain_private::open_append(&self.decisions_file())
-            .and_then(|mut file| file.write_all(text.as_bytes()));
-        if let Err(e) = written {
-            tracing::warn!(error = %e, "approve: a decision could not be recorded");
+        let text = line.to_string();
+        if let (Some(store), Ok(runtime)) = (shared::installed(), tokio::runtime::Handle::try_current()) {
+            let (dir_file, bytes) = (self.decisions_file(), text.clone().into_bytes());
+            runtime.spawn(async move {
+                if let Err(why) = store.append(DECISIONS, bytes.clone(), KEEP_DECISIONS).await {
+                    // Never lost: kept in this replica's own file instead.
+                    tracing::warn!(error = %crate::shown::shown(&why.0, 300), "approve: the shared state is unavailable; the decision is recorded on this replica only");
+                    append_line(&dir_file, &bytes);
+                }
+            });
+            return;
         }
+        append_line(&self.decisions_file(), text.as_bytes());
+    }
+}
+
+/// Appends `line` and a newline to the decisions file `path`.
+fn append_line(path: &Path, line: &[u8]) {
+    let written = mcp_chain_private::open_append(path).and_then(|mut file| {
+        let mut whole = line.to_vec();
+        whole.push(b'\n');
+        file.write_all(&whole)
+    });
+    if let Err(e) = written {
+        tracing::warn!(error = %e, "approve: a decision could not be recorded");
     }
 }
 
@@ -210,8 +320,14 @@ mod tests {
         );
     }
 
-    #[test]
-    fn a_grant_holds_for_its_server_tool_arguments_and_revision_only() {
+    async fn granted(book: &Book, tool: &str, arguments: &str, revision: &str) -> bool {
+        book.granted_on(book.server(), tool, arguments, revision)
+            .await
+            .expect("no shared state here")
+    }
+
+    #[tokio::test]
+    async fn a_grant_holds_for_its_server_tool_arguments_and_revision_only() {
         let dir = std::env::temp_dir().join(format!("mcp-chain-book-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         let book = Book::new(dir.clone(), "server-a".into());
@@ -223,38 +339,42 @@ mod tests {
             granted_at: 0,
             caller: None,
         };
-        assert!(!book.granted("write_file", "sha256:aa", "rev-1"));
-        book.grant(grant(Some("sha256:aa")));
-        book.grant(grant(Some("sha256:aa")));
+        assert!(!granted(&book, "write_file", "sha256:aa", "rev-1").await);
+        book.grant(grant(Some("sha256:aa"))).await;
+        book.grant(grant(Some("sha256:aa"))).await;
         assert_eq!(book.grants().len(), 1, "kept once");
-        assert!(book.granted("write_file", "sha256:aa", "rev-1"));
+        assert!(granted(&book, "write_file", "sha256:aa", "rev-1").await);
         assert!(
-            !book.granted("write_file", "sha256:bb", "rev-1"),
+            !granted(&book, "write_file", "sha256:bb", "rev-1").await,
             "other arguments"
         );
         assert!(
-            !book.granted("write_file", "sha256:aa", "rev-2"),
+            !granted(&book, "write_file", "sha256:aa", "rev-2").await,
             "another policy"
         );
         assert!(
-            !book.granted("delete_file", "sha256:aa", "rev-1"),
+            !granted(&book, "delete_file", "sha256:aa", "rev-1").await,
             "another tool"
         );
         let other = Book::new(dir.clone(), "server-b".into());
         assert!(
-            !other.granted("write_file", "sha256:aa", "rev-1"),
+            !granted(&other, "write_file", "sha256:aa", "rev-1").await,
             "another server"
         );
-        book.grant(grant(None));
+        book.grant(grant(None)).await;
         assert!(
-            book.granted("write_file", "sha256:bb", "rev-1"),
+            granted(&book, "write_file", "sha256:bb", "rev-1").await,
             "any arguments"
         );
-        assert!(book.revoke(1) && book.revoke(0) && !book.revoke(0));
-        assert!(!book.granted("write_file", "sha256:aa", "rev-1"), "revoked");
+        assert_eq!(book.all().await.expect("read").len(), 2);
+        assert!(book.revoke(&grant(None)).await.expect("file"));
+        assert!(book.revoke(&grant(Some("sha256:aa"))).await.expect("file"));
+        assert!(!book.revoke(&grant(None)).await.expect("file"), "gone");
+        assert!(!granted(&book, "write_file", "sha256:aa", "rev-1").await, "revoked");
+        book.grant(grant(Some("sha256:aa"))).await;
         std::fs::write(dir.join("grants.json"), b"{not json").expect("written");
         assert!(
-            !book.granted("write_file", "sha256:aa", "rev-1"),
+            !granted(&book, "write_file", "sha256:aa", "rev-1").await,
             "an unreadable file grants nothing"
         );
         let _ = std::fs::remove_dir_all(&dir);

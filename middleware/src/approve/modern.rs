@@ -88,23 +88,22 @@ where
                     let question = ("asked", Some(self.question(&call, state_text)));
                     return settled(question, &mut self.inner, env);
                 }
-                let params = Payload::from(Value::Object(call.params.clone()));
-                if let Some(granted) = self.layer.granted_for_good(&call.tool, Some(&params)) {
-                    return settled(granted, &mut self.inner, env);
-                }
-                if ways.contains(&Way::Page) && desk::installed().is_some() {
-                    // A client that cannot ask: the approval page, while
-                    // the call waits (its requestState, the server's own,
-                    // goes on untouched).
-                    let layer = self.layer.clone();
-                    let inner = self.inner.clone();
-                    return Box::pin(async move {
-                        let decision = layer.ask_on_the_page(&call).await;
-                        settle(decision, inner.oneshot(env)).await
-                    });
-                }
-                let decision = self.layer.cannot_ask(&call.id, &call.tool);
-                return settled(decision, &mut self.inner, env);
+                // A lasting grant, else the approval page while the call
+                // waits (its requestState, the server's own, goes on
+                // untouched), else a client that cannot be asked.
+                let page = ways.contains(&Way::Page) && desk::installed().is_some();
+                let layer = self.layer.clone();
+                let inner = self.inner.clone();
+                return Box::pin(async move {
+                    let params = Payload::from(Value::Object(call.params.clone()));
+                    let granted = layer.granted_for_good(&call.id, &call.tool, Some(&params));
+                    let decision = match granted.await {
+                        Some(granted) => granted,
+                        None if page => layer.ask_on_the_page(&call).await,
+                        None => layer.cannot_ask(&call.id, &call.tool),
+                    };
+                    settle(decision, inner.oneshot(env)).await
+                });
             }
         };
         // Approved: the server gets its own state back, or none.

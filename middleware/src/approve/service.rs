@@ -248,26 +248,28 @@ impl ApproveLayer {
         )
     }
 
-    /// What can be decided at once for a 2025-era call, without asking:
-    /// a tool allowed for the session or for good, a client that cannot
-    /// be asked.
-    fn without_asking(
-        &self,
-        id: &RequestId,
-        tool: &str,
-        params: Option<&Payload>,
-    ) -> Option<Decision> {
+    /// What can be decided at once for a 2025-era call: a tool allowed
+    /// for the session. (A lasting grant is looked up in the call's own
+    /// future: with `[state]` it costs a round trip.)
+    fn without_asking(&self, tool: &str) -> Option<Decision> {
         let session = &self.session;
-        if self.shared.settings.remember_session && lock(&session.allowed).contains(tool) {
-            return Some(("remembered", None));
+        (self.shared.settings.remember_session && lock(&session.allowed).contains(tool))
+            .then_some(("remembered", None))
+    }
+
+    /// A lasting grant, a client that cannot be asked, or the user's
+    /// answer; recorded.
+    async fn decide(&self, id: &RequestId, tool: &str, params: Option<&Payload>) -> Decision {
+        if let Some(granted) = self.granted_for_good(id, tool, params).await {
+            return granted;
         }
-        if let Some(decision) = self.granted_for_good(tool, params) {
-            return Some(decision);
+        if self.can_ask_somehow() {
+            return self.ask(id, tool, params).await;
         }
-        if !self.can_ask_somehow() {
-            return Some(self.cannot_ask(id, tool));
-        }
-        None
+        let decision = self.cannot_ask(id, tool);
+        let arguments = params.and_then(|p| p.member("arguments").ok().flatten());
+        self.record(tool, &arguments.unwrap_or(Value::Null), decision.0);
+        decision
     }
 }
 
@@ -370,19 +372,13 @@ where
             };
             return self.modern(env, call);
         }
-        if let Some(decision) = self
-            .layer
-            .without_asking(&req.id, &tool, req.params.as_ref())
-        {
-            if decision.0 != "remembered_always" {
-                // (a lasting grant records itself as it is found)
-                let arguments = req
-                    .params
-                    .as_ref()
-                    .and_then(|p| p.member("arguments").ok().flatten());
-                self.layer
-                    .record(&tool, &arguments.unwrap_or(Value::Null), decision.0);
-            }
+        if let Some(decision) = self.layer.without_asking(&tool) {
+            let arguments = req
+                .params
+                .as_ref()
+                .and_then(|p| p.member("arguments").ok().flatten());
+            self.layer
+                .record(&tool, &arguments.unwrap_or(Value::Null), decision.0);
             return settled(decision, &mut self.inner, env);
         }
         let id = req.id.clone();
@@ -393,7 +389,7 @@ where
                 Message::Request(req) => req.params.as_ref(),
                 _ => None,
             };
-            let decision = layer.ask(&id, &tool, params).await;
+            let decision = layer.decide(&id, &tool, params).await;
             settle(decision, inner.oneshot(env)).await
         })
     }

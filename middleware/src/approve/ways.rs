@@ -166,7 +166,7 @@ impl ApproveLayer {
         let answer = answer_of(&answer, settings.remember_session, settings.remember_always);
         let decision = decided(call, answer, |tool| record_session_grant(session, tool));
         if decision.0 == "allowed_always" {
-            self.grant_for_good(call);
+            self.grant_for_good(call).await;
         }
         Some(decision)
     }
@@ -204,7 +204,7 @@ impl ApproveLayer {
                 ("page_allowed", None)
             }
             PageAnswer::AllowAlways => {
-                self.grant_for_good(call);
+                self.grant_for_good(call).await;
                 ("page_allowed_always", None)
             }
             PageAnswer::Deny => refusal(
@@ -221,9 +221,12 @@ impl ApproveLayer {
 
 impl ApproveLayer {
     /// A lasting grant for this call (`remember = "always"`), if the book
-    /// holds one: decided without asking, and recorded.
-    pub(super) fn granted_for_good(
+    /// holds one: decided without asking, and recorded. A grant that
+    /// cannot be looked up (the replicas' shared state away, with
+    /// `on_unavailable = "refuse"`) refuses the call.
+    pub(super) async fn granted_for_good(
         &self,
+        id: &RequestId,
         tool: &str,
         params: Option<&Payload>,
     ) -> Option<Decision> {
@@ -240,8 +243,17 @@ impl ApproveLayer {
         };
         let hash = crate::pin::fingerprint::digest(&arguments);
         let server = self.server_in(&book);
-        if !book.granted_on(server, tool, &hash, &settings.revision) {
-            return None;
+        match book.granted_on(server, tool, &hash, &settings.revision).await {
+            Ok(true) => {}
+            Ok(false) => return None,
+            Err(why) => {
+                let error = crate::shared::refusal(super::service::LAYER, &why);
+                self.record(tool, &arguments, "state_unavailable");
+                return Some((
+                    "state_unavailable",
+                    Some(Message::error(Some(id.clone()), error)),
+                ));
+            }
         }
         self.record(tool, &arguments, "remembered_always");
         Some(("remembered_always", None))
@@ -249,7 +261,7 @@ impl ApproveLayer {
 
     /// Keeps a lasting grant for `call` in the book (without one, the
     /// session's grant is all there is).
-    fn grant_for_good(&self, call: &Call) {
+    async fn grant_for_good(&self, call: &Call) {
         let Some(book) = book::installed() else {
             tracing::warn!("approve: \"Always\" is not kept (there is no state directory to keep it in): this call alone is allowed");
             return;
@@ -263,7 +275,8 @@ impl ApproveLayer {
             revision: settings.revision.clone(),
             granted_at: book::now(),
             caller: self.session.caller.clone(),
-        });
+        })
+        .await;
     }
 
     /// The server grants and records name: the gateway server this layer

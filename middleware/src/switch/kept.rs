@@ -49,30 +49,24 @@ impl Switchboard {
         mcp_chain_private::write_whole(&self.path, &bytes)
     }
 
-    /// The switches of this server in the replicas' shared state: read,
-    /// changed, stored (and announced to every replica). Unavailable: the
-    /// file instead with `on_unavailable = "local"`, else refused.
+    /// A switch of this server in the replicas' shared state: one row per
+    /// tool switched off, so two people switching two tools on two
+    /// replicas at once both count (and every replica is told).
+    /// Unavailable: the file instead with `on_unavailable = "local"`, else
+    /// refused.
     pub(super) async fn set_shared(
         &self,
         store: &dyn crate::shared::SharedState,
         tool: &str,
         off: bool,
     ) -> std::io::Result<()> {
-        let name = self.doc_name();
-        let stored = match store.load(&name).await {
-            Ok(stored) => stored,
-            Err(why) => return self.unavailable(store, why, tool, off),
+        let table = self.table();
+        let done = match off {
+            true => store.put(&table, tool, b"off".to_vec(), false).await,
+            false => store.remove(&table, tool).await,
         };
-        let mut tools: BTreeSet<String> = stored
-            .and_then(|bytes| serde_json::from_slice(&bytes).ok())
-            .unwrap_or_default();
-        match off {
-            true => tools.insert(tool.to_owned()),
-            false => tools.remove(tool),
-        };
-        let bytes = serde_json::to_vec(&tools).unwrap_or_default();
-        match store.save(&name, bytes).await {
-            Ok(()) => Ok(()),
+        match done {
+            Ok(_) => Ok(()),
             Err(why) => self.unavailable(store, why, tool, off),
         }
     }
@@ -93,23 +87,17 @@ impl Switchboard {
         }
     }
 
-    /// This server's switches' name in the shared state.
-    pub(super) fn doc_name(&self) -> String {
+    /// This server's switches' table in the shared state.
+    pub(super) fn table(&self) -> String {
         format!("switches:{}", crate::shared::digest(&self.server))
     }
 
     /// Takes up the switches now in the shared state.
     pub(super) async fn refresh_shared(&self, store: &dyn crate::shared::SharedState) {
-        let Ok(stored) = store.load(&self.doc_name()).await else {
+        let Ok(rows) = store.rows(&self.table()).await else {
             return; // kept as it was: an unreachable store turns nothing on
         };
-        let now: BTreeSet<String> = match stored {
-            Some(bytes) => match serde_json::from_slice(&bytes) {
-                Ok(tools) => tools,
-                Err(_) => return,
-            },
-            None => BTreeSet::new(),
-        };
+        let now: BTreeSet<String> = rows.into_iter().map(|(tool, _)| tool).collect();
         self.take_up(now);
     }
 
@@ -146,7 +134,7 @@ impl Switchboard {
             }
         };
         let mut changes = store.changes();
-        let name = self.doc_name();
+        let name = self.table();
         self.refresh_shared(store.as_ref()).await;
         loop {
             let announced = async {
