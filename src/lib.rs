@@ -225,7 +225,15 @@ fn run(cli: &Cli, config: Config, background: Background) -> ExitCode {
         Some(Command::Check { server, list }) => {
             check::run(&config, &args::upstream_for(&config, cli, server), *list)
         }
-        Some(Command::Pin { action }) => pins::run(&config, action),
+        Some(Command::Pin { action }) => {
+            let server = match &config.gateway {
+                Some(gateway) => Some(approvals::gateway_of(gateway)),
+                None => args::upstream_for(&config, cli, &cli.server)
+                    .ok()
+                    .map(|upstream| approvals::server_of(&upstream)),
+            };
+            pins::run(&config, server.as_deref(), action)
+        }
         Some(Command::Console) => console::run_command(cli.config.as_deref()),
         Some(Command::Approve { action }) => approvals::run(action),
         Some(Command::Clients) => clients::run_clients(),
@@ -353,6 +361,7 @@ fn start_beside(
             return Err(ExitCode::FAILURE);
         }
     }
+    pins::share_as(config, &server);
     approvals::install_book(server.clone());
     console::serve_beside(runtime, config, server)
 }

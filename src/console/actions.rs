@@ -174,12 +174,13 @@ pub(super) fn keep_hidden(pages: &Pages, form: &[(String, String)]) -> Response<
 }
 
 /// A drifted definition accepted, as `mcp-chain pin accept NAME` does.
-pub(super) fn accept(pages: &Pages, form: &[(String, String)]) -> Response<Body> {
+pub(super) async fn accept(pages: &Pages, form: &[(String, String)]) -> Response<Body> {
     let (path, (drift, _, _)) = match drift_named(pages, form) {
         Ok(found) => found,
         Err(refused) => return *refused,
     };
-    match mcp_chain_middleware::pin::file::accept(path, std::slice::from_ref(&drift.name)) {
+    let names = std::slice::from_ref(&drift.name);
+    match mcp_chain_middleware::pin::file::accept_shared(path, names).await {
         Ok(_) => back_to_the_page(),
         Err(e) => {
             tracing::warn!(error = %e, "console: a pin could not be accepted");

@@ -231,7 +231,7 @@ async fn answer(pages: &Pages, request: Request<Incoming>) -> Response<Body> {
             Err(refused) => refused,
         },
         ("/accept", &Method::POST) => match actions::form(pages, &head, body).await {
-            Ok(form) => actions::accept(pages, &form),
+            Ok(form) => actions::accept(pages, &form).await,
             Err(refused) => refused,
         },
         ("/keep", &Method::POST) => match actions::form(pages, &head, body).await {

@@ -79,7 +79,9 @@ rules = [ {{ tool = "add", rate = "{rate}" }} ]
 def replica(config_path: Path, env: dict | None = None):
     port = harness.free_port()
     argv = [str(harness.MCP_CHAIN), "--listen", f"127.0.0.1:{port}", "--config", str(config_path),
-            "--log-level", "info", "--", str(DEMO), harness.RUN_MARKER]
+            "--log-level", "info"]
+    if "[upstream]" not in config_path.read_text():
+        argv += ["--", str(DEMO), harness.RUN_MARKER]
     with harness.listening(argv, port, "mcp-chain replica", env=env) as stderr:
         yield port, stderr
 
@@ -281,4 +283,4 @@ def test_an_off_switch_on_one_replica_is_in_force_on_the_other():
             assert harness.wait_until(lambda: "add" in names(b, on_b), 20), "B never took it back"
             assert "result" in add(b, on_b, 61)
             assert not any((d / "console" / "switches.json").exists() for d in dirs), "kept in Redis, not a file"
-            assert any(":doc:switches:" in k for k in redis_keys(rport, prefix))
+            assert any(":table:switches:" in k for k in redis_keys(rport, prefix))

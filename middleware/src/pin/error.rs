@@ -21,6 +21,10 @@ pub enum PinFileError {
     NoDirectory { path: PathBuf, dir: PathBuf },
     #[error("pin file {} does not exist yet: it is written when mcp-chain first lists the server's tools", path.display())]
     NotYet { path: PathBuf },
+    /// Accepted in this replica's pin file, not in the replicas' shared
+    /// state (`[state]` unavailable).
+    #[error("accepted in this replica's pin file only: the state replicas share is unavailable ({0}); the other replicas still hold the drift (accept again once it is back)")]
+    Shared(String),
     /// Names given to accept that have no drift (nothing was accepted).
     #[error("no drift to accept for {0:?}")]
     NoDrift(Vec<String>),

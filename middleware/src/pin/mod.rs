@@ -22,6 +22,8 @@
 //!   the drift (or the file is edited by hand); a running mcp-chain reads
 //!   the file again when it changes and tells a client whose view changed
 //!   (`notifications/tools/list_changed`).
+//! - with `[state]`, what is pinned is shared by the replicas
+//!   (`shared.rs`): an accept on one is in force on all.
 //!
 //! A call is judged against a listing this session has seen: one that
 //! comes first makes the layer list the server's tools itself. A guard
@@ -34,6 +36,7 @@ mod error;
 pub(crate) mod fingerprint;
 mod pages;
 mod service;
+mod shared;
 mod store;
 
 pub use config::PinConfig;
@@ -86,6 +89,8 @@ pub mod file {
     pub fn accept(path: &Path, names: &[String]) -> Result<Vec<Drift>, PinFileError> {
         Store::open_existing(path)?.accept(names)
     }
+
+    pub use super::shared::{accept as accept_shared, share_as};
 }
 
 #[cfg(test)]

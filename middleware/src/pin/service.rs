@@ -64,6 +64,9 @@ pub struct PinLayer {
     store: Arc<Store>,
     /// Pages judged before, shared by every session.
     pages: Arc<Pages>,
+    /// With `[state]`: the replicas' pins are followed (from the first
+    /// listing on; the layer is built before `[state]` is up).
+    following: Arc<AtomicBool>,
     on_change: OnChange,
     session: Arc<SessionPins>,
 }
@@ -72,6 +75,7 @@ impl PinLayer {
     pub(super) fn new(store: Store, on_change: OnChange) -> Self {
         Self {
             store: Arc::new(store),
+            following: Arc::default(),
             pages: Arc::default(),
             on_change,
             session: Arc::default(),
@@ -126,6 +130,49 @@ impl<S> Layer<S> for PinLayer {
 pub struct Pin<S> {
     inner: S,
     layer: PinLayer,
+}
+
+impl PinLayer {
+    /// With `[state]`, takes up the replicas' pins before a listing is
+    /// judged. Unavailable: judged on this replica's pins, except a kind
+    /// never pinned here under `on_unavailable = "refuse"` (trusting it on
+    /// first use could trust what the others hold as drifted): refused.
+    async fn take_shared(&self, id: &RequestId, kind: Kind) -> Result<(), Box<Message>> {
+        let Some(shared) = crate::shared::installed() else {
+            return Ok(());
+        };
+        if !self.following.swap(true, Ordering::Relaxed) {
+            let follow = super::shared::follow(Arc::downgrade(&self.store), shared.clone());
+            tokio::spawn(follow);
+        }
+        let Err(why) = self.store.take_shared(shared.as_ref()).await else {
+            return Ok(());
+        };
+        match shared.fallback() {
+            crate::shared::Fallback::Refuse if self.store.unseen(kind) => {
+                let error = crate::shared::refusal(LAYER, &why);
+                Err(Box::new(Message::error(Some(id.clone()), error)))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// With `[state]`, puts what a judgement pinned first (the pins moved
+    /// on from `version`) in the replicas' table, in the background.
+    fn give_shared(&self, version: u64) {
+        let Some(shared) = crate::shared::installed() else {
+            return;
+        };
+        if self.store.version() == version {
+            return;
+        }
+        let store = self.store.clone();
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                let _ = store.take_shared(shared.as_ref()).await;
+            });
+        }
+    }
 }
 
 /// Looks, while the session lasts, whether the pin file changed on disk
@@ -339,9 +386,19 @@ where
                 .store(true, Ordering::Relaxed);
         }
         if let Some(kind) = Kind::listed_by(&req.method) {
+            let id = req.id.clone();
             let answer = self.inner.call(env);
             let layer = self.layer.clone();
-            return Box::pin(async move { Ok(layer.judged(kind, answer.await?)) });
+            return Box::pin(async move {
+                let (shared, answer) = tokio::join!(layer.take_shared(&id, kind), answer);
+                if let Err(refusal) = shared {
+                    return Ok(Some(*refusal));
+                }
+                let version = layer.store.version();
+                let judged = layer.judged(kind, answer?);
+                layer.give_shared(version);
+                Ok(judged)
+            });
         }
         let (kind, name) = match Target::of(&req.method, req.params.as_ref()) {
             Ok(Some(Target::Tool(name))) => (Kind::Tool, name.into_owned()),
@@ -368,11 +425,16 @@ where
                 Kind::Tool => method::TOOLS_LIST,
                 Kind::Prompt | Kind::Template => method::PROMPTS_LIST,
             };
+            if let Err(refusal) = layer.take_shared(&id, kind).await {
+                return Ok(Some(*refusal));
+            }
+            let version = layer.store.version();
             let session = layer.session.clone();
             crate::listing::ask_all(inner.clone(), LAYER, list, &session.asked, |page| {
                 layer.judge_page(kind, page).is_ok()
             })
             .await?;
+            layer.give_shared(version);
             if let Err(refusal) = layer.check(&id, kind, &name) {
                 return Ok(Some(*refusal));
             }

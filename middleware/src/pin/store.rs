@@ -149,6 +149,28 @@ impl Store {
         }
     }
 
+    /// Runs `change` on the pins and the kinds not seen yet; when it says
+    /// it changed them (its second answer), they are saved and their
+    /// version and generation move on (a session watching tells its
+    /// client).
+    pub(super) fn with_file<R>(
+        &self,
+        change: impl FnOnce(&mut PinFile, &mut BTreeSet<Kind>) -> (R, bool),
+    ) -> R {
+        let mut state = self.lock();
+        self.refresh_locked(&mut state);
+        let State {
+            file, first_sight, ..
+        } = &mut *state;
+        let (answer, changed) = change(file, first_sight);
+        if changed {
+            state.generation += 1;
+            state.version += 1;
+            self.save_or_warn(&mut state);
+        }
+        answer
+    }
+
     /// Reads the file again if it changed on disk. Whether the pins are
     /// other than they were.
     pub(crate) fn refresh(&self) -> bool {
@@ -269,6 +291,11 @@ impl Store {
             }) => Status::Pinned,
             _ => Status::Unknown,
         }
+    }
+
+    /// Whether no listing of `kind` was pinned yet (trust on first use).
+    pub(crate) fn unseen(&self, kind: Kind) -> bool {
+        self.lock().first_sight.contains(&kind)
     }
 
     /// The pins' version (see `State::version`), once the file on disk
