@@ -126,7 +126,9 @@ fn accept(
         .map_err(|e| e.to_string())?;
     runtime.block_on(async {
         #[cfg(feature = "state")]
-        crate::state::start(state).await.map_err(|e| e.to_string())?;
+        crate::state::start(state)
+            .await
+            .map_err(|e| e.to_string())?;
         #[cfg(not(feature = "state"))]
         return Err(format!(
             "[state] {}: this mcp-chain was built without shared state (the `state` feature)",

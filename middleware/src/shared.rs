@@ -103,7 +103,12 @@ pub trait SharedState: Send + Sync + fmt::Debug + 'static {
     }
 
     /// Appends a record to `log`, which keeps its last `keep`.
-    fn append(&self, log: &str, bytes: Vec<u8>, keep: usize) -> StoreFuture<Result<(), Unavailable>> {
+    fn append(
+        &self,
+        log: &str,
+        bytes: Vec<u8>,
+        keep: usize,
+    ) -> StoreFuture<Result<(), Unavailable>> {
         let _ = (log, bytes, keep);
         no_tables()
     }

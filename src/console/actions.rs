@@ -106,9 +106,7 @@ pub(super) async fn revoke(form: &[(String, String)]) -> Response<Body> {
         Ok(grants) => grants,
         Err(_) => return plain(StatusCode::SERVICE_UNAVAILABLE, AWAY),
     };
-    let named = grants
-        .get(index)
-        .filter(|g| shown(&g.tool, 200) == tool);
+    let named = grants.get(index).filter(|g| shown(&g.tool, 200) == tool);
     let Some(grant) = named else {
         return plain(StatusCode::CONFLICT, "that approval is no longer there");
     };

@@ -227,7 +227,10 @@ impl Link {
     }
 
     /// Sends `pipe`'s commands in one round trip, within the timeout.
-    async fn ask_all<T: redis::FromRedisValue>(&self, pipe: &redis::Pipeline) -> Result<T, Unavailable> {
+    async fn ask_all<T: redis::FromRedisValue>(
+        &self,
+        pipe: &redis::Pipeline,
+    ) -> Result<T, Unavailable> {
         let connection = self.connection()?;
         bounded(self.timeout, async move {
             let mut connection = connection;
@@ -332,7 +335,13 @@ impl SharedState for Redis {
         only_new: bool,
     ) -> StoreFuture<Result<bool, Unavailable>> {
         let (table, field) = (table.to_owned(), field.to_owned());
-        Box::pin(tables::put(self.link.clone(), table, field, bytes, only_new))
+        Box::pin(tables::put(
+            self.link.clone(),
+            table,
+            field,
+            bytes,
+            only_new,
+        ))
     }
 
     fn remove(&self, table: &str, field: &str) -> StoreFuture<Result<bool, Unavailable>> {
@@ -340,8 +349,18 @@ impl SharedState for Redis {
         Box::pin(tables::remove(self.link.clone(), table, field))
     }
 
-    fn append(&self, log: &str, bytes: Vec<u8>, keep: usize) -> StoreFuture<Result<(), Unavailable>> {
-        Box::pin(tables::append(self.link.clone(), log.to_owned(), bytes, keep))
+    fn append(
+        &self,
+        log: &str,
+        bytes: Vec<u8>,
+        keep: usize,
+    ) -> StoreFuture<Result<(), Unavailable>> {
+        Box::pin(tables::append(
+            self.link.clone(),
+            log.to_owned(),
+            bytes,
+            keep,
+        ))
     }
 
     fn tail(&self, log: &str, n: usize) -> StoreFuture<Result<Vec<Vec<u8>>, Unavailable>> {

@@ -34,7 +34,8 @@ fn channel_of(link: &Link) -> String {
 }
 
 pub(super) async fn rows(link: Arc<Link>, name: String) -> Result<Rows, Unavailable> {
-    link.ask(redis::cmd("HGETALL").arg(table(&link, &name))).await
+    link.ask(redis::cmd("HGETALL").arg(table(&link, &name)))
+        .await
 }
 
 type Rows = Vec<(String, Vec<u8>)>;
@@ -50,11 +51,22 @@ pub(super) async fn put(
 ) -> Result<bool, Unavailable> {
     let key = table(&link, &name);
     let set: bool = match only_new {
-        true => link.ask(redis::cmd("HSETNX").arg(&key).arg(&field).arg(bytes)).await?,
+        true => {
+            link.ask(redis::cmd("HSETNX").arg(&key).arg(&field).arg(bytes))
+                .await?
+        }
         false => {
             let mut pipe = redis::pipe();
-            pipe.atomic().cmd("HSET").arg(&key).arg(&field).arg(bytes).ignore();
-            pipe.cmd("PUBLISH").arg(channel_of(&link)).arg(&name).ignore();
+            pipe.atomic()
+                .cmd("HSET")
+                .arg(&key)
+                .arg(&field)
+                .arg(bytes)
+                .ignore();
+            pipe.cmd("PUBLISH")
+                .arg(channel_of(&link))
+                .arg(&name)
+                .ignore();
             link.ask_all::<()>(&pipe).await?;
             return Ok(true);
         }
@@ -65,7 +77,11 @@ pub(super) async fn put(
     Ok(set)
 }
 
-pub(super) async fn remove(link: Arc<Link>, name: String, field: String) -> Result<bool, Unavailable> {
+pub(super) async fn remove(
+    link: Arc<Link>,
+    name: String,
+    field: String,
+) -> Result<bool, Unavailable> {
     let removed: i64 = link
         .ask(redis::cmd("HDEL").arg(table(&link, &name)).arg(&field))
         .await?;
@@ -79,7 +95,12 @@ async fn announce(link: &Link, name: &str) -> Result<(), Unavailable> {
         .map(|_| ())
 }
 
-pub(super) async fn append(link: Arc<Link>, name: String, bytes: Vec<u8>, keep: usize) -> Result<(), Unavailable> {
+pub(super) async fn append(
+    link: Arc<Link>,
+    name: String,
+    bytes: Vec<u8>,
+    keep: usize,
+) -> Result<(), Unavailable> {
     let key = format!("{}log:{name}", link.prefix);
     let keep = i64::try_from(keep).unwrap_or(i64::MAX);
     let mut pipe = redis::pipe();
@@ -88,10 +109,15 @@ pub(super) async fn append(link: Arc<Link>, name: String, bytes: Vec<u8>, keep: 
     link.ask_all::<()>(&pipe).await
 }
 
-pub(super) async fn tail(link: Arc<Link>, name: String, n: usize) -> Result<Vec<Vec<u8>>, Unavailable> {
+pub(super) async fn tail(
+    link: Arc<Link>,
+    name: String,
+    n: usize,
+) -> Result<Vec<Vec<u8>>, Unavailable> {
     let key = format!("{}log:{name}", link.prefix);
     let n = i64::try_from(n).unwrap_or(i64::MAX);
-    link.ask(redis::cmd("LRANGE").arg(&key).arg(-n).arg(-1)).await
+    link.ask(redis::cmd("LRANGE").arg(&key).arg(-n).arg(-1))
+        .await
 }
 
 /// Redis's and redis-rs's words, escaped and cut for a log.

@@ -279,8 +279,8 @@ def test_an_off_switch_on_one_replica_is_in_force_on_the_other():
             assert harness.wait_until(lambda: "add" not in names(b, on_b), 20), "B never took the switch up"
             refused = add(b, on_b, 60)
             assert refused["error"]["data"]["reason"] == "switched_off", refused
+            assert any(":table:switches:" in k for k in redis_keys(rport, prefix)), "a row per tool off"
             switch("on")
             assert harness.wait_until(lambda: "add" in names(b, on_b), 20), "B never took it back"
             assert "result" in add(b, on_b, 61)
             assert not any((d / "console" / "switches.json").exists() for d in dirs), "kept in Redis, not a file"
-            assert any(":table:switches:" in k for k in redis_keys(rport, prefix))

@@ -20,9 +20,9 @@
 //! `"refuse"` refuses a call whose grant cannot be looked up (-32000
 //! `state_unavailable`) and keeps no new grant.
 
+use crate::shared::{self, SharedState, Unavailable};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
-use crate::shared::{self, SharedState, Unavailable};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -174,11 +174,17 @@ impl Book {
                 Err(why) => self.local_unless_refused(store.as_ref(), why)?,
             },
         };
-        grants.sort_by(|a, b| (a.granted_at, &a.server, &a.tool).cmp(&(b.granted_at, &b.server, &b.tool)));
+        grants.sort_by(|a, b| {
+            (a.granted_at, &a.server, &a.tool).cmp(&(b.granted_at, &b.server, &b.tool))
+        });
         Ok(grants)
     }
 
-    fn local_unless_refused(&self, store: &dyn SharedState, why: Unavailable) -> Result<Vec<Grant>, Unavailable> {
+    fn local_unless_refused(
+        &self,
+        store: &dyn SharedState,
+        why: Unavailable,
+    ) -> Result<Vec<Grant>, Unavailable> {
         match store.fallback() {
             shared::Fallback::Local => Ok(self.grants()),
             shared::Fallback::Refuse => Err(why),
@@ -195,7 +201,9 @@ impl Book {
         revision: &str,
     ) -> Result<bool, Unavailable> {
         let grants = self.all().await?;
-        Ok(grants.iter().any(|g| g.matches(server, tool, arguments, revision)))
+        Ok(grants
+            .iter()
+            .any(|g| g.matches(server, tool, arguments, revision)))
     }
 
     /// Keeps a grant (one like it is not kept twice).
@@ -271,7 +279,9 @@ impl Book {
             line.extend(fields);
         }
         let text = line.to_string();
-        if let (Some(store), Ok(runtime)) = (shared::installed(), tokio::runtime::Handle::try_current()) {
+        if let (Some(store), Ok(runtime)) =
+            (shared::installed(), tokio::runtime::Handle::try_current())
+        {
             let (dir_file, bytes) = (self.decisions_file(), text.clone().into_bytes());
             runtime.spawn(async move {
                 if let Err(why) = store.append(DECISIONS, bytes.clone(), KEEP_DECISIONS).await {
@@ -370,7 +380,10 @@ mod tests {
         assert!(book.revoke(&grant(None)).await.expect("file"));
         assert!(book.revoke(&grant(Some("sha256:aa"))).await.expect("file"));
         assert!(!book.revoke(&grant(None)).await.expect("file"), "gone");
-        assert!(!granted(&book, "write_file", "sha256:aa", "rev-1").await, "revoked");
+        assert!(
+            !granted(&book, "write_file", "sha256:aa", "rev-1").await,
+            "revoked"
+        );
         book.grant(grant(Some("sha256:aa"))).await;
         std::fs::write(dir.join("grants.json"), b"{not json").expect("written");
         assert!(

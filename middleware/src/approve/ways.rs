@@ -243,7 +243,10 @@ impl ApproveLayer {
         };
         let hash = crate::pin::fingerprint::digest(&arguments);
         let server = self.server_in(&book);
-        match book.granted_on(server, tool, &hash, &settings.revision).await {
+        match book
+            .granted_on(server, tool, &hash, &settings.revision)
+            .await
+        {
             Ok(true) => {}
             Ok(false) => return None,
             Err(why) => {

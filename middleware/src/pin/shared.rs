@@ -113,7 +113,11 @@ impl Store {
 
     /// Puts what this replica pinned of `drifts` (accepted) in the table,
     /// replacing the rows there.
-    async fn give_accepted(&self, store: &dyn SharedState, drifts: &[Drift]) -> Result<(), Unavailable> {
+    async fn give_accepted(
+        &self,
+        store: &dyn SharedState,
+        drifts: &[Drift],
+    ) -> Result<(), Unavailable> {
         let table = table_of(self.path());
         let rows: Vec<(String, Row)> = self.with_file(|file, _| {
             let rows = drifts
