@@ -1,9 +1,11 @@
 //! Takes from one bucket batched: the requests that come while a take is
 //! on its way to Redis go together in the next one, one script call for
 //! all of them, decided in their order at one instant of Redis's clock.
-//! A lone request goes at once (no waiting to fill a batch), so batching
-//! costs nothing when there is nothing to batch, and under load Redis is
-//! asked once per batch, not once per request.
+//! A lone request goes at once, asking in its own future (no waiting to
+//! fill a batch, no hand-over to another task), so batching costs nothing
+//! when there is nothing to batch; the requests that come meanwhile are
+//! sent by a task of their own once it is answered (or dropped), and under
+//! load Redis is asked once per batch, not once per request.
 
 use mcp_chain_middleware::shared::{SharedBucket, StoreFuture, Unavailable};
 use std::collections::HashMap;
@@ -55,19 +57,35 @@ impl Batches {
                 next.answers.push(tx);
                 return Box::pin(async move { rx.await.unwrap_or_else(|_| dropped()) });
             }
+            // None on its way: this request goes alone, at once; whoever
+            // comes meanwhile waits for the next batch.
             waiting.insert(
                 bucket.key.clone(),
                 Waiting {
                     bucket: bucket.clone(),
                     max_wait,
-                    answers: vec![tx],
+                    answers: Vec::new(),
                 },
             );
         }
-        // A task of its own sends the batches: a request's future may be
-        // dropped (its session ended), the others' answers may not be.
-        tokio::spawn(self.clone().send(bucket.key.clone(), ask.clone()));
-        Box::pin(async move { rx.await.unwrap_or_else(|_| dropped()) })
+        let asked = ask(bucket.clone(), max_wait, 1);
+        let handover = Handover {
+            batches: self.clone(),
+            key: bucket.key.clone(),
+            ask: ask.clone(),
+        };
+        Box::pin(async move {
+            let answer = asked.await;
+            drop(handover);
+            match answer {
+                Ok(mut taken) if taken.len() == 1 => taken.pop().unwrap_or_else(dropped),
+                Ok(taken) => Err(Unavailable(format!(
+                    "the bucket script answered {} for 1",
+                    taken.len()
+                ))),
+                Err(why) => Err(why),
+            }
+        })
     }
 
     /// Sends the bucket's batches until no request waits.
@@ -121,6 +139,42 @@ impl Batches {
             }
             Some(_) => true,
             None => false,
+        }
+    }
+}
+
+/// A lone request's duty once answered, or dropped (its session ended):
+/// the requests that came meanwhile go in the next batch, sent by a task
+/// of their own (their answers may not depend on a future that is gone).
+struct Handover {
+    batches: Arc<Batches>,
+    key: String,
+    ask: Ask,
+}
+
+impl Drop for Handover {
+    fn drop(&mut self) {
+        let mut waiting = lock(&self.batches.waiting);
+        match waiting.get(&self.key) {
+            Some(next) if next.answers.is_empty() => {
+                waiting.remove(&self.key);
+            }
+            Some(_) => {
+                drop(waiting);
+                let (batches, key, ask) =
+                    (self.batches.clone(), self.key.clone(), self.ask.clone());
+                match tokio::runtime::Handle::try_current() {
+                    Ok(runtime) => {
+                        runtime.spawn(batches.send(key, ask));
+                    }
+                    // No runtime left (the process is ending): the waiting
+                    // requests' answers are dropped with it, as they are.
+                    Err(_) => {
+                        lock(&batches.waiting).remove(&key);
+                    }
+                }
+            }
+            None => {}
         }
     }
 }
@@ -190,6 +244,23 @@ mod tests {
             batches.waiting.lock().expect("lock").is_empty(),
             "nothing left behind"
         );
+    }
+
+    #[tokio::test]
+    async fn a_lone_request_dropped_on_its_way_leaves_no_one_behind() {
+        let asks = Arc::new(Mutex::new(Vec::new()));
+        let ask = redis(5, asks.clone());
+        let batches = Arc::new(Batches::default());
+        let lone = batches.take(&bucket(), None, &ask);
+        let behind: Vec<_> = (0..3)
+            .map(|_| batches.take(&bucket(), None, &ask))
+            .collect();
+        drop(lone);
+        for w in behind {
+            assert_eq!(w.await, Ok(Ok(Duration::ZERO)), "sent after all");
+        }
+        assert_eq!(*asks.lock().expect("lock"), [1, 3]);
+        assert!(batches.waiting.lock().expect("lock").is_empty());
     }
 
     #[tokio::test]
