@@ -1,8 +1,8 @@
 //! The approve book as mcp-chain keeps it: in the state directory
 //! (`approve/`: `grants.json`, `decisions.jsonl`, private to the user),
-//! for the server this process guards; and `mcp-chain approve list|revoke`,
-//! which read and change the grants every running instance reads at its
-//! next gated call.
+//! for the server this process guards, or with `[state]` in Redis for
+//! every replica; and `mcp-chain approve list|revoke`, which read and
+//! change the grants every running instance reads at its next gated call.
 
 use crate::cli::ApproveAction;
 use crate::config::UpstreamConfig;
@@ -46,13 +46,53 @@ pub(crate) fn gateway_of(gateway: &crate::config::GatewayConfig) -> String {
     format!("gateway ({})", names.join(", "))
 }
 
-/// `mcp-chain approve list|revoke`.
-pub(crate) fn run(action: &ApproveAction) -> ExitCode {
+/// `mcp-chain approve list|revoke`: the grants of this machine's state
+/// directory, or, with `[state]` in the config, those every replica
+/// shares.
+pub(crate) fn run(config: &crate::config::Config, action: &ApproveAction) -> ExitCode {
     let Some(dir) = dir() else {
         eprintln!("mcp-chain approve: no state directory (set MCP_CHAIN_STATE_DIR)");
         return ExitCode::FAILURE;
     };
-    let grants = Book::grants_in(&dir);
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("mcp-chain approve: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(act(config, Book::new(dir, String::new()), action)) {
+        Ok(out) => {
+            let _ = std::io::stdout().write_all(out.as_bytes());
+            ExitCode::SUCCESS
+        }
+        Err(message) => {
+            eprintln!("mcp-chain approve: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn act(
+    config: &crate::config::Config,
+    book: Book,
+    action: &ApproveAction,
+) -> Result<String, String> {
+    if let Some(state) = &config.state {
+        #[cfg(feature = "state")]
+        crate::state::start(state)
+            .await
+            .map_err(|e| e.to_string())?;
+        #[cfg(not(feature = "state"))]
+        return Err(format!(
+            "[state] {}: this mcp-chain was built without shared state (the `state` feature)",
+            state.shown_url()
+        ));
+    }
+    let grants = book.all().await.map_err(|e| e.to_string())?;
     match action {
         ApproveAction::List => {
             let mut out = String::new();
@@ -62,40 +102,26 @@ pub(crate) fn run(action: &ApproveAction) -> ExitCode {
             for (n, grant) in grants.iter().enumerate() {
                 out.push_str(&listed(n, grant));
             }
-            let _ = std::io::stdout().write_all(out.as_bytes());
-            ExitCode::SUCCESS
+            Ok(out)
         }
         ApproveAction::Revoke { index, all } => {
-            let kept: Vec<Grant> = match (index, all) {
-                (_, true) => Vec::new(),
-                (Some(n), false) if *n < grants.len() => {
-                    let mut kept = grants.clone();
-                    kept.remove(*n);
-                    kept
-                }
-                (Some(n), false) => {
-                    eprintln!("mcp-chain approve revoke: there is no approval {n} (`mcp-chain approve list` numbers them)");
-                    return ExitCode::FAILURE;
-                }
-                (None, false) => {
-                    eprintln!("mcp-chain approve revoke: name an approval's number, or --all");
-                    return ExitCode::FAILURE;
-                }
+            let gone: Vec<&Grant> = match (index, all) {
+                (_, true) => grants.iter().collect(),
+                (Some(n), false) => match grants.get(*n) {
+                    Some(grant) => vec![grant],
+                    None => return Err(format!(
+                        "revoke: there is no approval {n} (`mcp-chain approve list` numbers them)"
+                    )),
+                },
+                (None, false) => return Err("revoke: name an approval's number, or --all".into()),
             };
-            match Book::keep_in(&dir, &kept) {
-                Ok(()) => {
-                    let gone = grants.len() - kept.len();
-                    let _ = writeln!(
-                        std::io::stdout(),
-                        "revoked {gone}; running instances ask again from their next call"
-                    );
-                    ExitCode::SUCCESS
-                }
-                Err(e) => {
-                    eprintln!("mcp-chain approve revoke: {e}");
-                    ExitCode::FAILURE
-                }
+            for grant in &gone {
+                book.revoke(grant).await.map_err(|e| e.to_string())?;
             }
+            Ok(format!(
+                "revoked {}; running instances ask again from their next call\n",
+                gone.len()
+            ))
         }
     }
 }

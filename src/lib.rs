@@ -235,7 +235,7 @@ fn run(cli: &Cli, config: Config, background: Background) -> ExitCode {
             pins::run(&config, server.as_deref(), action)
         }
         Some(Command::Console) => console::run_command(cli.config.as_deref()),
-        Some(Command::Approve { action }) => approvals::run(action),
+        Some(Command::Approve { action }) => approvals::run(&config, action),
         Some(Command::Clients) => clients::run_clients(),
         Some(Command::Bundle(args)) => bundle::run(args),
         Some(Command::Wrap {

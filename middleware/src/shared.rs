@@ -20,6 +20,9 @@ use std::time::Duration;
 /// A future a store answers with.
 pub type StoreFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
 
+/// A table's rows: each field and its bytes.
+pub type Rows = Vec<(String, Vec<u8>)>;
+
 /// One token bucket kept in the store.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SharedBucket {
@@ -76,7 +79,7 @@ pub trait SharedState: Send + Sync + fmt::Debug + 'static {
     /// The rows of `table` (named without the deployment's prefix): small
     /// records every replica sees (a person's decisions: grants, accepted
     /// pins, off switches), each under its own field.
-    fn rows(&self, table: &str) -> StoreFuture<Result<Vec<(String, Vec<u8>)>, Unavailable>> {
+    fn rows(&self, table: &str) -> StoreFuture<Result<Rows, Unavailable>> {
         let _ = table;
         no_tables()
     }

@@ -16,9 +16,14 @@
 //!   encrypted, and renewed once across them (`tokens.rs`).
 
 use crate::config::StateConfig;
-use mcp_chain_middleware::shared::{Fallback, SharedBucket, SharedState, StoreFuture, Unavailable};
+use mcp_chain_middleware::shared::{
+    Fallback, Rows, SharedBucket, SharedState, StoreFuture, Unavailable,
+};
 mod batch;
+mod link;
 mod tables;
+
+use link::Link;
 mod tokens;
 
 pub(crate) use tokens::{SharedLock, SharedTokens};
@@ -198,77 +203,6 @@ async fn reconnect(store: Arc<Redis>, client: redis::Client) {
     }
 }
 
-/// The connection, and what every ask of it needs.
-struct Link {
-    connection: Mutex<Option<ConnectionManager>>,
-    prefix: String,
-    timeout: Duration,
-}
-
-impl Link {
-    /// Runs `script` on `key` (prefixed) with `args`, within the timeout.
-    fn run(
-        &self,
-        script: &'static redis::Script,
-        key: &str,
-        args: Vec<String>,
-    ) -> StoreFuture<Result<Vec<String>, Unavailable>> {
-        self.run_on(script, &format!("{}{key}", self.prefix), args)
-    }
-
-    /// Sends `command`, within the timeout.
-    async fn ask<T: redis::FromRedisValue>(&self, command: &redis::Cmd) -> Result<T, Unavailable> {
-        let connection = self.connection()?;
-        bounded(self.timeout, async move {
-            let mut connection = connection;
-            command.query_async(&mut connection).await
-        })
-        .await
-    }
-
-    /// Sends `pipe`'s commands in one round trip, within the timeout.
-    async fn ask_all<T: redis::FromRedisValue>(
-        &self,
-        pipe: &redis::Pipeline,
-    ) -> Result<T, Unavailable> {
-        let connection = self.connection()?;
-        bounded(self.timeout, async move {
-            let mut connection = connection;
-            pipe.query_async(&mut connection).await
-        })
-        .await
-    }
-
-    fn connection(&self) -> Result<ConnectionManager, Unavailable> {
-        lock(&self.connection)
-            .clone()
-            .ok_or_else(|| Unavailable("not connected".into()))
-    }
-
-    /// Runs `script` on `key` (already prefixed) with `args`, within the
-    /// timeout.
-    fn run_on<T: redis::FromRedisValue + Send + 'static>(
-        &self,
-        script: &'static redis::Script,
-        key: &str,
-        args: Vec<String>,
-    ) -> StoreFuture<Result<T, Unavailable>> {
-        let connection = lock(&self.connection).clone();
-        let mut invocation = script.prepare_invoke();
-        invocation.key(key);
-        for arg in args {
-            invocation.arg(arg);
-        }
-        let timeout = self.timeout;
-        Box::pin(async move {
-            let Some(mut connection) = connection else {
-                return Err(Unavailable("not connected".into()));
-            };
-            bounded(timeout, invocation.invoke_async(&mut connection)).await
-        })
-    }
-}
-
 impl Redis {
     /// What says the store is away, at most once a minute.
     fn sayer(&self) -> impl Fn(&Unavailable) + Send + 'static {
@@ -323,7 +257,7 @@ impl SharedState for Redis {
         self.fallback
     }
 
-    fn rows(&self, table: &str) -> StoreFuture<Result<Vec<(String, Vec<u8>)>, Unavailable>> {
+    fn rows(&self, table: &str) -> StoreFuture<Result<Rows, Unavailable>> {
         Box::pin(tables::rows(self.link.clone(), table.to_owned()))
     }
 
@@ -406,18 +340,6 @@ fn parse_taken(fields: &[String]) -> Vec<batch::Taken> {
             })
         })
         .collect()
-}
-
-/// An ask of Redis within `timeout`: past it, the store is unavailable.
-async fn bounded<T>(
-    timeout: Duration,
-    asked: impl std::future::Future<Output = redis::RedisResult<T>>,
-) -> Result<T, Unavailable> {
-    match tokio::time::timeout(timeout, asked).await {
-        Ok(Ok(answer)) => Ok(answer),
-        Ok(Err(e)) => Err(Unavailable(e.to_string())),
-        Err(_) => Err(Unavailable(format!("no answer within {timeout:?}"))),
-    }
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {

@@ -12,7 +12,7 @@
 
 use super::Link;
 use futures_util::StreamExt as _;
-use mcp_chain_middleware::shared::Unavailable;
+use mcp_chain_middleware::shared::{Rows, Unavailable};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::broadcast;
@@ -37,8 +37,6 @@ pub(super) async fn rows(link: Arc<Link>, name: String) -> Result<Rows, Unavaila
     link.ask(redis::cmd("HGETALL").arg(table(&link, &name)))
         .await
 }
-
-type Rows = Vec<(String, Vec<u8>)>;
 
 /// Sets a row (with `only_new`, only a missing one) and announces the
 /// table when it was set: one round trip, one transaction.

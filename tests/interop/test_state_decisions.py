@@ -119,6 +119,13 @@ def test_an_always_on_one_replica_holds_on_the_other_and_a_revoke_on_either_ends
             # One log of decisions: A's page lists B's remembered call.
             a_page = urllib.request.urlopen(a_url, timeout=20).read().decode()
             assert "remembered_always" in a_page and "page_allowed_always" in a_page, a_page
+            # The command line lists what every replica shares, from any
+            # machine with the config (its own state directory empty).
+            listed = subprocess.run([str(harness.MCP_CHAIN), "approve", "list", "--config", str(path)],
+                                    capture_output=True, text=True, timeout=60,
+                                    env={**_env(), "MCP_CHAIN_STATE_DIR": tempfile.mkdtemp()})
+            assert listed.returncode == 0 and listed.stdout.startswith("0: add on "), listed
+            assert "these arguments (sha256:" in listed.stdout and "40" not in listed.stdout.split("(")[0], listed
             # Revoked on B's console: A asks again (and, unanswered, refuses).
             b_page = urllib.request.urlopen(b_url, timeout=20).read().decode()
             index = re.search(r'name="index" value="(\d+)"', b_page).group(1)

@@ -167,16 +167,18 @@ impl Book {
         let mut grants = match shared::installed() {
             None => self.grants(),
             Some(store) => match store.rows(GRANTS).await {
-                Ok(rows) => rows
-                    .iter()
-                    .filter_map(|(_, bytes)| serde_json::from_slice(bytes).ok())
-                    .collect(),
+                Ok(mut rows) => {
+                    // The table's order is the store's: by row, then by age.
+                    rows.sort();
+                    rows.iter()
+                        .filter_map(|(_, bytes)| serde_json::from_slice(bytes).ok())
+                        .collect()
+                }
                 Err(why) => self.local_unless_refused(store.as_ref(), why)?,
             },
         };
-        grants.sort_by(|a, b| {
-            (a.granted_at, &a.server, &a.tool).cmp(&(b.granted_at, &b.server, &b.tool))
-        });
+        // Oldest first; a file's own order kept among grants of one second.
+        grants.sort_by_key(|g| g.granted_at);
         Ok(grants)
     }
 

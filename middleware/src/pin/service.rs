@@ -22,7 +22,7 @@ use std::time::Duration;
 use tower::{Layer, Service, ServiceExt};
 
 /// The layer name in refusals, `data.layer`, notes and logs.
-const LAYER: &str = "pin";
+pub(super) const LAYER: &str = "pin";
 
 /// How often a session looks whether the pin file changed on disk.
 const WATCH_EVERY: Duration = Duration::from_secs(1);
@@ -61,12 +61,12 @@ struct SessionPins {
 /// Builds [`Pin`] services; clones share the pin file and the session.
 #[derive(Debug, Clone)]
 pub struct PinLayer {
-    store: Arc<Store>,
+    pub(super) store: Arc<Store>,
     /// Pages judged before, shared by every session.
     pages: Arc<Pages>,
     /// With `[state]`: the replicas' pins are followed (from the first
     /// listing on; the layer is built before `[state]` is up).
-    following: Arc<AtomicBool>,
+    pub(super) following: Arc<AtomicBool>,
     on_change: OnChange,
     session: Arc<SessionPins>,
 }
@@ -130,49 +130,6 @@ impl<S> Layer<S> for PinLayer {
 pub struct Pin<S> {
     inner: S,
     layer: PinLayer,
-}
-
-impl PinLayer {
-    /// With `[state]`, takes up the replicas' pins before a listing is
-    /// judged. Unavailable: judged on this replica's pins, except a kind
-    /// never pinned here under `on_unavailable = "refuse"` (trusting it on
-    /// first use could trust what the others hold as drifted): refused.
-    async fn take_shared(&self, id: &RequestId, kind: Kind) -> Result<(), Box<Message>> {
-        let Some(shared) = crate::shared::installed() else {
-            return Ok(());
-        };
-        if !self.following.swap(true, Ordering::Relaxed) {
-            let follow = super::shared::follow(Arc::downgrade(&self.store), shared.clone());
-            tokio::spawn(follow);
-        }
-        let Err(why) = self.store.take_shared(shared.as_ref()).await else {
-            return Ok(());
-        };
-        match shared.fallback() {
-            crate::shared::Fallback::Refuse if self.store.unseen(kind) => {
-                let error = crate::shared::refusal(LAYER, &why);
-                Err(Box::new(Message::error(Some(id.clone()), error)))
-            }
-            _ => Ok(()),
-        }
-    }
-
-    /// With `[state]`, puts what a judgement pinned first (the pins moved
-    /// on from `version`) in the replicas' table, in the background.
-    fn give_shared(&self, version: u64) {
-        let Some(shared) = crate::shared::installed() else {
-            return;
-        };
-        if self.store.version() == version {
-            return;
-        }
-        let store = self.store.clone();
-        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            runtime.spawn(async move {
-                let _ = store.take_shared(shared.as_ref()).await;
-            });
-        }
-    }
 }
 
 /// Looks, while the session lasts, whether the pin file changed on disk

@@ -16,16 +16,21 @@
 use super::disk::Entry;
 use super::error::PinFileError;
 use super::fingerprint::{changed, Fields, Kind, Texts};
+use super::service::{PinLayer, LAYER};
 use super::store::{Drift, Store};
 use crate::shared::{self, SharedState, Unavailable};
+use crate::{Message, RequestId};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-/// How often a replica reads the table again without being told.
-const READ_EVERY: Duration = Duration::from_secs(2);
+/// How often a replica reads the table again without being told (for an
+/// announcement lost while the change channel was down; the table holds
+/// every pinned definition's text, so it is not read for nothing).
+const READ_EVERY: Duration = Duration::from_secs(15);
 
 /// One row: what is pinned of a name.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -108,6 +113,8 @@ impl Store {
             let bytes = serde_json::to_vec(&row).unwrap_or_default();
             store.put(&table, &field, bytes, true).await?;
         }
+        self.shared_once
+            .store(true, std::sync::atomic::Ordering::Relaxed);
         Ok(changed_here)
     }
 
@@ -138,6 +145,55 @@ impl Store {
             store.put(&table, &field, bytes, false).await?;
         }
         Ok(())
+    }
+}
+
+impl PinLayer {
+    /// With `[state]`, takes up the replicas' pins before a listing is
+    /// judged, until it once did (then their announcements, which every
+    /// replica follows, keep it up to date; a kind this replica has not
+    /// pinned yet is read again each time, so a first listing is never
+    /// trusted on its own). Unavailable: judged on this replica's pins, except a kind
+    /// never pinned here under `on_unavailable = "refuse"` (trusting it on
+    /// first use could trust what the others hold as drifted): refused.
+    pub(super) async fn take_shared(&self, id: &RequestId, kind: Kind) -> Result<(), Box<Message>> {
+        let Some(shared) = crate::shared::installed() else {
+            return Ok(());
+        };
+        if !self.following.swap(true, Ordering::Relaxed) {
+            let follow = follow(Arc::downgrade(&self.store), shared.clone());
+            tokio::spawn(follow);
+        }
+        if self.store.shared_once.load(Ordering::Relaxed) && !self.store.unseen(kind) {
+            return Ok(());
+        }
+        let Err(why) = self.store.take_shared(shared.as_ref()).await else {
+            return Ok(());
+        };
+        match shared.fallback() {
+            crate::shared::Fallback::Refuse if self.store.unseen(kind) => {
+                let error = crate::shared::refusal(LAYER, &why);
+                Err(Box::new(Message::error(Some(id.clone()), error)))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// With `[state]`, puts what a judgement pinned first (the pins moved
+    /// on from `version`) in the replicas' table, in the background.
+    pub(super) fn give_shared(&self, version: u64) {
+        let Some(shared) = crate::shared::installed() else {
+            return;
+        };
+        if self.store.version() == version {
+            return;
+        }
+        let store = self.store.clone();
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                let _ = store.take_shared(shared.as_ref()).await;
+            });
+        }
     }
 }
 

@@ -50,6 +50,9 @@ pub(crate) enum Status {
 pub(crate) struct Store {
     path: PathBuf,
     state: Mutex<State>,
+    /// With `[state]`: the replicas' pins were taken up at least once
+    /// (from then on, their announcements keep this replica up to date).
+    pub(super) shared_once: std::sync::atomic::AtomicBool,
 }
 
 #[derive(Debug)]
@@ -105,6 +108,7 @@ impl Store {
             .filter(|&kind| file.section(kind).is_none())
             .collect();
         Ok(Self {
+            shared_once: Default::default(),
             path: path.to_owned(),
             state: Mutex::new(State {
                 file,
