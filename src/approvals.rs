@@ -109,9 +109,11 @@ async fn act(
                 (_, true) => grants.iter().collect(),
                 (Some(n), false) => match grants.get(*n) {
                     Some(grant) => vec![grant],
-                    None => return Err(format!(
+                    None => {
+                        return Err(format!(
                         "revoke: there is no approval {n} (`mcp-chain approve list` numbers them)"
-                    )),
+                    ))
+                    }
                 },
                 (None, false) => return Err("revoke: name an approval's number, or --all".into()),
             };

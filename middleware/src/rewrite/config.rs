@@ -61,6 +61,11 @@ pub struct RedactConfig {
     /// when left out.
     #[serde(default)]
     pub replacement: Option<String>,
+    /// Tools (globs or `re:` patterns, whole names, as `filter` takes
+    /// them) whose calls this rule leaves alone: their arguments, results
+    /// and errors.
+    #[serde(default)]
+    pub except_tools: Vec<String>,
 }
 
 impl RewriteConfig {
@@ -85,8 +90,26 @@ impl RewriteConfig {
         )?;
         let mut redactor = Redactor::default();
         for (i, rule) in self.redact.iter().enumerate() {
+            let except = rule
+                .except_tools
+                .iter()
+                .enumerate()
+                .map(|(n, p)| {
+                    crate::pattern::Pattern::new(p).map_err(|e| {
+                        ConfigError::at(
+                            [
+                                Key::from("redact"),
+                                i.into(),
+                                "except_tools".into(),
+                                n.into(),
+                            ],
+                            e,
+                        )
+                    })
+                })
+                .collect::<Result<Vec<_>, _>>()?;
             redactor
-                .push(&rule.pattern, rule.replacement.as_deref())
+                .push(&rule.pattern, rule.replacement.as_deref(), except)
                 .map_err(|e| {
                     ConfigError::at([Key::from("redact"), Key::from(i), Key::from("pattern")], e)
                 })?;

@@ -3,18 +3,23 @@
 
 use super::layer::Rules;
 use super::names::{check_name, Names};
+use super::redact::Redactor;
 use crate::embedded::{mark_private, INPUT_RESPONSES};
 use crate::message::{method, ErrorCode, ErrorObject, Message, Request};
 use crate::payload::{Item, Payload, Unreadable};
 use crate::target::REF_PROMPT;
 use serde_json::{json, Map, Value};
+use std::sync::Arc;
 
 /// The name this layer gives in `data.layer`.
 const LAYER: &str = "rewrite";
 
 /// What to do to the answer of a request, decided when it went out.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default)]
 pub(super) struct Post {
+    /// The rules for a call whose tool some rule spares (`except_tools`);
+    /// `None`: every rule.
+    spared: Option<Arc<Redactor>>,
     /// Rename in the tool and/or prompt arrays of a list result.
     listing: Option<Listing>,
     /// Redact the text in the result (tool, resource, prompt content).
@@ -33,7 +38,7 @@ enum Listing {
 
 impl Post {
     pub(super) fn is_nothing(&self) -> bool {
-        *self == Self::default()
+        self.listing.is_none() && !self.content && !self.error
     }
 }
 
@@ -54,7 +59,7 @@ impl Rules {
         };
         match req.method.as_str() {
             method::TOOLS_CALL => {
-                self.call(req, &self.tools, "tool")?;
+                post.spared = self.call(req, &self.tools, "tool")?.map(Arc::new);
                 post.content = redact;
             }
             method::PROMPTS_GET => {
@@ -82,10 +87,17 @@ impl Rules {
     /// `tools/call` or `prompts/get`: the name back to the upstream one, then
     /// overrides, defaults and (when configured) redaction of the arguments.
     /// Only the members changed are written anew; the rest of the params
-    /// stay the sender's text.
-    fn call(&self, req: &mut Request, names: &Names, kind: &str) -> Result<(), Box<Message>> {
-        if names.is_identity() && !self.redact_arguments {
-            return Ok(());
+    /// stay the sender's text. The rules for this call when some rule
+    /// spares its tool.
+    fn call(
+        &self,
+        req: &mut Request,
+        names: &Names,
+        kind: &str,
+    ) -> Result<Option<Redactor>, Box<Message>> {
+        let spares = kind == "tool" && self.redactor.spares_some();
+        if names.is_identity() && !self.redact_arguments && !spares {
+            return Ok(None);
         }
         let id = &req.id;
         let Some(params) = req.params.as_mut() else {
@@ -100,6 +112,10 @@ impl Rules {
             return Err(unknown(id.clone(), kind, &name));
         };
         let item = names.item(upstream);
+        let spared = match spares {
+            true => self.redactor.for_tool(&[&name, upstream]),
+            false => None,
+        };
         if upstream != name {
             crate::decided!("rewrite", "renamed", kind, count = 1);
             let upstream = Value::from(upstream);
@@ -109,7 +125,7 @@ impl Rules {
         }
         let has_args = item.is_some_and(|i| !i.arguments.is_empty() || !i.defaults.is_empty());
         if !(has_args || self.redact_arguments) {
-            return Ok(());
+            return Ok(spared);
         }
         let read = params.member("arguments").map_err(|e| unreadable(id, &e))?;
         let mut args = match read {
@@ -125,11 +141,15 @@ impl Rules {
             }
         }
         if self.redact_arguments {
-            self.redactor.all_strings(&mut args);
+            spared
+                .as_ref()
+                .unwrap_or(&self.redactor)
+                .all_strings(&mut args);
         }
         params
             .set_member("arguments", args)
-            .map_err(|e| unreadable(id, &e))
+            .map_err(|e| unreadable(id, &e))?;
+        Ok(spared)
     }
 
     /// The client's answers to a server's embedded requests (on a retry or
@@ -191,6 +211,7 @@ impl Rules {
 
     /// Edits the answer to a request, as `post` says.
     pub(super) fn answer(&self, post: Post, answer: &mut Message) {
+        let redactor = post.spared.as_deref().unwrap_or(&self.redactor);
         match answer {
             Message::Response(resp) => {
                 let mut edited = Ok(false);
@@ -199,7 +220,7 @@ impl Rules {
                 }
                 if post.content {
                     edited = edited.and_then(|listed| {
-                        let redacted = resp.result.edit_value(|v| self.redactor.content(v))?;
+                        let redacted = resp.result.edit_value(|v| redactor.content(v))?;
                         Ok(listed | redacted)
                     });
                 }
@@ -218,12 +239,12 @@ impl Rules {
             // failing input and its output there) and any member beside.
             Message::Error(e) if post.error => {
                 let error = &mut e.error;
-                self.redactor.string(&mut error.message);
+                redactor.string(&mut error.message);
                 if let Some(data) = error.data.as_mut() {
-                    self.redactor.all_strings(data);
+                    redactor.all_strings(data);
                 }
                 for value in error.extra.values_mut() {
-                    self.redactor.all_strings(value);
+                    redactor.all_strings(value);
                 }
             }
             _ => {}

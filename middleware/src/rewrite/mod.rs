@@ -75,6 +75,7 @@ mod config;
 mod edit;
 mod layer;
 mod names;
+mod presets;
 mod redact;
 mod service;
 

@@ -1,8 +1,13 @@
 //! Redaction: regex replacement over the text that comes back from the
 //! server (and, when configured, the arguments that go to it), with named
-//! built-in patterns for the secrets that leak most.
+//! built-in patterns for the secrets that leak most and for personal data
+//! (`presets.rs`: each match checked, a checksum or a numbering rule,
+//! before it is taken). A rule may spare the tools a user names
+//! (`except_tools`: a billing tool's card numbers are its business).
 
-use regex::Regex;
+use super::presets::{Check, CHECKED};
+use crate::pattern::Pattern;
+use regex::{Captures, Regex};
 use serde_json::{Map, Value};
 use std::borrow::Cow;
 
@@ -50,6 +55,10 @@ pub(super) const BUILTINS: &[(&str, &str)] = &[
 struct Rule {
     regex: Regex,
     replacement: String,
+    /// A match is redacted only when it passes (a preset's checksum).
+    check: Option<Check>,
+    /// Tools whose calls this rule leaves alone.
+    except: Vec<Pattern>,
 }
 
 /// A `redact` pattern that cannot be used (the operator's own text).
@@ -64,7 +73,11 @@ pub(super) enum BadPattern {
 }
 
 fn builtin_names() -> String {
-    let known: Vec<&str> = BUILTINS.iter().map(|(n, _)| *n).collect();
+    let known: Vec<&str> = BUILTINS
+        .iter()
+        .map(|(n, _)| *n)
+        .chain(CHECKED.iter().map(|(n, _, _)| *n))
+        .collect();
     known.join(", ")
 }
 
@@ -77,19 +90,25 @@ pub(super) struct Redactor {
 // === impl Redactor ===
 
 impl Redactor {
-    /// Adds a rule. `pattern` is a regex, or `@name` for a built-in one.
+    /// Adds a rule. `pattern` is a regex, or `@name` for a built-in one;
+    /// `except`: the tools it spares.
     pub(super) fn push(
         &mut self,
         pattern: &str,
         replacement: Option<&str>,
+        except: Vec<Pattern>,
     ) -> Result<(), BadPattern> {
-        let source = match pattern.strip_prefix('@') {
-            Some(_) => BUILTINS
-                .iter()
-                .find(|(name, _)| *name == pattern)
-                .map(|(_, re)| *re)
-                .ok_or_else(|| BadPattern::UnknownBuiltin(pattern.to_owned()))?,
-            None => pattern,
+        let (source, check) = match pattern.strip_prefix('@') {
+            Some(_) => {
+                let plain = BUILTINS.iter().find(|(name, _)| *name == pattern);
+                let checked = CHECKED.iter().find(|(name, _, _)| *name == pattern);
+                match (plain, checked) {
+                    (Some((_, re)), _) => (*re, None),
+                    (None, Some((_, re, check))) => (*re, Some(*check)),
+                    (None, None) => return Err(BadPattern::UnknownBuiltin(pattern.to_owned())),
+                }
+            }
+            None => (pattern, None),
         };
         let regex = Regex::new(source).map_err(|e| BadPattern::Regex(pattern.to_owned(), e))?;
         if regex.is_match("") {
@@ -98,8 +117,30 @@ impl Redactor {
         self.rules.push(Rule {
             regex,
             replacement: replacement.unwrap_or(DEFAULT_REPLACEMENT).to_owned(),
+            check,
+            except,
         });
         Ok(())
+    }
+
+    /// Whether some rule spares some tools.
+    pub(super) fn spares_some(&self) -> bool {
+        self.rules.iter().any(|r| !r.except.is_empty())
+    }
+
+    /// The rules for a call of `tool` (as the client or the server names
+    /// it), when some rule spares it; `None`: every rule applies.
+    pub(super) fn for_tool(&self, names: &[&str]) -> Option<Redactor> {
+        let spared = |rule: &Rule| {
+            rule.except
+                .iter()
+                .any(|p| names.iter().any(|name| p.is_match(name)))
+        };
+        if !self.rules.iter().any(spared) {
+            return None;
+        }
+        let rules = self.rules.iter().filter(|r| !spared(r)).cloned().collect();
+        Some(Redactor { rules })
     }
 
     pub(super) fn is_empty(&self) -> bool {
@@ -111,6 +152,12 @@ impl Redactor {
     pub(super) fn apply<'a>(&self, text: &'a str) -> Cow<'a, str> {
         let mut out = Cow::Borrowed(text);
         for rule in &self.rules {
+            if let Some(check) = rule.check {
+                if let Some(checked) = checked(rule, check, &out) {
+                    out = Cow::Owned(checked);
+                }
+                continue;
+            }
             if let Cow::Owned(s) = rule.regex.replace_all(&out, rule.replacement.as_str()) {
                 // Counted only where something matched: a second pass
                 // over text that held a secret, none over clean text.
@@ -191,6 +238,27 @@ impl Redactor {
     }
 }
 
+/// `text` with the matches of `rule` that pass `check` replaced; `None`
+/// when none does (so clean text, and a near miss, cost no copy).
+fn checked(rule: &Rule, check: Check, text: &str) -> Option<String> {
+    if !rule.regex.find_iter(text).any(|m| check(m.as_str())) {
+        return None;
+    }
+    let mut n = 0;
+    let replaced = rule.regex.replace_all(text, |caps: &Captures<'_>| {
+        let whole = caps.get(0).map_or("", |m| m.as_str());
+        if !check(whole) {
+            return whole.to_owned();
+        }
+        n += 1;
+        let mut out = String::new();
+        caps.expand(&rule.replacement, &mut out);
+        out
+    });
+    tally::add(n);
+    Some(replaced.into_owned())
+}
+
 /// How many redactions an edit made, for the layer's decision event (a
 /// count, never the text). An edit is synchronous, so a count kept by the
 /// thread for the length of [`tally::counted`] is the edit's alone.
@@ -221,7 +289,7 @@ mod tests {
 
     fn builtin(name: &str) -> Redactor {
         let mut r = Redactor::default();
-        r.push(name, None).expect(name);
+        r.push(name, None, Vec::new()).expect(name);
         r
     }
 
@@ -270,11 +338,11 @@ mod tests {
         let r = builtin("@aws_access_key");
         assert!(matches!(r.apply("nothing here"), Cow::Borrowed(_)));
         let err = Redactor::default()
-            .push("@nope", None)
+            .push("@nope", None, Vec::new())
             .expect_err("unknown");
         assert!(err.to_string().contains("@aws_access_key"), "{err}");
         let empty = Redactor::default()
-            .push("a*", None)
+            .push("a*", None, Vec::new())
             .expect_err("matches nothing");
         assert_eq!(empty.to_string(), "\"a*\" matches the empty string");
     }
@@ -282,7 +350,7 @@ mod tests {
     #[test]
     fn content_redacts_text_and_structured_content_keys_too() {
         let mut r = Redactor::default();
-        r.push("s3cr3t", Some("***")).expect("valid");
+        r.push("s3cr3t", Some("***"), Vec::new()).expect("valid");
         let mut v = json!({"content": [
             {"type": "text", "text": "pw s3cr3t"},
             {"type": "resource", "resource": {"uri": "x://s3cr3t", "text": "s3cr3t"}},
@@ -315,7 +383,8 @@ mod tests {
     #[test]
     fn replacement_may_use_groups() {
         let mut r = Redactor::default();
-        r.push(r"(user=)\w+", Some("${1}[X]")).expect("valid");
+        r.push(r"(user=)\w+", Some("${1}[X]"), Vec::new())
+            .expect("valid");
         assert_eq!(r.apply("user=bob ok"), "user=[X] ok");
     }
 }

@@ -31,11 +31,12 @@ fn config() -> RewriteConfig {
         redact: vec![
             RedactConfig {
                 pattern: "AKIA[0-9A-Z]{16}".into(),
-                replacement: None,
+                ..RedactConfig::default()
             },
             RedactConfig {
                 pattern: "@github_token".into(),
                 replacement: Some("<gh>".into()),
+                ..RedactConfig::default()
             },
         ],
         redact_arguments: false,
@@ -464,4 +465,5 @@ async fn a_log_message_that_cannot_be_redacted_is_dropped() {
     assert!(seen.lock().expect("not poisoned").is_empty());
 }
 
+mod spared;
 mod tasks;

@@ -77,7 +77,7 @@ async fn edited_cacheable_results_are_private_to_their_caller() {
     let cfg = RewriteConfig {
         redact: vec![RedactConfig {
             pattern: "nothing-matches-this".into(),
-            replacement: None,
+            ..RedactConfig::default()
         }],
         ..RewriteConfig::default()
     };
