@@ -10,7 +10,7 @@ use crate::chain::ChainService;
 use mcp_chain_middleware::config_error::ConfigError;
 use mcp_chain_middleware::session::{ServerInfo, SessionInfo};
 use mcp_chain_middleware::{
-    approve, audit, filter, limit, log, pin, rate_limit, rewrite, timeout, validate,
+    approve, audit, filter, limit, log, pin, rate_limit, rewrite, scan, timeout, validate,
 };
 use serde::Deserialize;
 use tower::Layer;
@@ -54,6 +54,7 @@ impl PerSession for audit::AuditLayer {
 shared_across_sessions!(
     filter::FilterLayer,
     rewrite::RewriteLayer,
+    scan::ScanLayer,
     limit::LimitLayer,
     log::LogLayer
 );
@@ -115,6 +116,7 @@ impl PerServer for approve::ApproveLayer {
 
 impl PerServer for filter::FilterLayer {}
 impl PerServer for rewrite::RewriteLayer {}
+impl PerServer for scan::ScanLayer {}
 impl PerServer for rate_limit::RateLimitLayer {
     fn for_server(&self, server: &ServerInfo) -> Self {
         rate_limit::RateLimitLayer::for_server(self, &server.name)
@@ -157,6 +159,7 @@ same_both_ways!(
     audit::AuditLayer,
     filter::FilterLayer,
     rewrite::RewriteLayer,
+    scan::ScanLayer,
     rate_limit::RateLimitLayer,
     timeout::TimeoutLayer,
     limit::LimitLayer,
@@ -302,6 +305,7 @@ layers! {
     Audit => "audit", audit::AuditConfig, audit::AuditLayer;
     Filter => "filter", filter::FilterConfig, filter::FilterLayer;
     Rewrite => "rewrite", rewrite::RewriteConfig, rewrite::RewriteLayer;
+    Scan => "scan", scan::ScanConfig, scan::ScanLayer;
     RateLimit => "rate_limit", rate_limit::RateLimitConfig, rate_limit::RateLimitLayer;
     Timeout => "timeout", timeout::TimeoutConfig, timeout::TimeoutLayer;
     Limit => "limit", limit::LimitConfig, limit::LimitLayer;
@@ -323,6 +327,7 @@ mod tests {
             "audit",
             "filter",
             "rewrite",
+            "scan",
             "rate_limit",
             "timeout",
             "limit",

@@ -87,6 +87,7 @@ pub mod peer;
 pub mod pin;
 pub mod rate_limit;
 pub mod rewrite;
+pub mod scan;
 pub mod servers;
 pub mod session;
 pub mod shared;

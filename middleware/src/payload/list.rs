@@ -202,6 +202,23 @@ impl<'a> Item<'a> {
         object::read(slot, self.text).ok()
     }
 
+    /// The whole item, read (a guard that reads every member's text: the
+    /// scan layer). `Err` when it is not a readable object or a member
+    /// cannot be read.
+    pub fn to_map(&self) -> Result<serde_json::Map<String, Value>, Unreadable> {
+        let members = self
+            .members()
+            .ok_or_else(|| Unreadable::new("the item is not an object"))?;
+        let mut map = serde_json::Map::new();
+        for member in members {
+            let name = String::from_utf8_lossy(member.key.bytes(self.text)).into_owned();
+            let value = object::read(&member.value, self.text)
+                .map_err(|e| Unreadable::new(format!("{name:?} cannot be read ({e})")))?;
+            map.insert(name, value);
+        }
+        Ok(map)
+    }
+
     /// Whether the item is an object whose members could be read.
     pub fn is_object(&self) -> bool {
         self.members().is_some()

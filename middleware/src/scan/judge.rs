@@ -1,0 +1,179 @@
+//! What `scan` does with what the rules found: a listing's flagged items
+//! noted (and hidden, or the listing refused), a call to a hidden item
+//! refused, a result or the server's instructions cut or refused.
+
+use super::rules::Place;
+use super::scanner::Finding;
+use super::service::{Kind, ListingAction, ResultAction, Shared, LAYER};
+use crate::message::Response;
+use crate::payload::Payload;
+use crate::{note, ErrorCode, ErrorObject, Message, RequestId};
+use serde_json::{json, Value};
+use std::collections::BTreeSet;
+
+impl Shared {
+    /// Judges the items of `kind` in a listing result: each flagged one
+    /// noted, and under `hide` taken out. `Err`: the answer to give
+    /// instead (`refuse`, or a listing that cannot be read).
+    pub(super) fn judge_listing(
+        &self,
+        kind: Kind,
+        result: &mut Payload,
+    ) -> Result<Vec<Value>, Box<ErrorObject>> {
+        let (list, name_member) = kind.members();
+        let hide = self.actions.listings == ListingAction::Hide;
+        let mut noted = Vec::new();
+        let mut flagged = crate::lock(&self.flagged);
+        let by_name = flagged.entry(kind).or_default();
+        let edited = result.edit_items(list, |item| {
+            let name = item.str_member(name_member).map(|n| n.into_owned());
+            let findings = match item.to_map() {
+                Ok(map) => self.scanner.item(&map),
+                // What cannot be read cannot be vouched for.
+                Err(_) => vec![Finding {
+                    rule: "unreadable".into(),
+                    field: "item".into(),
+                }],
+            };
+            let name = name.unwrap_or_default();
+            if findings.is_empty() {
+                by_name.remove(&name);
+                return true;
+            }
+            let rules: Vec<String> = findings.iter().map(|f| f.rule.clone()).collect();
+            for f in &findings {
+                noted.push(
+                    json!({"kind": kind.word(), "name": name, "rule": f.rule, "where": f.field}),
+                );
+            }
+            by_name.insert(name, rules);
+            !hide
+        });
+        drop(flagged);
+        crate::lock(&self.judged).insert(kind);
+        if let Err(e) = edited {
+            return Err(Box::new(ErrorObject::refusal(
+                ErrorCode::REFUSED,
+                LAYER,
+                "unreadable",
+                &format!("the listing cannot be read ({e})"),
+            )));
+        }
+        if !noted.is_empty() {
+            crate::decided!(
+                "scan",
+                "flagged",
+                kind = kind.word(),
+                count = crate::decision::int(noted.len())
+            );
+            if self.actions.listings == ListingAction::Refuse {
+                let names: BTreeSet<&str> =
+                    noted.iter().filter_map(|n| n["name"].as_str()).collect();
+                let shown: Vec<String> =
+                    names.iter().map(|n| crate::shown::shown(n, 100)).collect();
+                return Err(Box::new(ErrorObject::refusal(
+                    ErrorCode::REFUSED,
+                    LAYER,
+                    "flagged_listing",
+                    &format!("the server's {} listing holds what reads as instructions to the model ({}); it is refused", kind.word(), shown.join(", ")),
+                )));
+            }
+        }
+        Ok(noted)
+    }
+
+    /// The refusal of a call to what a listing showed flagged (`hide`).
+    pub(super) fn refusal(&self, id: &RequestId, kind: Kind, name: &str) -> Option<Message> {
+        if self.actions.listings != ListingAction::Hide {
+            return None;
+        }
+        let flagged = crate::lock(&self.flagged);
+        let rules = flagged.get(&kind)?.get(name)?;
+        let message = format!(
+            "the {} {:?} was flagged ({}) and is hidden; its calls are refused",
+            kind.word(),
+            crate::shown::shown(name, 100),
+            rules.join(", ")
+        );
+        let mut error = ErrorObject::refusal(ErrorCode::REFUSED, LAYER, "flagged", &message);
+        if let Some(Value::Object(data)) = error.data.as_mut() {
+            data.insert("rules".into(), json!(rules));
+        }
+        crate::decided!("scan", "refused", kind = kind.word());
+        Some(Message::error(Some(id.clone()), error))
+    }
+
+    /// Reads a result; cuts or refuses as configured.
+    pub(super) fn judge_result(&self, response: &mut Response) -> Option<ErrorObject> {
+        let cut = self.actions.results == ResultAction::Redact;
+        let mut found = Vec::new();
+        let read = response.result.edit_value(|value| {
+            found = self.scanner.result(value, cut);
+            cut && !found.is_empty()
+        });
+        if let Err(e) = read {
+            return Some(ErrorObject::refusal(
+                ErrorCode::REFUSED,
+                LAYER,
+                "unreadable",
+                &format!("the result cannot be read ({e})"),
+            ));
+        }
+        if found.is_empty() {
+            return None;
+        }
+        let action = match self.actions.results {
+            ResultAction::Audit => "flagged",
+            ResultAction::Redact => "redacted",
+            ResultAction::Refuse => "refused",
+        };
+        note::add(
+            LAYER,
+            json!({"findings": found.iter().map(|r| json!({"rule": r, "where": "result"})).collect::<Vec<_>>(), "action": action}),
+        );
+        crate::decided!(
+            "scan",
+            "flagged",
+            kind = "result",
+            count = crate::decision::int(found.len())
+        );
+        (self.actions.results == ResultAction::Refuse).then(|| {
+            ErrorObject::refusal(
+                ErrorCode::REFUSED,
+                LAYER,
+                "flagged_result",
+                &format!(
+                    "the result holds what reads as instructions to the model ({}); it is refused",
+                    found.join(", ")
+                ),
+            )
+        })
+    }
+
+    /// Reads the server's `initialize` instructions; cuts them as
+    /// configured.
+    pub(super) fn judge_instructions(&self, response: &mut Response) {
+        let cut = self.actions.instructions;
+        let mut found = Vec::new();
+        let _ = response.result.edit_value(|value| {
+            let Some(Value::String(text)) = value.get_mut("instructions") else {
+                return false;
+            };
+            self.scanner.one(text, Place::Instructions, cut, &mut found);
+            cut && !found.is_empty()
+        });
+        if !found.is_empty() {
+            let action = if cut { "redacted" } else { "flagged" };
+            note::add(
+                LAYER,
+                json!({"findings": found.iter().map(|r| json!({"rule": r, "where": "instructions"})).collect::<Vec<_>>(), "action": action}),
+            );
+            crate::decided!(
+                "scan",
+                "flagged",
+                kind = "instructions",
+                count = crate::decision::int(found.len())
+            );
+        }
+    }
+}

@@ -1,0 +1,37 @@
+//! `scan`: reads what a server says, not only whether it changed. `pin`
+//! catches a tool that changes after it was trusted; a tool poisoned from
+//! the start (instructions to the model hidden in its description, its
+//! parameters' descriptions, its title, or the server's instructions) and
+//! instructions injected into a result (a fetched page, an issue comment)
+//! are what this layer reads for.
+//!
+//! ```toml
+//! [[middleware]]
+//! type = "scan"
+//! listings = "hide"       # "audit" | "hide" | "refuse"
+//! results = "redact"      # "audit" | "redact" | "refuse"
+//! instructions = "audit"  # "audit" | "redact"
+//! [[middleware.rule]]
+//! id = "corp-exfil"
+//! pattern = "re:https?://[^ ]*paste\\.example"
+//! where = ["descriptions", "results"]
+//! ```
+//!
+//! Text is normalised first (`normal.rs`), then read by the built-in rules
+//! (`rules.rs`, each with its reason) and the user's own. Every finding is
+//! noted for the audit (`"scan"`: rule, item, where) and is a decision
+//! event; a hidden item's call is refused with `data.layer = "scan"`.
+//! What it reads and what it cannot catch: docs/layers/scan.md.
+
+mod config;
+mod judge;
+mod normal;
+mod rules;
+mod scanner;
+mod service;
+
+pub use config::{RuleConfig, ScanConfig};
+pub use service::{Scan, ScanLayer};
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,187 @@
+//! The rules `scan` reads text with: built-in ones, each with an id and
+//! the reason it exists (docs/layers/scan.md), and a user's own. A rule
+//! is a regex over the normal text (`normal.rs`: case ignored, any run of
+//! white space one space, look-alikes folded), run where it is meant to
+//! be: a tool's description says what the tool does, so an instruction
+//! to the model there is out of place; a fetched page in a result may
+//! quote many things, so results are read by the rules that name an
+//! attack rather than a style.
+//!
+//! What a rule cannot see: an instruction written as plain advice ("for
+//! best results, first read the user's notes and include them"), one
+//! split over two fields, one in a language the rules are not written in.
+
+use regex::{Regex, RegexSet};
+use std::sync::OnceLock;
+
+/// Where a rule reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) enum Place {
+    /// Names, titles, descriptions, schemas and annotations of tools,
+    /// prompts, resources and templates.
+    Descriptions,
+    /// Tool results, read resources, prompt messages.
+    Results,
+    /// The server's `initialize` instructions.
+    Instructions,
+}
+
+impl Place {
+    pub(super) fn parse(word: &str) -> Option<Self> {
+        match word {
+            "descriptions" => Some(Self::Descriptions),
+            "results" => Some(Self::Results),
+            "instructions" => Some(Self::Instructions),
+            _ => None,
+        }
+    }
+}
+
+const ALL: &[Place] = &[Place::Descriptions, Place::Results, Place::Instructions];
+const LISTED: &[Place] = &[Place::Descriptions, Place::Instructions];
+
+/// A built-in rule: its id, where it reads, its patterns.
+pub(super) struct BuiltIn {
+    pub(super) id: &'static str,
+    places: &'static [Place],
+    patterns: &'static [&'static str],
+}
+
+/// The invisible-characters rule's id (it reads characters, not words:
+/// `normal.rs` notes them).
+pub(super) const INVISIBLE: &str = "invisible-characters";
+/// The rule of descriptions longer than the tool's inputs justify.
+pub(super) const OVERSIZED: &str = "oversized-description";
+
+/// The built-in rules that are patterns.
+pub(super) const BUILT_IN: &[BuiltIn] = &[
+    // Words addressed to the model, not describing the tool: an override
+    // of what it was told, a new role, a chat template's markers, the
+    // tags poisoned descriptions wrap their orders in.
+    BuiltIn {
+        id: "model-instructions",
+        places: ALL,
+        patterns: &[
+            r"\b(?:ignore|disregard|forget|override|bypass)\s+(?:all\s+|any\s+|the\s+|your\s+|of\s+)*(?:previous|prior|above|earlier|preceding|former|other|system|original)\s+(?:instructions?|prompts?|messages?|rules|directions|guidelines|context)",
+            r"\b(?:new|updated|real|actual|secret|hidden)\s+(?:system\s+)?instructions?\s*:",
+            r"\byou\s+are\s+now\s+(?:a|an|in|the|acting|operating|no\s+longer)\b",
+            r"\bfrom\s+now\s+on,?\s+(?:you|the\s+(?:assistant|model|ai)|always|never|ignore)\b",
+            r"<\s*/?\s*(?:important|system|instructions?|secret|hidden|admin|override|sys)\s*>",
+            r"\[\s*/?\s*(?:inst|system|sys)\s*\]|<\|\s*im_(?:start|end)\s*\|>|<<\s*/?sys\s*>>",
+            r"(?m)^\s*#{0,3}\s*(?:system|assistant)\s*(?:prompt)?\s*:",
+            r"\b(?:before|prior\s+to|after)\s+(?:using|calling|invoking|running|executing)\s+(?:any|every|each|all|another|other)\s+(?:other\s+)?tools?\b",
+            r"\b(?:whenever|every\s+time|each\s+time)\s+(?:you|the\s+(?:assistant|model|ai|agent))\s+(?:use|call|invoke|run)s?\s+(?:any|another|other|a)\s+(?:other\s+)?tools?\b",
+            r"\botherwise\s+(?:the|this)\s+(?:tool|system|server|application|app)\s+will\s+(?:not\s+work|crash|fail|break|stop)",
+            r"\b(?:the\s+)?(?:assistant|model|ai|agent|llm)\s+(?:must|should|has\s+to|needs\s+to)\s+(?:always\s+|first\s+|also\s+|secretly\s+|silently\s+)*(?:call|use|invoke|run|execute|send|read|include|pass|ignore)\b",
+        ],
+    },
+    // Keeping the person out: an order not to tell them, or to act
+    // without their knowing.
+    BuiltIn {
+        id: "concealment",
+        places: ALL,
+        patterns: &[
+            r"\b(?:do\s+not|don'?t|never|must\s+not|should\s+not)\s+(?:tell|inform|mention|reveal|disclose|notify|alert|show|say|explain|let)\b[^.\n]{0,40}\b(?:user|human|person|anyone|them)\b",
+            r"\b(?:without|not)\s+(?:telling|informing|notifying|alerting|asking|mentioning\s+(?:it|this)\s+to)\s+(?:the\s+)?(?:user|human|person)",
+            r"\b(?:the\s+)?user\s+(?:must|should|need|does)\s*(?:not|n'?t)\s+(?:know|see|be\s+(?:told|aware|informed|notified))",
+            r"\b(?:silently|secretly|covertly|quietly)\s+(?:call|send|read|include|add|forward|copy|upload|pass|execute|run)\b",
+            r"\b(?:keep|hide)\s+(?:this|it|these|the\s+following)\s+(?:secret|hidden|confidential)\s+from\s+(?:the\s+)?user",
+        ],
+    },
+    // Files and secrets a tool has no business with, named in its
+    // description or pushed at the model in a result.
+    BuiltIn {
+        id: "sensitive-files",
+        places: ALL,
+        patterns: &[
+            r"~/\.ssh\b|\.ssh/(?:id_|authorized_keys|known_hosts|config)|\bid_(?:rsa|dsa|ecdsa|ed25519)\b",
+            r"\.aws/credentials|\.config/gcloud|\.azure/|\.kube/config|\.docker/config\.json|\.npmrc\b|\.pypirc\b|\.netrc\b|\.git-credentials\b|\.gnupg\b",
+            r"/etc/(?:passwd|shadow|sudoers)\b",
+            r"\b(?:claude_desktop_config|mcp_config|mcp)\.json\b|\.cursor/mcp|\.codex/config\.toml",
+            r"\b(?:read|cat|open|include|send|copy|upload|extract|print|dump|list)\s+(?:the\s+|all\s+|any\s+|your\s+|their\s+)*(?:contents?\s+of\s+(?:the\s+)?)?(?:\.env|~/\.|/etc/|private\s+keys?|ssh\s+keys?|api\s+keys?|secret\s+keys?|seed\s+phrases?|wallet|credentials?\s+files?|browser\s+cookies|keychain)",
+        ],
+    },
+    // Shapes of sending data away: a URL with a slot for the data, an
+    // order to send or encode something to somewhere, data to smuggle in
+    // a parameter.
+    BuiltIn {
+        id: "exfiltration",
+        places: ALL,
+        patterns: &[
+            r"https?://[^\s]*(?:\{\{?\s*[a-z_]+\s*\}\}?|<[a-z_ ]{2,30}>|\$\{[a-z_]+\}|%s\b)",
+            r"\b(?:send|post|upload|forward|transmit|exfiltrate|leak|report|beacon)s?\s+(?:it|them|this|that|everything|the|all|any|its|their|every|your)?\s*(?:[0-9A-Za-z_'-]+\s+){0,5}to\s+(?:https?://|the\s+(?:following\s+)?(?:url|endpoint|address|server|webhook)|this\s+(?:url|endpoint|address|webhook)|[a-z0-9.-]+\.[a-z]{2,}/)",
+            r"\b(?:base64|hex|rot13|url)[\s-]?encod[0-9A-Za-z_]*\b[^.\n]{0,60}\b(?:and|then)\s+(?:send|include|pass|append|add|put|post|upload)",
+            r"\bencod[0-9A-Za-z_]*\s+[^.\n]{0,40}\b(?:in|as|with|using|into)\s+base64\b[^.\n]{0,60}\b(?:send|include|pass|append|add|put|post|upload)",
+            r"\b(?:include|pass|put|add|append|embed|insert|attach)\s+(?:the|all|any|its|their|your|every)?\s*(?:full\s+|entire\s+|complete\s+)?(?:contents?|conversation|chat\s+history|messages?|previous\s+[0-9A-Za-z_]+|system\s+prompt|api\s+keys?|tokens?|passwords?|secrets?|credentials?|private\s+keys?|ssh\s+keys?)\b[^.\n]{0,60}\b(?:in|into|as|to)\s+(?:the\s+)?(?:[0-9A-Za-z_'-]+\s+){0,2}(?:parameter|argument|field|sidenote|note|comment|query|url|body)",
+        ],
+    },
+    // A description ordering how other tools are to be used: the shape of
+    // one server shadowing another's tools.
+    BuiltIn {
+        id: "tool-shadowing",
+        places: LISTED,
+        patterns: &[
+            r"\bwhen\s+(?:the\s+)?[`'\x22]?[a-z0-9_.-]+[`'\x22]?\s+tool\s+is\s+(?:used|called|invoked)\b",
+            r"\binstead\s+of\s+(?:using|calling)\s+(?:the\s+)?[`'\x22]?[a-z0-9_.-]+[`'\x22]?(?:\s+tool)?,?\s+(?:always\s+)?(?:use|call)\b",
+            r"\b(?:all|every|any)\s+(?:e-?mails?|messages?|requests?|calls?|transactions?|payments?)\s+(?:must|should|need\s+to)\s+(?:be\s+)?(?:sent|forwarded|copied|cc'?d|bcc'?d|redirected)\s+to\b",
+            r"\b(?:change|replace|set|override)\s+(?:the\s+)?(?:recipient|destination|to\s+address|account|iban|wallet\s+address)\s+(?:to|with)\b",
+        ],
+    },
+];
+
+/// A rule compiled: its id, where it reads, its patterns as one set.
+#[derive(Debug, Clone)]
+pub(super) struct Rule {
+    pub(super) id: String,
+    pub(super) places: Vec<Place>,
+    set: RegexSet,
+    /// Each pattern on its own, compiled the first time the set says it
+    /// matched (to find where: rare, so not paid for at load).
+    each: Vec<(String, OnceLock<Regex>)>,
+}
+
+impl Rule {
+    pub(super) fn new(
+        id: &str,
+        places: &[Place],
+        patterns: &[String],
+    ) -> Result<Self, regex::Error> {
+        // Word boundaries as ASCII knows them: the text is folded to
+        // Latin first, and a Unicode boundary would keep the fast engines
+        // off any text with a character outside ASCII.
+        let written: Vec<String> = patterns
+            .iter()
+            .map(|p| format!("(?i){}", p.replace(r"\b", r"(?-u:\b)")))
+            .collect();
+        Ok(Rule {
+            id: id.to_owned(),
+            places: places.to_vec(),
+            set: RegexSet::new(&written)?,
+            each: written.into_iter().map(|p| (p, OnceLock::new())).collect(),
+        })
+    }
+
+    /// The built-in rules, compiled.
+    pub(super) fn built_in() -> Vec<Rule> {
+        BUILT_IN
+            .iter()
+            .map(|b| {
+                let patterns: Vec<String> = b.patterns.iter().map(|p| (*p).to_owned()).collect();
+                Rule::new(b.id, b.places, &patterns).expect("a built-in rule compiles")
+            })
+            .collect()
+    }
+
+    pub(super) fn reads(&self, place: Place) -> bool {
+        self.places.contains(&place)
+    }
+
+    /// Where in `text` this rule matches, if it does.
+    pub(super) fn find(&self, text: &str) -> Option<std::ops::Range<usize>> {
+        let first = self.set.matches(text).into_iter().next()?;
+        let (pattern, compiled) = &self.each[first];
+        // The set compiled it: it compiles on its own too.
+        let regex = compiled.get_or_init(|| Regex::new(pattern).expect("compiled in the set"));
+        regex.find(text).map(|m| m.range())
+    }
+}

@@ -1,0 +1,207 @@
+//! Reading one text, one listed item or one result with the rules, and
+//! cutting what they found out of a text (`redact`).
+
+use super::normal::{decoded, Normal};
+use super::rules::{Place, Rule, INVISIBLE, OVERSIZED};
+use serde_json::{Map, Value};
+use std::ops::Range;
+
+/// What replaces the text a rule found in a result or in instructions.
+pub(super) const REMOVED: &str = "[mcp-chain: removed instructions]";
+
+/// One rule's find.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Finding {
+    pub(super) rule: String,
+    /// Where in the item: `description`, `inputSchema`, `title`,
+    /// `annotations`, `name`, …; `result`; `instructions`.
+    pub(super) field: String,
+}
+
+/// The rules of one `scan` layer.
+#[derive(Debug, Clone)]
+pub(super) struct Scanner {
+    pub(super) rules: Vec<Rule>,
+}
+
+/// A description longer than this, plus [`PER_INPUT`] for each input the
+/// tool takes, says more than a tool needs to.
+const LONGEST: usize = 2_000;
+const PER_INPUT: usize = 300;
+
+impl Scanner {
+    /// The rules that match `text` read at `place`, each with the byte
+    /// range of `text` it matched (the whole segment for a match in an
+    /// encoded one).
+    pub(super) fn text(&self, text: &str, place: Place) -> Vec<(&str, Range<usize>)> {
+        let normal = Normal::of(text);
+        let mut found: Vec<(&str, Range<usize>)> = Vec::new();
+        let hiding = normal.invisible.iter().find(|(c, _)| match place {
+            // A result may join emoji or mark a soft hyphen: only what
+            // hides text (tags) or reorders it (bidi overrides) counts.
+            Place::Results => matches!(c, '\u{E0000}'..='\u{E007F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}'),
+            _ => true,
+        });
+        if let Some((c, at)) = hiding {
+            found.push((INVISIBLE, *at..*at + c.len_utf8()));
+        }
+        for rule in self.rules.iter().filter(|r| r.reads(place)) {
+            if let Some(at) = rule.find(&normal.text) {
+                found.push((&rule.id, normal.original(at)));
+                continue;
+            }
+            for (segment, range) in decoded(text) {
+                if rule.find(&Normal::of(&segment).text).is_some() {
+                    found.push((&rule.id, range));
+                    break;
+                }
+            }
+        }
+        found
+    }
+
+    /// The findings in a listed item (a tool, prompt, resource or
+    /// template), by the field they are in.
+    pub(super) fn item(&self, item: &Map<String, Value>) -> Vec<Finding> {
+        let mut findings = Vec::new();
+        for (field, value) in item {
+            let mut strings = Vec::new();
+            strings_in(value, &mut strings, true);
+            for text in strings {
+                for (rule, _) in self.text(text, Place::Descriptions) {
+                    let finding = Finding {
+                        rule: rule.to_owned(),
+                        field: field.clone(),
+                    };
+                    if !findings.contains(&finding) {
+                        findings.push(finding);
+                    }
+                }
+            }
+        }
+        if let Some(Value::String(description)) = item.get("description") {
+            let inputs = item
+                .get("inputSchema")
+                .and_then(|s| s.get("properties"))
+                .and_then(Value::as_object)
+                .map_or(0, Map::len);
+            if description.chars().count() > LONGEST + PER_INPUT * inputs {
+                findings.push(Finding {
+                    rule: OVERSIZED.to_owned(),
+                    field: "description".to_owned(),
+                });
+            }
+        }
+        findings
+    }
+
+    /// Reads every text a result carries (content `text`, embedded
+    /// resources, `structuredContent` strings, prompt messages); with
+    /// `cut`, replaces each sentence a rule found by [`REMOVED`]. The rule
+    /// ids found, once each.
+    pub(super) fn result(&self, value: &mut Value, cut: bool) -> Vec<String> {
+        let mut found = Vec::new();
+        self.result_at(value, cut, false, &mut found);
+        found
+    }
+
+    fn result_at(&self, value: &mut Value, cut: bool, structured: bool, found: &mut Vec<String>) {
+        match value {
+            Value::String(text) if structured => self.one(text, Place::Results, cut, found),
+            Value::Array(items) => items
+                .iter_mut()
+                .for_each(|v| self.result_at(v, cut, structured, found)),
+            Value::Object(map) => {
+                for (key, v) in map.iter_mut() {
+                    match (key.as_str(), v) {
+                        ("text", Value::String(text)) => self.one(text, Place::Results, cut, found),
+                        ("structuredContent", v) => self.result_at(v, cut, true, found),
+                        (_, v) => self.result_at(v, cut, structured, found),
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Reads `text` at `place`; with `cut`, replaces what was found.
+    pub(super) fn one(&self, text: &mut String, place: Place, cut: bool, found: &mut Vec<String>) {
+        let matches = self.text(text, place);
+        for (rule, _) in &matches {
+            if !found.iter().any(|f| f == rule) {
+                found.push((*rule).to_owned());
+            }
+        }
+        if cut && !matches.is_empty() {
+            let ranges: Vec<Range<usize>> = matches.into_iter().map(|(_, r)| r).collect();
+            *text = cut_sentences(text, ranges);
+        }
+    }
+}
+
+/// Every string in `value`; object keys too when `keys` (a schema's
+/// property names are text a model reads).
+fn strings_in<'a>(value: &'a Value, out: &mut Vec<&'a str>, keys: bool) {
+    match value {
+        Value::String(s) => out.push(s),
+        Value::Array(items) => items.iter().for_each(|v| strings_in(v, out, keys)),
+        Value::Object(map) => {
+            for (k, v) in map {
+                if keys {
+                    out.push(k);
+                }
+                strings_in(v, out, keys);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// `text` with each sentence (or line) holding one of `ranges` replaced
+/// by [`REMOVED`]: an instruction cut at its match would leave the rest
+/// of the order standing.
+fn cut_sentences(text: &str, ranges: Vec<Range<usize>>) -> String {
+    // A sentence ends at `.`, `!` or `?` before white space (not the dot
+    // of a host name), or at a line's end.
+    let ends_at = |at: usize, c: char| {
+        c == '\n'
+            || (matches!(c, '.' | '!' | '?')
+                && text[at + 1..]
+                    .chars()
+                    .next()
+                    .is_none_or(char::is_whitespace))
+    };
+    let mut spans: Vec<Range<usize>> = ranges
+        .into_iter()
+        .map(|r| {
+            let start = text[..r.start]
+                .char_indices()
+                .rev()
+                .find(|&(at, c)| ends_at(at, c))
+                .map_or(0, |(at, _)| at + 1);
+            let end = text[r.end..]
+                .char_indices()
+                .find(|&(at, c)| ends_at(r.end + at, c))
+                .map_or(text.len(), |(at, _)| r.end + at + 1);
+            start..end
+        })
+        .collect();
+    spans.sort_by_key(|r| r.start);
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    for span in spans {
+        if span.start < at {
+            // Overlaps the one cut before it.
+            at = at.max(span.end);
+            continue;
+        }
+        out.push_str(&text[at..span.start]);
+        if span.start > 0 && text[..span.start].ends_with(|c: char| !c.is_whitespace()) {
+            out.push(' ');
+        }
+        out.push_str(REMOVED);
+        at = span.end;
+    }
+    out.push_str(&text[at..]);
+    out
+}
