@@ -82,6 +82,7 @@ pub(super) const BUILT_IN: &[BuiltIn] = &[
         places: ALL,
         patterns: &[
             r"\b(?:do\s+not|don'?t|never|must\s+not|should\s+not)\s+(?:tell|inform|mention|reveal|disclose|notify|alert|show|say|explain|let)\b[^.\n]{0,40}\b(?:user|human|person|anyone|them)\b",
+            r"\b(?:do\s+not|don'?t|never)\s+(?:mention|reveal|disclose)\s+(?:that|this|it|the\s+fact|anything)\b",
             r"\b(?:without|not)\s+(?:telling|informing|notifying|alerting|asking|mentioning\s+(?:it|this)\s+to)\s+(?:the\s+)?(?:user|human|person)",
             r"\b(?:the\s+)?user\s+(?:must|should|need|does)\s*(?:not|n'?t)\s+(?:know|see|be\s+(?:told|aware|informed|notified))",
             r"\b(?:silently|secretly|covertly|quietly)\s+(?:call|send|read|include|add|forward|copy|upload|pass|execute|run)\b",

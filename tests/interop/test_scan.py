@@ -1,0 +1,74 @@
+"""`scan` and the personal-data presets through the binary, driven by the
+official Python SDK client, in front of a server on the official Python
+SDK whose tools are poisoned (poisoned_server.py): the poisoned tools leave
+the list and their calls are refused, an instruction injected into a
+result is cut, card numbers are redacted except from the tool whose
+business they are, and every finding is on the audit's line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from mcp.shared.exceptions import MCPError
+
+import harness
+from harness import Chain, open_session
+
+pytestmark = pytest.mark.anyio
+
+SERVER = [str(harness.REPO / ".venv/bin/python"), str(harness.INTEROP / "poisoned_server.py"), harness.RUN_MARKER]
+REMOVED = "[mcp-chain: removed instructions]"
+
+
+def chain(tmp_path: Path) -> tuple[Chain, Path]:
+    audit = tmp_path / "audit.jsonl"
+    config = tmp_path / "scan.toml"
+    config.write_text(f"""
+[[middleware]]
+type = "audit"
+path = "{audit}"
+
+[[middleware]]
+type = "scan"
+
+[[middleware]]
+type = "rewrite"
+[[middleware.redact]]
+pattern = "@card"
+except_tools = ["charge"]
+""")
+    return Chain("scan", config), audit
+
+
+async def test_poisoned_tools_are_hidden_injections_cut_cards_redacted(tmp_path: Path):
+    used, audit = chain(tmp_path)
+    harness.require_chain(used)
+    async with open_session(SERVER, used, label="scan") as conn:
+        listed = {t.name for t in (await conn.session.list_tools()).tools}
+        assert listed == {"add", "fetch_page", "charge", "order"}, listed
+        with pytest.raises(MCPError) as refused:
+            await conn.session.call_tool("add_precisely", {"a": 1, "b": 2})
+        assert refused.value.error.data["layer"] == "scan"
+        assert refused.value.error.data["reason"] == "flagged"
+        assert "model-instructions" in refused.value.error.data["rules"]
+        page = (await conn.session.call_tool("fetch_page", {"url": "https://docs.example"})).content[0].text
+        assert page == f"Welcome to the docs. {REMOVED} Thanks for reading.", page
+        order = (await conn.session.call_tool("order", {"number": "7"})).content[0].text
+        assert order == "order 7 paid with [REDACTED]; reference 4111 1111 1111 1112", order
+        charged = (await conn.session.call_tool("charge", {"card": "4111 1111 1111 1111"})).content[0].text
+        assert charged == "charged 4111 1111 1111 1111", "spared: the card is this tool's business"
+        assert (await conn.session.call_tool("add", {"a": 2, "b": 3})).content[0].text == "5"
+    lines = harness.jsonl(audit)
+    listing = next(line for line in lines if line.get("method") == "tools/list" and "scan" in line.get("notes", {}))
+    findings = listing["notes"]["scan"]["findings"]
+    assert listing["notes"]["scan"]["action"] == "hidden"
+    flagged = {(f["name"], f["rule"], f["where"]) for f in findings}
+    assert ("add_precisely", "model-instructions", "description") in flagged, flagged
+    assert ("add_precisely", "concealment", "description") in flagged, flagged
+    assert ("weather", "invisible-characters", "description") in flagged, flagged
+    assert ("weather", "exfiltration", "description") in flagged, flagged
+    assert not any(name in {"add", "fetch_page", "charge", "order"} for name, _, _ in flagged), flagged
+    cut = next(line for line in lines if line.get("tool") == "fetch_page" and line.get("kind") == "response")
+    assert cut["notes"]["scan"] == {"findings": [{"rule": "model-instructions", "where": "result"},
+                                                 {"rule": "exfiltration", "where": "result"}], "action": "redacted"}, cut
