@@ -48,6 +48,9 @@
 //!   request carries an RS256 access token the front checks; the bench is
 //!   the issuer (`issuer.rs`), and its pipe client sends the token as a
 //!   header.
+//! - `limited`, `limited-state`: one `rate_limit` rule that never refuses,
+//!   on the process's buckets or on `[state]` (a loopback Redis).
+//! - `scan`: one `scan` layer, every listing and result read by its rules.
 //!
 //! Every round starts fresh processes and runs every workload on every
 //! mode, one after another (A B C D, A B C D, …, the order rotated each
@@ -391,6 +394,11 @@ fn launch(
                 .filter(|_| mode == Mode::LimitedState);
             let path = work.join(format!("{}.toml", mode.key()));
             std::fs::write(&path, state::config(redis))?;
+            launch.args = vec!["--config".into(), path.into(), "--".into(), fixture_os];
+        }
+        Mode::Scan => {
+            let path = work.join("scan.toml");
+            std::fs::write(&path, "[[middleware]]\ntype = \"scan\"\n")?;
             launch.args = vec!["--config".into(), path.into(), "--".into(), fixture_os];
         }
         Mode::HttpEmpty => launch.args = vec!["--".into(), url.into()],

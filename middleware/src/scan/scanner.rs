@@ -45,16 +45,19 @@ impl Scanner {
         if let Some((c, at)) = hiding {
             found.push((INVISIBLE, *at..*at + c.len_utf8()));
         }
+        // Encoded segments, decoded and normalised once for every rule.
+        let segments: Vec<(Normal, Range<usize>)> = decoded(text)
+            .into_iter()
+            .map(|(segment, range)| (Normal::of(&segment), range))
+            .collect();
         for rule in self.rules.iter().filter(|r| r.reads(place)) {
             if let Some(at) = rule.find(&normal.text) {
                 found.push((&rule.id, normal.original(at)));
                 continue;
             }
-            for (segment, range) in decoded(text) {
-                if rule.find(&Normal::of(&segment).text).is_some() {
-                    found.push((&rule.id, range));
-                    break;
-                }
+            let inside = segments.iter().find(|(s, _)| rule.find(&s.text).is_some());
+            if let Some((_, range)) = inside {
+                found.push((&rule.id, range.clone()));
             }
         }
         found
