@@ -24,6 +24,21 @@ pub(super) struct Scanner {
     pub(super) rules: Vec<Rule>,
 }
 
+/// How much of a text is read at once, and how much two windows share.
+const WINDOW: usize = 64 * 1024;
+const OVERLAP: usize = 2 * 1024;
+
+/// The char boundary at or before `at` (the end past it).
+fn boundary(text: &str, at: usize) -> usize {
+    if at >= text.len() {
+        return text.len();
+    }
+    (0..=at)
+        .rev()
+        .find(|&i| text.is_char_boundary(i))
+        .unwrap_or(0)
+}
+
 /// A description longer than this, plus [`PER_INPUT`] for each input the
 /// tool takes, says more than a tool needs to.
 const LONGEST: usize = 2_000;
@@ -34,6 +49,34 @@ impl Scanner {
     /// range of `text` it matched (the whole segment for a match in an
     /// encoded one).
     pub(super) fn text(&self, text: &str, place: Place) -> Vec<(&str, Range<usize>)> {
+        if text.len() <= WINDOW {
+            return self.window(text, place);
+        }
+        // A long text is read a window at a time (the normal text and its
+        // map back stay bounded), each overlapping the last by more than
+        // any rule's match spans.
+        let mut found: Vec<(&str, Range<usize>)> = Vec::new();
+        let mut start = 0;
+        while start < text.len() {
+            let end = boundary(text, start + WINDOW);
+            for (rule, at) in self.window(&text[start..end], place) {
+                let at = start + at.start..start + at.end;
+                if !found
+                    .iter()
+                    .any(|(r, a)| *r == rule && a.start < at.end && at.start < a.end)
+                {
+                    found.push((rule, at));
+                }
+            }
+            if end == text.len() {
+                break;
+            }
+            start = boundary(text, end - OVERLAP);
+        }
+        found
+    }
+
+    fn window(&self, text: &str, place: Place) -> Vec<(&str, Range<usize>)> {
         let normal = Normal::of(text);
         let mut found: Vec<(&str, Range<usize>)> = Vec::new();
         let hiding = normal.invisible.iter().find(|(c, _)| match place {
