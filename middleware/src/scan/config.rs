@@ -86,7 +86,7 @@ impl ScanConfig {
             results,
             instructions,
         };
-        Ok(ScanLayer::new(Scanner { rules }, actions))
+        Ok(ScanLayer::new(Scanner::new(rules), actions))
     }
 }
 

@@ -21,15 +21,16 @@
 //! match can be cut out of the original (`results = "redact"`).
 
 use base64::Engine as _;
+use std::borrow::Cow;
 use std::ops::Range;
 use unicode_normalization::char::decompose_compatible;
 use unicode_security::confusable_detection::skeleton;
 
 /// A text read for scanning.
 #[derive(Debug, Default)]
-pub(super) struct Normal {
-    /// The normal text, lower case, single-spaced.
-    pub(super) text: String,
+pub(super) struct Normal<'a> {
+    /// The normal text, lower case, single-spaced; or the original itself.
+    pub(super) text: Cow<'a, str>,
     /// For each byte of `text`, the byte range of the original it came
     /// from; empty when `text` is the original as it is.
     spans: Vec<Range<usize>>,
@@ -60,19 +61,20 @@ fn tag_ascii(c: char) -> Option<char> {
         .flatten()
 }
 
-impl Normal {
+impl<'a> Normal<'a> {
     /// Reads `original`.
-    pub(super) fn of(original: &str) -> Self {
+    pub(super) fn of(original: &'a str) -> Self {
         let plain =
             |b: u8| b.is_ascii() && (!b.is_ascii_control() || matches!(b, b'\n' | b'\r' | b'\t'));
         if original.bytes().all(plain) {
             return Normal {
-                text: original.to_owned(),
+                text: Cow::Borrowed(original),
                 ..Normal::default()
             };
         }
+        let mut text = String::with_capacity(original.len());
         let mut normal = Normal {
-            text: String::with_capacity(original.len()),
+            text: Cow::Borrowed(""),
             spans: Vec::with_capacity(original.len()),
             invisible: Vec::new(),
         };
@@ -81,12 +83,17 @@ impl Normal {
             if is_invisible(c) {
                 normal.invisible.push((c, at));
                 if let Some(ascii) = tag_ascii(c) {
-                    normal.push_char(ascii.to_ascii_lowercase(), span);
+                    push_char(
+                        &mut text,
+                        &mut normal.spans,
+                        ascii.to_ascii_lowercase(),
+                        span,
+                    );
                 }
                 continue;
             }
             if c.is_ascii() {
-                normal.push_char(c.to_ascii_lowercase(), span);
+                push_char(&mut text, &mut normal.spans, c.to_ascii_lowercase(), span);
                 continue;
             }
             let mut folded = String::new();
@@ -107,26 +114,16 @@ impl Normal {
                     false => d.to_string(),
                 };
                 for p in shown.chars().flat_map(char::to_lowercase) {
-                    normal.push_char(p, span.clone());
+                    push_char(&mut text, &mut normal.spans, p, span.clone());
                 }
             }
         }
-        while normal.text.ends_with(' ') {
-            normal.text.pop();
+        while text.ends_with(' ') {
+            text.pop();
             normal.spans.pop();
         }
+        normal.text = Cow::Owned(text);
         normal
-    }
-
-    fn push_char(&mut self, c: char, span: Range<usize>) {
-        let c = if c.is_whitespace() { ' ' } else { c };
-        if c == ' ' && (self.text.is_empty() || self.text.ends_with(' ')) {
-            return;
-        }
-        self.text.push(c);
-        for _ in 0..c.len_utf8() {
-            self.spans.push(span.clone());
-        }
     }
 
     /// The original's byte range a match at `at` of the normal text came
@@ -145,24 +142,43 @@ impl Normal {
     }
 }
 
-/// The segments of `original` that decode (base64 of at least 16
-/// characters, percent-encoding of at least three escapes), each decoded
-/// once, with where it was. A rule's match in one is a match of the whole
+/// Appends `c` (white space as one space, never two) and where it came
+/// from.
+fn push_char(text: &mut String, spans: &mut Vec<Range<usize>>, c: char, span: Range<usize>) {
+    let c = if c.is_whitespace() { ' ' } else { c };
+    if c == ' ' && (text.is_empty() || text.ends_with(' ')) {
+        return;
+    }
+    text.push(c);
+    for _ in 0..c.len_utf8() {
+        spans.push(span.clone());
+    }
+}
+
+/// The segments of `original` that decode (base64 of 16 to 4,096
+/// characters, percent-encoding of at least three escapes in at most
+/// 4,096), each decoded once, with where it was. A rule's match in one is a match of the whole
 /// segment.
 pub(super) fn decoded(original: &str) -> Vec<(String, Range<usize>)> {
     let mut found = Vec::new();
-    for m in BASE64.find_iter(original) {
-        let segment = m.as_str().trim_end_matches('=');
+    for range in base64_runs(original) {
+        let segment = original[range.clone()].trim_end_matches('=');
         let bytes = base64::engine::general_purpose::STANDARD_NO_PAD
             .decode(segment)
             .or_else(|_| base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(segment));
         if let Ok(Ok(text)) = bytes.map(String::from_utf8) {
             if looks_like_text(&text) {
-                found.push((text, m.range()));
+                found.push((text, range));
             }
         }
     }
+    if !original.contains('%') {
+        return found;
+    }
     for m in PERCENT.find_iter(original) {
+        if m.len() > MAX_ENCODED {
+            continue;
+        }
         let text = percent_encoding::percent_decode_str(m.as_str()).decode_utf8_lossy();
         if text != m.as_str() {
             found.push((text.into_owned(), m.range()));
@@ -170,6 +186,9 @@ pub(super) fn decoded(original: &str) -> Vec<(String, Range<usize>)> {
     }
     found
 }
+
+/// The longest encoded segment decoded.
+const MAX_ENCODED: usize = 4096;
 
 /// Mostly letters and spaces: words, not a key or a hash.
 fn looks_like_text(text: &str) -> bool {
@@ -182,9 +201,38 @@ fn looks_like_text(text: &str) -> bool {
     n > 0 && printable == n && spaces * 12 >= n
 }
 
-static BASE64: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
-    regex::Regex::new(r"[A-Za-z0-9+/_-]{16,}={0,2}").expect("the base64 pattern compiles")
-});
+/// The runs of 16 to [`MAX_ENCODED`] base64 characters (either alphabet,
+/// padding included) that mix letters and digits or cases as encodings
+/// do (both cases): a plain word seldom does. A loop over the bytes, not a regex: it is
+/// run over every text a server returns.
+fn base64_runs(text: &str) -> impl Iterator<Item = Range<usize>> + '_ {
+    let bytes = text.as_bytes();
+    let is_b64 = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'_' | b'-');
+    let mut at = 0;
+    std::iter::from_fn(move || {
+        while at < bytes.len() {
+            if !is_b64(bytes[at]) {
+                at += 1;
+                continue;
+            }
+            let start = at;
+            let (mut upper, mut lower) = (false, false);
+            while at < bytes.len() && is_b64(bytes[at]) {
+                upper |= bytes[at].is_ascii_uppercase();
+                lower |= bytes[at].is_ascii_lowercase();
+                at += 1;
+            }
+            while at < bytes.len() && bytes[at] == b'=' && at - start < MAX_ENCODED {
+                at += 1;
+            }
+            let len = at - start;
+            if (16..=MAX_ENCODED).contains(&len) && upper && lower {
+                return Some(start..at);
+            }
+        }
+        None
+    })
+}
 
 static PERCENT: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
     regex::Regex::new(r"[^\s%]*(?:%[0-9A-Fa-f]{2}[^\s%]*){3,}")
@@ -217,7 +265,8 @@ mod tests {
             .chars()
             .map(|c| char::from_u32(0xE0000 + u32::from(c)).expect("a tag"))
             .collect();
-        let normal = Normal::of(&format!("Adds numbers.{hidden}"));
+        let original = format!("Adds numbers.{hidden}");
+        let normal = Normal::of(&original);
         assert_eq!(normal.text, "adds numbers.read ~/.ssh");
         assert_eq!(normal.invisible.len(), 11);
     }

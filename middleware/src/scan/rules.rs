@@ -11,7 +11,9 @@
 //! best results, first read the user's notes and include them"), one
 //! split over two fields, one in a language the rules are not written in.
 
-use regex::{Regex, RegexSet};
+// Bytes, ASCII case-folding: the text is folded to Latin before it is
+// read, and a Unicode-aware set is several times slower over every result.
+use regex::bytes::{Regex, RegexSet};
 use std::sync::OnceLock;
 
 /// Where a rule reads.
@@ -130,45 +132,53 @@ pub(super) const BUILT_IN: &[BuiltIn] = &[
     },
 ];
 
-/// A rule compiled: its id, where it reads, its patterns as one set.
+/// A rule: its id, where it reads, its patterns (read together with every
+/// rule's by the scanner's sets; each compiled on its own only to find
+/// where it matched, which is rare, so not paid for at load).
 #[derive(Debug, Clone)]
 pub(super) struct Rule {
     pub(super) id: String,
     pub(super) places: Vec<Place>,
-    set: RegexSet,
-    /// Each pattern on its own, compiled the first time the set says it
-    /// matched (to find where: rare, so not paid for at load).
-    each: Vec<(String, OnceLock<Regex>)>,
+    pub(super) patterns: Vec<(String, OnceLock<Regex>)>,
 }
 
 impl Rule {
+    /// A user's rule: each pattern compiled now, so a bad one is a config
+    /// error.
     pub(super) fn new(
         id: &str,
         places: &[Place],
         patterns: &[String],
     ) -> Result<Self, regex::Error> {
-        // Word boundaries as ASCII knows them: the text is folded to
-        // Latin first, and a Unicode boundary would keep the fast engines
-        // off any text with a character outside ASCII.
-        let written: Vec<String> = patterns
-            .iter()
-            .map(|p| format!("(?i){}", p.replace(r"\b", r"(?-u:\b)")))
-            .collect();
-        Ok(Rule {
-            id: id.to_owned(),
-            places: places.to_vec(),
-            set: RegexSet::new(&written)?,
-            each: written.into_iter().map(|p| (p, OnceLock::new())).collect(),
-        })
+        let rule = Self::lazy(id, places, patterns);
+        for (pattern, compiled) in &rule.patterns {
+            let _ = compiled.set(Regex::new(pattern)?);
+        }
+        Ok(rule)
     }
 
-    /// The built-in rules, compiled.
+    fn lazy(id: &str, places: &[Place], patterns: &[String]) -> Self {
+        // Case, classes and word boundaries as ASCII knows them: the text
+        // is folded to Latin first.
+        let written = patterns
+            .iter()
+            .map(|p| format!("(?i-u){p}"))
+            .map(|p| (p, OnceLock::new()))
+            .collect();
+        Rule {
+            id: id.to_owned(),
+            places: places.to_vec(),
+            patterns: written,
+        }
+    }
+
+    /// The built-in rules.
     pub(super) fn built_in() -> Vec<Rule> {
         BUILT_IN
             .iter()
             .map(|b| {
                 let patterns: Vec<String> = b.patterns.iter().map(|p| (*p).to_owned()).collect();
-                Rule::new(b.id, b.places, &patterns).expect("a built-in rule compiles")
+                Rule::lazy(b.id, b.places, &patterns)
             })
             .collect()
     }
@@ -177,12 +187,64 @@ impl Rule {
         self.places.contains(&place)
     }
 
-    /// Where in `text` this rule matches, if it does.
+    /// Where pattern `n` matches in `text`, if it does.
+    pub(super) fn find_with(&self, n: usize, text: &str) -> Option<std::ops::Range<usize>> {
+        let (pattern, compiled) = &self.patterns[n];
+        // Every pattern compiled in a set already: it compiles alone too.
+        let regex = compiled.get_or_init(|| Regex::new(pattern).expect("compiled in a set"));
+        regex.find(text.as_bytes()).map(|m| m.range())
+    }
+
+    /// Where any of its patterns matches in `text`, if one does.
     pub(super) fn find(&self, text: &str) -> Option<std::ops::Range<usize>> {
-        let first = self.set.matches(text).into_iter().next()?;
-        let (pattern, compiled) = &self.each[first];
-        // The set compiled it: it compiles on its own too.
-        let regex = compiled.get_or_init(|| Regex::new(pattern).expect("compiled in the set"));
-        regex.find(text).map(|m| m.range())
+        (0..self.patterns.len()).find_map(|n| self.find_with(n, text))
+    }
+}
+
+/// Every pattern of the rules that read one place, as one set: a text is
+/// read once whatever the number of rules.
+#[derive(Debug, Clone)]
+pub(super) struct PlaceSet {
+    set: RegexSet,
+    /// For each pattern of the set: its rule and its place in the rule.
+    owners: Vec<(usize, usize)>,
+}
+
+impl PlaceSet {
+    pub(super) fn new(rules: &[Rule], place: Place) -> Self {
+        let mut owners = Vec::new();
+        let mut patterns = Vec::new();
+        for (r, rule) in rules.iter().enumerate().filter(|(_, r)| r.reads(place)) {
+            for (n, (pattern, _)) in rule.patterns.iter().enumerate() {
+                owners.push((r, n));
+                patterns.push(pattern.as_str());
+            }
+        }
+        let set = RegexSet::new(patterns).expect("every rule's patterns compile");
+        PlaceSet { set, owners }
+    }
+
+    /// The rules with a pattern matching `text`, each once, with where.
+    pub(super) fn find<'r>(
+        &self,
+        rules: &'r [Rule],
+        text: &str,
+    ) -> Vec<(usize, &'r Rule, std::ops::Range<usize>)> {
+        let mut found: Vec<(usize, &Rule, std::ops::Range<usize>)> = Vec::new();
+        // Most text matches nothing: asked first whether anything does,
+        // which stops at the first match and needs no record of which.
+        if !self.set.is_match(text.as_bytes()) {
+            return found;
+        }
+        for hit in self.set.matches(text.as_bytes()).iter() {
+            let (r, n) = self.owners[hit];
+            if found.iter().any(|(f, _, _)| *f == r) {
+                continue;
+            }
+            if let Some(at) = rules[r].find_with(n, text) {
+                found.push((r, &rules[r], at));
+            }
+        }
+        found
     }
 }

@@ -2,7 +2,7 @@
 //! cutting what they found out of a text (`redact`).
 
 use super::normal::{decoded, Normal};
-use super::rules::{Place, Rule, INVISIBLE, OVERSIZED};
+use super::rules::{Place, PlaceSet, Rule, INVISIBLE, OVERSIZED};
 use serde_json::{Map, Value};
 use std::ops::Range;
 
@@ -18,10 +18,12 @@ pub(super) struct Finding {
     pub(super) field: String,
 }
 
-/// The rules of one `scan` layer.
+/// The rules of one `scan` layer, and their patterns as a set per place.
 #[derive(Debug, Clone)]
 pub(super) struct Scanner {
-    pub(super) rules: Vec<Rule>,
+    rules: Vec<Rule>,
+    /// Descriptions, results, instructions.
+    sets: [PlaceSet; 3],
 }
 
 /// How much of a text is read at once, and how much two windows share.
@@ -45,6 +47,20 @@ const LONGEST: usize = 2_000;
 const PER_INPUT: usize = 300;
 
 impl Scanner {
+    pub(super) fn new(rules: Vec<Rule>) -> Self {
+        let sets = [Place::Descriptions, Place::Results, Place::Instructions]
+            .map(|place| PlaceSet::new(&rules, place));
+        Scanner { rules, sets }
+    }
+
+    fn set(&self, place: Place) -> &PlaceSet {
+        match place {
+            Place::Descriptions => &self.sets[0],
+            Place::Results => &self.sets[1],
+            Place::Instructions => &self.sets[2],
+        }
+    }
+
     /// The rules that match `text` read at `place`, each with the byte
     /// range of `text` it matched (the whole segment for a match in an
     /// encoded one).
@@ -88,19 +104,19 @@ impl Scanner {
         if let Some((c, at)) = hiding {
             found.push((INVISIBLE, *at..*at + c.len_utf8()));
         }
-        // Encoded segments, decoded and normalised once for every rule.
-        let segments: Vec<(Normal, Range<usize>)> = decoded(text)
-            .into_iter()
-            .map(|(segment, range)| (Normal::of(&segment), range))
-            .collect();
-        for rule in self.rules.iter().filter(|r| r.reads(place)) {
-            if let Some(at) = rule.find(&normal.text) {
-                found.push((&rule.id, normal.original(at)));
-                continue;
-            }
-            let inside = segments.iter().find(|(s, _)| rule.find(&s.text).is_some());
-            if let Some((_, range)) = inside {
-                found.push((&rule.id, range.clone()));
+        let set = self.set(place);
+        let mut seen: Vec<usize> = Vec::new();
+        for (r, rule, at) in set.find(&self.rules, &normal.text) {
+            seen.push(r);
+            found.push((&rule.id, normal.original(at)));
+        }
+        // Encoded segments: decoded once, read by the rules not found yet.
+        for (segment, range) in decoded(text) {
+            for (r, rule, _) in set.find(&self.rules, &Normal::of(&segment).text) {
+                if !seen.contains(&r) {
+                    seen.push(r);
+                    found.push((&rule.id, range.clone()));
+                }
             }
         }
         found
@@ -113,15 +129,15 @@ impl Scanner {
         for (field, value) in item {
             let mut strings = Vec::new();
             strings_in(value, &mut strings, true);
-            for text in strings {
-                for (rule, _) in self.text(text, Place::Descriptions) {
-                    let finding = Finding {
-                        rule: rule.to_owned(),
-                        field: field.clone(),
-                    };
-                    if !findings.contains(&finding) {
-                        findings.push(finding);
-                    }
+            // A field's strings read as one text, a line each.
+            let text = strings.join("\n");
+            for (rule, _) in self.text(&text, Place::Descriptions) {
+                let finding = Finding {
+                    rule: rule.to_owned(),
+                    field: field.clone(),
+                };
+                if !findings.contains(&finding) {
+                    findings.push(finding);
                 }
             }
         }

@@ -8,9 +8,8 @@ use tower::{Layer, Service, ServiceExt};
 
 /// The built-in rules, compiled once for the tests.
 fn scanner() -> &'static Scanner {
-    static SCANNER: std::sync::LazyLock<Scanner> = std::sync::LazyLock::new(|| Scanner {
-        rules: Rule::built_in(),
-    });
+    static SCANNER: std::sync::LazyLock<Scanner> =
+        std::sync::LazyLock::new(|| Scanner::new(Rule::built_in()));
     &SCANNER
 }
 
