@@ -23,8 +23,9 @@ impl Shared {
         let (list, name_member) = kind.members();
         let hide = self.actions.listings == ListingAction::Hide;
         let mut noted = Vec::new();
-        let mut flagged = crate::lock(&self.flagged);
-        let by_name = flagged.entry(kind).or_default();
+        // Judged without the lock (reading a thousand tools takes
+        // milliseconds; other sessions' calls look at what is flagged).
+        let mut judged: Vec<(String, Option<Vec<String>>)> = Vec::new();
         let edited = result.edit_items(list, |item| {
             let name = item.str_member(name_member).map(|n| n.into_owned());
             let findings = match item.to_map() {
@@ -37,7 +38,7 @@ impl Shared {
             };
             let name = name.unwrap_or_default();
             if findings.is_empty() {
-                by_name.remove(&name);
+                judged.push((name, None));
                 return true;
             }
             let rules: Vec<String> = findings.iter().map(|f| f.rule.clone()).collect();
@@ -46,10 +47,19 @@ impl Shared {
                     json!({"kind": kind.word(), "name": name, "rule": f.rule, "where": f.field}),
                 );
             }
-            by_name.insert(name, rules);
+            judged.push((name, Some(rules)));
             !hide
         });
-        drop(flagged);
+        {
+            let mut flagged = crate::lock(&self.flagged);
+            let by_name = flagged.entry(kind).or_default();
+            for (name, rules) in judged {
+                match rules {
+                    Some(rules) => by_name.insert(name, rules),
+                    None => by_name.remove(&name),
+                };
+            }
+        }
         crate::lock(&self.judged).insert(kind);
         if let Err(e) = edited {
             return Err(Box::new(ErrorObject::refusal(
