@@ -86,7 +86,7 @@ type = "approve"
 tools = ["add"]
 ask = ["page"]
 remember = "always"
-timeout = "4s"
+timeout = "60s"
 """
 
 
@@ -126,12 +126,17 @@ def test_an_always_on_one_replica_holds_on_the_other_and_a_revoke_on_either_ends
                                     env={**_env(), "MCP_CHAIN_STATE_DIR": tempfile.mkdtemp()})
             assert listed.returncode == 0 and listed.stdout.startswith("0: add on "), listed
             assert "these arguments (sha256:" in listed.stdout and "40" not in listed.stdout.split("(")[0], listed
-            # Revoked on B's console: A asks again (and, unanswered, refuses).
+            # Revoked on B's console: A asks again (denied here on its page).
             b_page = urllib.request.urlopen(b_url, timeout=20).read().decode()
             index = re.search(r'name="index" value="(\d+)"', b_page).group(1)
             assert form_post(b_url, "revoke", {"index": index, "tool": "add"}) == 303
-            refused = add(a, on_a, 3)
-            assert refused["error"]["data"]["reason"] == "timeout", refused
+            with ThreadPoolExecutor(1) as pool:
+                asked = pool.submit(add, a, on_a, 3)
+                page = harness.wait_until(lambda: _waiting(a_url), 20)
+                assert page, "A did not ask again after the revoke"
+                assert form_post(a_url, "decide", {"id": page, "choice": "deny"}) == 303
+                refused = asked.result(timeout=20)
+            assert refused["error"]["data"]["reason"] == "page_denied", refused
             # Redis gone: a grant that cannot be looked up refuses the call.
             server.kill()
             server.wait(timeout=20)
