@@ -129,6 +129,44 @@ pub trait SharedState: Send + Sync + fmt::Debug + 'static {
     }
 }
 
+/// What a follower of one table waits for: the table announced changed
+/// by any replica, or its time to read it again anyway (for what an
+/// interrupted announcement missed), whichever comes first. Other tables'
+/// announcements do not put the reading off.
+pub struct Follow {
+    changes: Option<tokio::sync::broadcast::Receiver<String>>,
+    table: String,
+    every: Duration,
+}
+
+impl Follow {
+    pub fn new(store: &dyn SharedState, table: String, every: Duration) -> Self {
+        Self {
+            changes: store.changes(),
+            table,
+            every,
+        }
+    }
+
+    /// Returns when the table is to be read again.
+    pub async fn next(&mut self) {
+        use tokio::sync::broadcast::error::RecvError;
+        let deadline = tokio::time::Instant::now() + self.every;
+        loop {
+            let Some(rx) = self.changes.as_mut() else {
+                tokio::time::sleep_until(deadline).await;
+                return;
+            };
+            match tokio::time::timeout_at(deadline, rx.recv()).await {
+                Ok(Ok(changed)) if changed != self.table => continue,
+                // Ours, missed ones (lagged), or the time to read again.
+                Ok(Ok(_)) | Ok(Err(RecvError::Lagged(_))) | Err(_) => return,
+                Ok(Err(RecvError::Closed)) => self.changes = None,
+            }
+        }
+    }
+}
+
 fn no_tables<T: Send + 'static>() -> StoreFuture<Result<T, Unavailable>> {
     Box::pin(std::future::ready(Err(Unavailable(
         "this store keeps no tables".into(),

@@ -220,6 +220,9 @@ def test_a_pin_accepted_on_one_replica_is_in_force_on_the_other():
             _redis(rport, "PUBLISH", f"{prefix}changes", table[0][len(prefix) + len("table:"):])
             stream = Stream(a, on_a)
             assert harness.wait_until(lambda: "add" not in names(a, on_a), 20), "A took the shared pin up"
+            # That change's own list_changed heard first, so the one counted
+            # below can only be the accept's.
+            assert harness.wait_until(lambda: "notifications/tools/list_changed" in stream.heard, 20), stream.heard
             # B on an empty disk: judged against the shared pins, not trusted
             # on first use.
             with replica(path, env={"MCP_CHAIN_STATE_DIR": str(dirs[1])}) as (b, _):

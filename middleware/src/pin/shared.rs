@@ -237,26 +237,13 @@ pub(super) async fn follow(store: std::sync::Weak<Store>, shared: Arc<dyn Shared
     let Some(table) = store.upgrade().map(|s| table_of(s.path())) else {
         return;
     };
-    let mut changes = shared.changes();
+    let mut follow = crate::shared::Follow::new(shared.as_ref(), table, READ_EVERY);
     loop {
-        let announced = async {
-            match changes.as_mut() {
-                Some(rx) => match rx.recv().await {
-                    Ok(changed) => changed == table,
-                    Err(_) => true, // lagged or closed: read again
-                },
-                None => std::future::pending().await,
-            }
-        };
-        let read_again = tokio::time::timeout(READ_EVERY, announced)
-            .await
-            .unwrap_or(true);
+        follow.next().await;
         let Some(store) = store.upgrade() else {
             return;
         };
-        if read_again {
-            // Unavailable: the pins here hold until it is back.
-            let _ = store.take_shared(shared.as_ref()).await;
-        }
+        // Unavailable: the pins here hold until it is back.
+        let _ = store.take_shared(shared.as_ref()).await;
     }
 }

@@ -275,7 +275,8 @@ fn note_listing(shared: &Shared, noted: Vec<Value>) {
             kind = %finding["kind"].as_str().unwrap_or_default(),
             name = %crate::shown::shown(finding["name"].as_str().unwrap_or_default(), 100),
             rule = %finding["rule"].as_str().unwrap_or_default(),
-            field = %finding["where"].as_str().unwrap_or_default(),
+            // A member's name: the server's to choose.
+            field = %crate::shown::shown(finding["where"].as_str().unwrap_or_default(), 100),
             action,
             "a listed definition reads as instructions to the model"
         );

@@ -133,26 +133,11 @@ impl Switchboard {
                 self.refresh();
             }
         };
-        let mut changes = store.changes();
-        let name = self.table();
+        let mut follow = crate::shared::Follow::new(store.as_ref(), self.table(), WATCH_EVERY);
         self.refresh_shared(store.as_ref()).await;
         loop {
-            let announced = async {
-                match changes.as_mut() {
-                    Some(rx) => match rx.recv().await {
-                        Ok(changed) => changed == name,
-                        Err(_) => true, // lagged or closed: read again
-                    },
-                    None => std::future::pending().await,
-                }
-            };
-            // An announcement of ours, or the time to read again anyway.
-            let read_again = tokio::time::timeout(WATCH_EVERY, announced)
-                .await
-                .unwrap_or(true);
-            if read_again {
-                self.refresh_shared(store.as_ref()).await;
-            }
+            follow.next().await;
+            self.refresh_shared(store.as_ref()).await;
         }
     }
 }
