@@ -64,12 +64,32 @@ pub(super) const BUILT_IN: &[BuiltIn] = &[
         id: "model-instructions",
         places: ALL,
         patterns: &[
-            r"\b(?:ignore|disregard|forget|override|bypass)\s+(?:all\s+|any\s+|the\s+|your\s+|of\s+)*(?:previous|prior|above|earlier|preceding|former|other|system|original)\s+(?:instructions?|prompts?|messages?|rules|directions|guidelines|context)",
+            // The noun left open: published attacks misspell it
+            // ("iunstructions"); no word boundary before the verb: an
+            // attack glued to the text before it ("accountIgnore") counts.
+            r"(?:ignore|disregard|forget|override|bypass)\s+(?:all\s+|any\s+|the\s+|your\s+|of\s+)*(?:previous|prior|above|earlier|preceding|former|system|original)\s+[a-z]{4,}",
+            r"\b(?:ignore|disregard|forget|override|bypass)\s+(?:all\s+|any\s+|the\s+|your\s+|of\s+)*other\s+(?:instructions?|prompts?|messages?|rules|directions|guidelines|context)",
+            // A message to the model, and the task it was given put off.
+            r"\b(?:an?\s+)?important\s+message\s+from\s+(?:me|the\s+user|your\s+user)\b|\bmessage\s+from\s+[^.\n]{0,40}\bto\s+you,",
+            r"\bbefore\s+you\s+(?:can\s+)?(?:solve|complete|finish|do|start|answer|continue)\s+(?:the|your|this|any)\s+(?:task|request|question)",
+            r"\bafter\s+you\s+(?:do|have\s+done|did)\s+(?:that|this),?\s+(?:you\s+can|continue|proceed|solve)",
+            r"\bbefore\s+(?:answering|responding|replying)\s+(?:to\s+)?(?:the\s+user|any|the\s+question|every)",
+            r"\b(?:always|must|first)\s+(?:call|use|consult|run|invoke)\s+this\s+tool\s+(?:first|before|immediately|as\s+the\s+first)",
+            r"\b(?:assistant|ai|model|llm|agent)\s*:\s*(?:before|always|never|ignore|call|first|you\s+must|from\s+now)\b",
             r"\b(?:new|updated|real|actual|secret|hidden)\s+(?:system\s+)?instructions?\s*:",
             r"\byou\s+are\s+now\s+(?:a|an|in|the|acting|operating|no\s+longer)\b",
             r"\bfrom\s+now\s+on,?\s+(?:you|the\s+(?:assistant|model|ai)|always|never|ignore)\b",
-            r"<\s*/?\s*(?:important|system|instructions?|secret|hidden|admin|override|sys)\s*>",
-            r"\[\s*/?\s*(?:inst|system|sys)\s*\]|<\|\s*im_(?:start|end)\s*\|>|<<\s*/?sys\s*>>",
+            r"<\s*/?\s*(?:important|system|instructions?|information|secret|hidden|admin|override|sys)\s*>",
+            r"\[\s*/?\s*(?:inst|system|sys|important|instructions?|information|admin|override)\s*\]|<\|\s*(?:im_start|im_end|system|user|assistant|endoftext|eot_id|start_header_id)\s*\|>|<<\s*/?sys\s*>>",
+            // Guards switched off: the descriptions, safeguards or rules
+            // the model holds declared void, a mode that lifts them.
+            r"\b(?:ignore|disregard|bypass|override|skip|disable|suspend)\s+(?:all\s+|the\s+|any\s+|its\s+|their\s+|these\s+)*(?:tool(?:'s)?\s+)?(?:descriptions?|safeguards?|safety(?:\s+checks?)?|restrictions?|guardrails?|polic(?:y|ies)|security\s+(?:checks?|restrictions?)|description\s+(?:restrictions?|validation))\b",
+            r"\b(?:descriptions?|safeguards?|restrictions?|guardrails?|safety\s+checks?|validation)\s+(?:are|is|have\s+been|has\s+been|were|was)\s+(?:now\s+|temporarily\s+|all\s+|currently\s+)*(?:outdated|deprecated|compromised|obsolete|suspended|lifted|disabled|removed|not\s+to\s+be\s+trusted|out\s+of\s+sync|invalid|written\s+by|declared)",
+            r"\b(?:restrictions?|safeguards?|guardrails?)\s+(?:lifted|disabled|suspended|removed|(?:do\s+not|don'?t|no\s+longer)\s+apply)",
+            r"\b(?:debug|developer|god|admin|jailbreak|unrestricted)\s+mode\s+(?:is\s+)?(?:now\s+)?(?:enabled|activated|on)\b|\boverride\s+(?:code|mode)\s+(?:is\s+)?(?:activated|enabled|accepted)",
+            r"\b(?:ignore|disregard)\s+(?:the\s+|any\s+)?instructions\s+(?:in|from|of)\s+(?:the\s+)?tool|\b(?:changed|modified|tampered\s+with|poisoned|hijacked)\s+(?:all\s+)?(?:the\s+)?tool\s+descriptions|\btool\s+descriptions?\s+(?:contains?|ha(?:s|ve))\s+(?:errors?|mistakes|bugs)",
+            r"\bregardless\s+of\s+(?:its|the|their|any)\s+(?:tool\s+)?(?:descriptions?|instructions|warnings?|restrictions?)|\b(?:i'?m|i\s+am)\s+authori[sz]ing\s+you\s+to\b|\bsecurity\s+exception\s+granted",
+            r"\bbefore\s+(?:execut|call|invok|us|runn?)(?:e|es|ing)?\s+(?:the\s+|any\s+|a\s+|an\s+)?[a-z_ -]{0,30}(?:operation|tool|function)s?,?\s+(?:first\s+)?(?:execute|call|use|run|invoke)\s+this\s+tool",
             r"(?m)^\s*#{0,3}\s*(?:system|assistant)\s*(?:prompt)?\s*:",
             r"\b(?:before|prior\s+to|after)\s+(?:using|calling|invoking|running|executing)\s+(?:any|every|each|all|another|other)\s+(?:other\s+)?tools?\b",
             r"\b(?:whenever|every\s+time|each\s+time)\s+(?:you|the\s+(?:assistant|model|ai|agent))\s+(?:use|call|invoke|run)s?\s+(?:any|another|other|a)\s+(?:other\s+)?tools?\b",
@@ -89,19 +109,28 @@ pub(super) const BUILT_IN: &[BuiltIn] = &[
             r"\b(?:the\s+)?user\s+(?:must|should|need|does)\s*(?:not|n'?t)\s+(?:know|see|be\s+(?:told|aware|informed|notified))",
             r"\b(?:silently|secretly|covertly|quietly)\s+(?:call|send|read|include|add|forward|copy|upload|pass|execute|run)\b",
             r"\b(?:keep|hide)\s+(?:this|it|these|the\s+following)\s+(?:secret|hidden|confidential)\s+from\s+(?:the\s+)?user",
+            r"\bno\s+need\s+to\s+(?:mention|tell|inform|notify|explain)\b|\b(?:does\s+not|doesn'?t|do\s+not)\s+(?:matter|concern)\s+(?:to\s+)?(?:the\s+)?(?:user|them)\b",
         ],
     },
     // Files and secrets a tool has no business with, named in its
-    // description or pushed at the model in a result.
+    // description; in a result (a fetched page, documentation, a log)
+    // naming them is ordinary, so there only an order to read or send
+    // one counts (the rule below, same id).
     BuiltIn {
         id: "sensitive-files",
-        places: ALL,
+        places: LISTED,
         patterns: &[
             r"~/\.ssh\b|\.ssh/(?:id_|authorized_keys|known_hosts|config)|\bid_(?:rsa|dsa|ecdsa|ed25519)\b",
             r"\.aws/credentials|\.config/gcloud|\.azure/|\.kube/config|\.docker/config\.json|\.npmrc\b|\.pypirc\b|\.netrc\b|\.git-credentials\b|\.gnupg\b",
             r"/etc/(?:passwd|shadow|sudoers)\b",
             r"\b(?:claude_desktop_config|mcp_config|mcp)\.json\b|\.cursor/mcp|\.codex/config\.toml",
-            r"\b(?:read|cat|open|include|send|copy|upload|extract|print|dump|list)\s+(?:the\s+|all\s+|any\s+|your\s+|their\s+)*(?:contents?\s+of\s+(?:the\s+)?)?(?:\.env|~/\.|/etc/|private\s+keys?|ssh\s+keys?|api\s+keys?|secret\s+keys?|seed\s+phrases?|wallet|credentials?\s+files?|browser\s+cookies|keychain)",
+        ],
+    },
+    BuiltIn {
+        id: "sensitive-files",
+        places: ALL,
+        patterns: &[
+            r"\b(?:read|cat|open|include|send|copy|upload|extract|print|dump|list)\s+(?:the\s+|all\s+|any\s+|your\s+|their\s+)*(?:contents?\s+of\s+(?:the\s+)?)?[`'\x22]?(?:\.env|~/\.|/etc/(?:passwd|shadow|sudoers)|\.aws/|\.git-credentials|(?:claude_desktop_config|mcp)\.json|private\s+keys?|ssh\s+keys?|api\s+keys?|secret\s+keys?|seed\s+phrases?|wallet|credentials?\s+files?|browser\s+cookies|keychain)",
         ],
     },
     // Shapes of sending data away: a URL with a slot for the data, an
@@ -112,10 +141,12 @@ pub(super) const BUILT_IN: &[BuiltIn] = &[
         places: ALL,
         patterns: &[
             r"https?://[^\s]*(?:\{\{?\s*[a-z_]+\s*\}\}?|<[a-z_ ]{2,30}>|\$\{[a-z_]+\}|%s\b)",
-            r"\b(?:send|post|upload|forward|transmit|exfiltrate|leak|report|beacon)s?\s+(?:it|them|this|that|everything|the|all|any|its|their|every|your)?\s*(?:[0-9A-Za-z_'-]+\s+){0,5}to\s+(?:https?://|the\s+(?:following\s+)?(?:url|endpoint|address|server|webhook)|this\s+(?:url|endpoint|address|webhook)|[a-z0-9.-]+\.[a-z]{2,}/)",
+            r"\b(?:send|post|upload|forward|transmit|exfiltrate|leak|report|beacon)s?\s+(?:it|them|this|that|everything|the|all|any|its|their|every|your)?\s*(?:[0-9A-Za-z_'-]+\s+){0,8}to\s+[`'\x22]?(?:https?://|www\.|the\s+(?:following\s+)?(?:[a-z-]+\s+)?(?:url|endpoint|address|server|webhook)|(?:the\s+)?(?:website|site|link|page)\s+[`'\x22]?(?:https?://|www\.|[a-z0-9-]+\.[a-z]{2,})|this\s+(?:url|endpoint|address|webhook)|[a-z0-9.-]+\.[a-z]{2,}/|[a-z0-9._%+-]+@[a-z0-9-]+(?:\.[a-z0-9-]+)*\.[a-z]{2,}\b)",
+            // Money or data moved to an account number (IBAN-shaped).
+            r"\b(?:send|transfer|pay|wire|move|forward)[a-z]*\s+[^.\n]{0,80}?\bto\s+(?:the\s+)?(?:account\s+|iban\s+)?[a-z]{2}\d{2}[a-z0-9]{10,30}\b",
             r"\b(?:base64|hex|rot13|url)[\s-]?encod[0-9A-Za-z_]*\b[^.\n]{0,60}\b(?:and|then)\s+(?:send|include|pass|append|add|put|post|upload)",
             r"\bencod[0-9A-Za-z_]*\s+[^.\n]{0,40}\b(?:in|as|with|using|into)\s+base64\b[^.\n]{0,60}\b(?:send|include|pass|append|add|put|post|upload)",
-            r"\b(?:include|pass|put|add|append|embed|insert|attach)\s+(?:the|all|any|its|their|your|every)?\s*(?:full\s+|entire\s+|complete\s+)?(?:contents?|conversation|chat\s+history|messages?|previous\s+[0-9A-Za-z_]+|system\s+prompt|api\s+keys?|tokens?|passwords?|secrets?|credentials?|private\s+keys?|ssh\s+keys?)\b[^.\n]{0,60}\b(?:in|into|as|to)\s+(?:the\s+)?(?:[0-9A-Za-z_'-]+\s+){0,2}(?:parameter|argument|field|sidenote|note|comment|query|url|body)",
+            r"\b(?:include|pass|put|add|append|embed|insert|attach)\s+(?:the|all|any|its|their|your|every)?\s*(?:full\s+|entire\s+|complete\s+)?(?:contents?|conversation|chat\s+history|messages?|previous\s+[0-9A-Za-z_]+|system\s+prompt|api\s+keys?|(?:access|auth|api|bearer|session|oauth|refresh)\s+tokens?|passwords?|secrets?|credentials?|private\s+keys?|ssh\s+keys?)\b[^.\n]{0,60}\b(?:in|into|as|to)\s+(?:the\s+)?(?:[0-9A-Za-z_'-]+\s+){0,2}(?:parameter|argument|field|sidenote|note|comment|query|url|body)",
         ],
     },
     // A description ordering how other tools are to be used: the shape of
@@ -127,7 +158,12 @@ pub(super) const BUILT_IN: &[BuiltIn] = &[
             r"\bwhen\s+(?:the\s+)?[`'\x22]?[a-z0-9_.-]+[`'\x22]?\s+tool\s+is\s+(?:used|called|invoked)\b",
             r"\binstead\s+of\s+(?:using|calling)\s+(?:the\s+)?[`'\x22]?[a-z0-9_.-]+[`'\x22]?(?:\s+tool)?,?\s+(?:always\s+)?(?:use|call)\b",
             r"\b(?:all|every|any)\s+(?:e-?mails?|messages?|requests?|calls?|transactions?|payments?)\s+(?:must|should|need\s+to)\s+(?:be\s+)?(?:sent|forwarded|copied|cc'?d|bcc'?d|redirected)\s+to\b",
-            r"\b(?:change|replace|set|override)\s+(?:the\s+)?(?:recipient|destination|to\s+address|account|iban|wallet\s+address)\s+(?:to|with)\b",
+            r"\b(?:change|replace|set|override)\s+(?:the\s+)?(?:recipient|destination|to\s+address|account|iban|wallet\s+address|channel|base\s+branch|branch|repository)\s+(?:to|with)\b",
+            r"\bside[\s-]effects?\s+on\s+(?:the\s+)?[`'\x22]?[a-z0-9_.-]+[`'\x22]?\s+(?:tools?|server)",
+            r"\b(?:whenever|when|if|every\s+time)\s+(?:the\s+)?(?:assistant|model|agent|ai|you|llm)\s+(?:calls?|uses?|invokes?)\s+(?:the\s+)?[`'\x22]?[a-z0-9]+_[a-z0-9_]+",
+            r"\b(?:sent|made|created|posted)\s+(?:through|via|with|using)\s+(?:the\s+)?[a-z0-9_.-]+\s+(?:server|tool)\b",
+            r"\btools?\s+(?:of|from|on)\s+(?:the\s+)?other\s+servers?\b|\bother\s+servers?'?\s+tools?\b|\balways\s+prefer\s+this\s+(?:server|tool)",
+            r"\b(?:ignore|avoid|never\s+use|don'?t\s+use|do\s+not\s+use)\s+(?:all\s+|any\s+|the\s+)*other\s+(?:[a-z-]+\s+){0,2}tools?\b|\b(?:other|those)\s+(?:[a-z-]+\s+){0,2}tools?\s*,?\s+(?:as\s+they\s+)?(?:are|is)\s+(?:buggy|broken|deprecated|outdated|unreliable|insecure|wrong)",
         ],
     },
 ];

@@ -106,16 +106,22 @@ impl Scanner {
         }
         let set = self.set(place);
         let mut seen: Vec<usize> = Vec::new();
+        // Two built-in rules may share an id (one reading fewer places):
+        // a finding is one per id.
         for (r, rule, at) in set.find(&self.rules, &normal.text) {
             seen.push(r);
-            found.push((&rule.id, normal.original(at)));
+            if !found.iter().any(|(id, _)| *id == rule.id) {
+                found.push((&rule.id, normal.original(at)));
+            }
         }
         // Encoded segments: decoded once, read by the rules not found yet.
         for (segment, range) in decoded(text) {
             for (r, rule, _) in set.find(&self.rules, &Normal::of(&segment).text) {
                 if !seen.contains(&r) {
                     seen.push(r);
-                    found.push((&rule.id, range.clone()));
+                    if !found.iter().any(|(id, _)| *id == rule.id) {
+                        found.push((&rule.id, range.clone()));
+                    }
                 }
             }
         }
