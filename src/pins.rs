@@ -82,11 +82,26 @@ pub(crate) fn run(config: &Config, server: Option<&str>, action: &PinAction) -> 
                 }
             },
             PinAction::Accept { names } => match accept(config, server.is_some(), path, names) {
-                Ok(accepted) if accepted.is_empty() => report += "  no drift to accept\n",
                 Ok(accepted) => {
                     for d in &accepted {
                         let name = shown(&d.name, MAX_NAME);
                         let _ = writeln!(report, "  accepted {} {name} ({})", d.kind(), d.what());
+                    }
+                    // What `scan` flags is accepted by name only: said, so
+                    // it is never left behind unnoticed.
+                    let left = file::list(path).map(|(d, _)| d).unwrap_or_default();
+                    let flagged: Vec<_> = left.iter().filter(|d| !d.flagged.is_empty()).collect();
+                    for d in &flagged {
+                        let name = shown(&d.name, MAX_NAME);
+                        let _ = writeln!(
+                            report,
+                            "  not accepted {} {name} ({}): accept it by name to pin it all the same",
+                            d.kind(),
+                            d.what()
+                        );
+                    }
+                    if accepted.is_empty() && flagged.is_empty() {
+                        report += "  no drift to accept\n";
                     }
                 }
                 Err(e) => {

@@ -72,3 +72,30 @@ async def test_poisoned_tools_are_hidden_injections_cut_cards_redacted(tmp_path:
     cut = next(line for line in lines if line.get("tool") == "fetch_page" and line.get("kind") == "response")
     assert cut["notes"]["scan"] == {"findings": [{"rule": "model-instructions", "where": "result"},
                                                  {"rule": "exfiltration", "where": "result"}], "action": "redacted"}, cut
+
+
+async def test_pin_alone_does_not_trust_a_poisoned_tool_on_first_sight(tmp_path: Path):
+    """`pin` without `scan`: the poisoned tools are not pinned on first
+    sight but wait as drifts flagged by scan's rules; `pin accept` with no
+    name leaves them and says so; naming one accepts it."""
+    import subprocess
+
+    pins = tmp_path / "pins.json"
+    config = tmp_path / "pin.toml"
+    config.write_text(f'[[middleware]]\ntype = "pin"\npath = "{pins}"\n')
+    used = Chain("pin-scan", config)
+    harness.require_chain(used)
+    async with open_session(SERVER, used, label="pin-scan") as conn:
+        listed = {t.name for t in (await conn.session.list_tools()).tools}
+        assert listed == {"add", "fetch_page", "charge", "order"}, listed
+    cli = [str(harness.MCP_CHAIN), "pin"]
+    shown = subprocess.run([*cli, "list", "--config", str(config)], capture_output=True, text=True, check=True).stdout
+    assert "add_precisely" in shown and "new, flagged by scan (model-instructions" in shown, shown
+    accepted = subprocess.run([*cli, "accept", "--config", str(config)], capture_output=True, text=True,
+                              check=True).stdout
+    assert "not accepted tool add_precisely" in accepted and "not accepted tool weather" in accepted, accepted
+    assert "accepted tool" not in accepted.replace("not accepted tool", ""), accepted
+    subprocess.run([*cli, "accept", "weather", "--config", str(config)], capture_output=True, check=True)
+    async with open_session(SERVER, used, label="pin-scan-2") as conn:
+        listed = {t.name for t in (await conn.session.list_tools()).tools}
+        assert listed == {"add", "fetch_page", "charge", "order", "weather"}, listed

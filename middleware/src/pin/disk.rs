@@ -53,6 +53,9 @@ pub(super) struct Pending {
     /// What was seen, as text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(super) texts: Option<Texts>,
+    /// The `scan` rules that flag what was seen: accepted only by name.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(super) flagged: Vec<String>,
 }
 
 /// A definition that is not as pinned.
@@ -62,6 +65,8 @@ pub struct Drift {
     pub name: String,
     /// The fields that changed; empty when it was never pinned (new).
     pub changed: Vec<String>,
+    /// The `scan` rules that flag what was seen (none: nothing found).
+    pub flagged: Vec<String>,
 }
 
 impl Drift {
@@ -73,6 +78,20 @@ impl Drift {
     /// What drifted, for messages: `changed (description, inputSchema)` or
     /// `new`.
     pub fn what(&self) -> String {
+        let what = self.how();
+        if self.flagged.is_empty() {
+            return what;
+        }
+        // Read from a file: shown as text a person can trust.
+        let rules: Vec<String> = self
+            .flagged
+            .iter()
+            .map(|r| crate::shown::shown(r, 64))
+            .collect();
+        format!("{what}, flagged by scan ({})", rules.join(", "))
+    }
+
+    fn how(&self) -> String {
         if self.changed.is_empty() {
             "new".to_owned()
         } else {
@@ -161,6 +180,7 @@ pub(super) fn drifts(file: &PinFile) -> Vec<Drift> {
                     kind,
                     name: name.clone(),
                     changed: pending.changed.clone(),
+                    flagged: pending.flagged.clone(),
                 });
             }
         }

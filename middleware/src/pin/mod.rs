@@ -95,3 +95,5 @@ pub mod file {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_scanned;

@@ -226,7 +226,19 @@ impl Store {
                 as_pinned.push(name);
                 continue;
             }
-            if first_sight && entry.pinned.is_none() {
+            // Read by scan's rules before it is trusted: a poisoned
+            // definition is not pinned on first sight, it waits for a
+            // person like a drift.
+            let fresh = entry.pending.as_ref().map(|p| &p.fields) != Some(&fields);
+            let flagged = if fresh {
+                crate::scan::flagged_definition(&texts)
+            } else {
+                entry
+                    .pending
+                    .as_ref()
+                    .map_or_else(Vec::new, |p| p.flagged.clone())
+            };
+            if first_sight && entry.pinned.is_none() && flagged.is_empty() {
                 entry.pinned = Some(fields);
                 entry.texts = Some(texts);
                 entry.pending = None;
@@ -237,12 +249,13 @@ impl Store {
                 .pinned
                 .as_ref()
                 .map_or_else(Vec::new, |pinned| changed(pinned, &fields));
-            if entry.pending.as_ref().map(|p| &p.fields) != Some(&fields) {
+            if fresh {
                 entry.pending = Some(Pending {
                     seen: Timestamp::now().to_string(),
                     changed: changed.clone(),
                     fields,
                     texts: Some(texts),
+                    flagged: flagged.clone(),
                 });
                 dirty = true;
             }
@@ -250,6 +263,7 @@ impl Store {
                 kind,
                 name,
                 changed,
+                flagged,
             });
         }
         // Back as pinned: what drifted is forgotten, unless the same name
@@ -289,6 +303,7 @@ impl Store {
                 kind,
                 name: name.to_owned(),
                 changed: pending.changed.clone(),
+                flagged: pending.flagged.clone(),
             }),
             Some(Entry {
                 pinned: Some(_), ..
@@ -363,15 +378,23 @@ impl Store {
         pinned
     }
 
-    /// Accepts the drifts of `names` (every drift when empty): what was
-    /// seen becomes what is pinned. The drifts accepted; `Err` naming what
-    /// has no drift to accept, with nothing accepted.
+    /// Accepts the drifts of `names` (every drift `scan` does not flag
+    /// when empty: a flagged one is accepted only by its name, so never
+    /// silently): what was seen becomes what is pinned. The drifts
+    /// accepted; `Err` naming what has no drift to accept, with nothing
+    /// accepted.
     pub(crate) fn accept(&self, names: &[String]) -> Result<Vec<Drift>, PinFileError> {
         let mut state = self.lock();
         self.refresh_locked(&mut state);
         let drifts: Vec<Drift> = drifts(&state.file)
             .into_iter()
-            .filter(|d| names.is_empty() || names.contains(&d.name))
+            .filter(|d| {
+                if names.is_empty() {
+                    d.flagged.is_empty()
+                } else {
+                    names.contains(&d.name)
+                }
+            })
             .collect();
         let missing: Vec<String> = names
             .iter()

@@ -9,10 +9,10 @@ use std::sync::{Arc, Mutex};
 use tower::{service_fn, Layer, Service, ServiceExt};
 
 /// A pin file of its own for each test, removed when the test ends.
-struct TempPins(PathBuf);
+pub(super) struct TempPins(pub(super) PathBuf);
 
 impl TempPins {
-    fn new() -> Self {
+    pub(super) fn new() -> Self {
         static NEXT: AtomicUsize = AtomicUsize::new(0);
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
         let name = format!("mcp-chain-pin-test-{}-{n}.json", std::process::id());
@@ -21,7 +21,7 @@ impl TempPins {
         Self(path)
     }
 
-    fn layer(&self, on_change: &str) -> PinLayer {
+    pub(super) fn layer(&self, on_change: &str) -> PinLayer {
         let config = json!({"path": self.0.to_str().expect("UTF-8"), "on_change": on_change});
         serde_json::from_value::<PinConfig>(config)
             .expect("parses")
@@ -29,7 +29,7 @@ impl TempPins {
             .expect("valid")
     }
 
-    fn file(&self) -> Value {
+    pub(super) fn file(&self) -> Value {
         serde_json::from_slice(&std::fs::read(&self.0).expect("written")).expect("JSON")
     }
 }
@@ -43,27 +43,27 @@ impl Drop for TempPins {
 /// A server whose tools are what `tools` holds at the time, and which
 /// records the tools called.
 #[derive(Clone, Default)]
-struct Server {
+pub(super) struct Server {
     tools: Arc<Mutex<Value>>,
     called: Arc<Mutex<Vec<String>>>,
 }
 
 impl Server {
-    fn new(tools: Value) -> Self {
+    pub(super) fn new(tools: Value) -> Self {
         let server = Self::default();
         server.set(tools);
         server
     }
 
-    fn set(&self, tools: Value) {
+    pub(super) fn set(&self, tools: Value) {
         *self.tools.lock().expect("lock") = tools;
     }
 
-    fn called(&self) -> Vec<String> {
+    pub(super) fn called(&self) -> Vec<String> {
         self.called.lock().expect("lock").clone()
     }
 
-    fn service(
+    pub(super) fn service(
         &self,
     ) -> impl Service<Envelope, Response = Option<Message>, Error = BoxError, Future = impl Send>
            + Clone
@@ -93,12 +93,12 @@ impl Server {
     }
 }
 
-fn tool(name: &str, description: &str) -> Value {
+pub(super) fn tool(name: &str, description: &str) -> Value {
     json!({"name": name, "description": description,
            "inputSchema": {"type": "object", "properties": {"a": {"type": "number"}}}})
 }
 
-async fn listed<S>(svc: &mut S) -> Vec<String>
+pub(super) async fn listed<S>(svc: &mut S) -> Vec<String>
 where
     S: Service<Envelope, Response = Option<Message>, Error = BoxError>,
 {
@@ -111,7 +111,7 @@ where
         .collect()
 }
 
-async fn call<S>(svc: &mut S, name: &str) -> Value
+pub(super) async fn call<S>(svc: &mut S, name: &str) -> Value
 where
     S: Service<Envelope, Response = Option<Message>, Error = BoxError>,
 {

@@ -33,5 +33,30 @@ mod service;
 pub use config::{RuleConfig, ScanConfig};
 pub use service::{Scan, ScanLayer};
 
+/// The built-in rules that flag a definition as a person is asked to
+/// trust it (`pin`'s first pins and the drifts offered for acceptance),
+/// each once: `field → JSON text` as the pin file keeps it.
+pub(crate) fn flagged_definition(
+    texts: &std::collections::BTreeMap<String, String>,
+) -> Vec<String> {
+    static BUILT_IN: std::sync::LazyLock<scanner::Scanner> =
+        std::sync::LazyLock::new(|| scanner::Scanner::new(rules::Rule::built_in()));
+    let item: serde_json::Map<String, serde_json::Value> = texts
+        .iter()
+        .map(|(field, text)| {
+            // A text cut at its length is read as it stands.
+            let value = serde_json::from_str(text).unwrap_or_else(|_| text.clone().into());
+            (field.clone(), value)
+        })
+        .collect();
+    let mut rules: Vec<String> = Vec::new();
+    for finding in BUILT_IN.item(&item) {
+        if !rules.contains(&finding.rule) {
+            rules.push(finding.rule);
+        }
+    }
+    rules
+}
+
 #[cfg(test)]
 mod tests;
