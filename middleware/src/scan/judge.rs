@@ -12,6 +12,27 @@ use serde_json::{json, Value};
 use std::collections::BTreeSet;
 
 impl Shared {
+    /// Whether the listing `result` is clean throughout and nothing of
+    /// `kind` was flagged before (so no verdict is to be taken back).
+    fn clean_listing(&self, kind: Kind, result: &Payload) -> bool {
+        let Some(text) = result.text() else {
+            return false;
+        };
+        if crate::lock(&self.flagged)
+            .get(&kind)
+            .is_some_and(|f| !f.is_empty())
+        {
+            return false;
+        }
+        match super::strings::strings_of(text.as_bytes()) {
+            Ok((all, longest)) => {
+                longest <= super::scanner::LONGEST
+                    && self.scanner.text(&all, Place::Descriptions).is_empty()
+            }
+            Err(_) => false,
+        }
+    }
+
     /// Judges the items of `kind` in a listing result: each flagged one
     /// noted, and under `hide` taken out. `Err`: the answer to give
     /// instead (`refuse`, or a listing that cannot be read).
@@ -25,31 +46,57 @@ impl Shared {
         let mut noted = Vec::new();
         // Judged without the lock (reading a thousand tools takes
         // milliseconds; other sessions' calls look at what is flagged).
-        let mut judged: Vec<(String, Option<Vec<String>>)> = Vec::new();
-        let edited = result.edit_items(list, |item| {
+        // A listing whose every string the rules pass, with no
+        // description long enough to be oversized, when nothing of its
+        // kind is flagged from before (the common case): read in one pass
+        // over its text, no item looked at on its own.
+        if self.clean_listing(kind, result) {
+            crate::lock(&self.judged).insert(kind);
+            return Ok(Vec::new());
+        }
+        // Else every item read, kept as it is, then judged.
+        let mut items: Vec<(String, Result<serde_json::Map<String, Value>, ()>)> = Vec::new();
+        let read = result.edit_items(list, |item| {
             let name = item.str_member(name_member).map(|n| n.into_owned());
-            let findings = match item.to_map() {
-                Ok(map) => self.scanner.item(&map),
+            items.push((name.unwrap_or_default(), item.to_map().map_err(|_| ())));
+            true
+        });
+        let maps: Vec<&serde_json::Map<String, Value>> =
+            items.iter().filter_map(|(_, m)| m.as_ref().ok()).collect();
+        let mut found = self.scanner.items(&maps).into_iter();
+        let mut judged: Vec<(String, Option<Vec<String>>)> = Vec::new();
+        for (name, map) in &items {
+            let findings = match map {
+                Ok(_) => found.next().unwrap_or_default(),
                 // What cannot be read cannot be vouched for.
-                Err(_) => vec![Finding {
+                Err(()) => vec![Finding {
                     rule: "unreadable".into(),
                     field: "item".into(),
                 }],
             };
-            let name = name.unwrap_or_default();
             if findings.is_empty() {
-                judged.push((name, None));
-                return true;
+                judged.push((name.clone(), None));
+                continue;
             }
-            let rules: Vec<String> = findings.iter().map(|f| f.rule.clone()).collect();
             for f in &findings {
                 noted.push(
                     json!({"kind": kind.word(), "name": name, "rule": f.rule, "where": f.field}),
                 );
             }
-            judged.push((name, Some(rules)));
-            !hide
-        });
+            judged.push((
+                name.clone(),
+                Some(findings.into_iter().map(|f| f.rule).collect()),
+            ));
+        }
+        // Then, under `hide`, the flagged ones taken out (in order: the
+        // n-th item read is the n-th judged).
+        let mut verdicts = judged.iter().map(|(_, rules)| rules.is_none());
+        let edited = match (hide, read) {
+            (true, Ok(_)) if !noted.is_empty() => {
+                result.edit_items(list, |_| verdicts.next().unwrap_or(false))
+            }
+            (_, read) => read,
+        };
         {
             let mut flagged = crate::lock(&self.flagged);
             let by_name = flagged.entry(kind).or_default();

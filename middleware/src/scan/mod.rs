@@ -29,6 +29,7 @@ mod normal;
 mod rules;
 mod scanner;
 mod service;
+mod strings;
 
 pub use config::{RuleConfig, ScanConfig};
 pub use service::{Scan, ScanLayer};

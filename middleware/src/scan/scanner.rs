@@ -43,7 +43,7 @@ fn boundary(text: &str, at: usize) -> usize {
 
 /// A description longer than this, plus [`PER_INPUT`] for each input the
 /// tool takes, says more than a tool needs to.
-const LONGEST: usize = 2_000;
+pub(super) const LONGEST: usize = 2_000;
 const PER_INPUT: usize = 300;
 
 impl Scanner {
@@ -128,6 +128,31 @@ impl Scanner {
         found
     }
 
+    /// The findings in each listed item, in order. Every item's text is
+    /// read by the rules in one pass first (a clean listing, the common
+    /// case, costs that pass); only when it matches somewhere is each
+    /// item read field by field. Texts are joined by a line break, which
+    /// no match needs to cross, so the pass misses nothing an item's own
+    /// reading would find.
+    pub(super) fn items(&self, items: &[&Map<String, Value>]) -> Vec<Vec<Finding>> {
+        let mut strings = Vec::new();
+        for item in items {
+            for value in item.values() {
+                strings_in(value, &mut strings, true);
+            }
+        }
+        if self
+            .text(&strings.join("\n"), Place::Descriptions)
+            .is_empty()
+        {
+            return items
+                .iter()
+                .map(|item| oversized(item).into_iter().collect())
+                .collect();
+        }
+        items.iter().map(|item| self.item(item)).collect()
+    }
+
     /// The findings in a listed item (a tool, prompt, resource or
     /// template), by the field they are in.
     pub(super) fn item(&self, item: &Map<String, Value>) -> Vec<Finding> {
@@ -147,19 +172,7 @@ impl Scanner {
                 }
             }
         }
-        if let Some(Value::String(description)) = item.get("description") {
-            let inputs = item
-                .get("inputSchema")
-                .and_then(|s| s.get("properties"))
-                .and_then(Value::as_object)
-                .map_or(0, Map::len);
-            if description.chars().count() > LONGEST + PER_INPUT * inputs {
-                findings.push(Finding {
-                    rule: OVERSIZED.to_owned(),
-                    field: "description".to_owned(),
-                });
-            }
-        }
+        findings.extend(oversized(item));
         findings
     }
 
@@ -205,6 +218,23 @@ impl Scanner {
             *text = cut_sentences(text, ranges);
         }
     }
+}
+
+/// The oversized-description finding, when an item's description is
+/// longer than its inputs justify.
+fn oversized(item: &Map<String, Value>) -> Option<Finding> {
+    let Some(Value::String(description)) = item.get("description") else {
+        return None;
+    };
+    let inputs = item
+        .get("inputSchema")
+        .and_then(|s| s.get("properties"))
+        .and_then(Value::as_object)
+        .map_or(0, Map::len);
+    (description.chars().count() > LONGEST + PER_INPUT * inputs).then(|| Finding {
+        rule: OVERSIZED.to_owned(),
+        field: "description".to_owned(),
+    })
 }
 
 /// Every string in `value`; object keys too when `keys` (a schema's
