@@ -10,7 +10,7 @@ use crate::chain::ChainService;
 use mcp_chain_middleware::config_error::ConfigError;
 use mcp_chain_middleware::session::{ServerInfo, SessionInfo};
 use mcp_chain_middleware::{
-    approve, audit, filter, limit, log, pin, rate_limit, rewrite, scan, timeout, validate,
+    approve, audit, filter, limit, log, pin, rate_limit, rewrite, scan, search, timeout, validate,
 };
 use serde::Deserialize;
 use tower::Layer;
@@ -73,7 +73,8 @@ impl PerSession for rate_limit::RateLimitLayer {
 fresh_per_session!(
     timeout::TimeoutLayer,
     validate::ValidateLayer,
-    pin::PinLayer
+    pin::PinLayer,
+    search::SearchLayer
 );
 
 /// What a person allows stays in the session; the approval page names its
@@ -117,6 +118,11 @@ impl PerServer for approve::ApproveLayer {
 impl PerServer for filter::FilterLayer {}
 impl PerServer for rewrite::RewriteLayer {}
 impl PerServer for scan::ScanLayer {}
+impl PerServer for search::SearchLayer {
+    fn for_server(&self, _: &ServerInfo) -> Self {
+        self.for_session()
+    }
+}
 impl PerServer for rate_limit::RateLimitLayer {
     fn for_server(&self, server: &ServerInfo) -> Self {
         rate_limit::RateLimitLayer::for_server(self, &server.name)
@@ -160,6 +166,7 @@ same_both_ways!(
     filter::FilterLayer,
     rewrite::RewriteLayer,
     scan::ScanLayer,
+    search::SearchLayer,
     rate_limit::RateLimitLayer,
     timeout::TimeoutLayer,
     limit::LimitLayer,
@@ -306,6 +313,7 @@ layers! {
     Filter => "filter", filter::FilterConfig, filter::FilterLayer;
     Rewrite => "rewrite", rewrite::RewriteConfig, rewrite::RewriteLayer;
     Scan => "scan", scan::ScanConfig, scan::ScanLayer;
+    Search => "search", search::SearchConfig, search::SearchLayer;
     RateLimit => "rate_limit", rate_limit::RateLimitConfig, rate_limit::RateLimitLayer;
     Timeout => "timeout", timeout::TimeoutConfig, timeout::TimeoutLayer;
     Limit => "limit", limit::LimitConfig, limit::LimitLayer;
@@ -328,6 +336,7 @@ mod tests {
             "filter",
             "rewrite",
             "scan",
+            "search",
             "rate_limit",
             "timeout",
             "limit",

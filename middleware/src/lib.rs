@@ -88,6 +88,7 @@ pub mod pin;
 pub mod rate_limit;
 pub mod rewrite;
 pub mod scan;
+pub mod search;
 pub mod servers;
 pub mod session;
 pub mod shared;

@@ -11,6 +11,9 @@ use crate::{note, ErrorCode, ErrorObject, Message, RequestId};
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
 
+/// A listed item as read: its members, or `Err` when it cannot be.
+type Read = Result<serde_json::Map<String, Value>, ()>;
+
 impl Shared {
     /// Whether the listing `result` is clean throughout and nothing of
     /// `kind` was flagged before (so no verdict is to be taken back).
@@ -55,7 +58,7 @@ impl Shared {
             return Ok(Vec::new());
         }
         // Else every item read, kept as it is, then judged.
-        let mut items: Vec<(String, Result<serde_json::Map<String, Value>, ()>)> = Vec::new();
+        let mut items: Vec<(String, Read)> = Vec::new();
         let read = result.edit_items(list, |item| {
             let name = item.str_member(name_member).map(|n| n.into_owned());
             items.push((name.unwrap_or_default(), item.to_map().map_err(|_| ())));
