@@ -299,6 +299,44 @@ impl Policy {
     }
 }
 
+/// The layers that judge a tool by its name. Before a `search` layer they
+/// would judge `search_tools` and `call_tool` rather than the tool called
+/// (and a filter's hidden tool would be found and called), so a chain
+/// that puts one there is refused.
+fn judges_tools(layer: &AnyLayer) -> bool {
+    matches!(
+        layer,
+        AnyLayer::Filter(_)
+            | AnyLayer::Pin(_)
+            | AnyLayer::Scan(_)
+            | AnyLayer::Validate(_)
+            | AnyLayer::Approve(_)
+    )
+}
+
+/// `Err` naming the first layer of `outer` (a chain outside the one with
+/// a `search` layer, or the same chain before it) that judges tools, when
+/// `searching` holds a `search` layer.
+pub(crate) fn search_first(outer: &[Entry], searching: &[Entry]) -> Result<(), String> {
+    let Some(at) = searching
+        .iter()
+        .position(|e| matches!(e.layer, AnyLayer::Search(_)))
+    else {
+        return Ok(());
+    };
+    let before = match std::ptr::eq(outer, searching) {
+        true => &outer[..at],
+        false => outer,
+    };
+    match before.iter().find(|e| judges_tools(&e.layer)) {
+        Some(guard) => Err(format!(
+            "`{}` comes before `search`, so it would judge search_tools and call_tool, not the tool called; put search before it, in the shared chain when it is there (the layers after search judge call_tool as the tool it names)",
+            guard.layer.name()
+        )),
+        None => Ok(()),
+    }
+}
+
 /// The layers of `entries` that apply to a session whose caller is `who`.
 pub(crate) fn applying(entries: &[Entry], who: Option<Who<'_>>) -> Vec<AnyLayer> {
     entries
@@ -326,6 +364,41 @@ layers! {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn entries(tables: &[&str]) -> Vec<Entry> {
+        tables
+            .iter()
+            .map(|t| {
+                toml::from_str::<MiddlewareFile>(t)
+                    .expect("parses")
+                    .validate()
+                    .expect("valid")
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_guard_before_search_is_refused_one_after_it_is_not() {
+        let search = "type = \"search\"";
+        let filter = "type = \"filter\"\ntools = { deny = [\"x\"] }";
+        let audit = "type = \"rate_limit\"\nrules = [{ rate = \"1/s\" }]";
+        let before = entries(&[audit, filter, search]);
+        let refused = search_first(&before, &before).unwrap_err();
+        assert!(
+            refused.starts_with("`filter` comes before `search`"),
+            "{refused}"
+        );
+        let after = entries(&[audit, search, filter]);
+        assert!(search_first(&after, &after).is_ok());
+        // A gateway: the shared chain is outside every server's own.
+        let shared = entries(&[filter]);
+        let own = entries(&[search]);
+        assert!(search_first(&shared, &own).is_err());
+        assert!(
+            search_first(&own, &shared).is_ok(),
+            "search shared, guards in a server's chain"
+        );
+    }
 
     /// The name each line gives is the `type` serde reads (a layer that
     /// needs a setting is refused for that, not for its type).

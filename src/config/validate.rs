@@ -108,6 +108,17 @@ pub(super) fn validate(file: ConfigFile, text: &str) -> Result<Config, Vec<Probl
         }
     }
 
+    if let Err(e) = crate::layers::search_first(&chain, &chain) {
+        problems.push((None, format!("middleware: {e}")));
+    }
+    for server in gateway.iter().flat_map(|g| &g.servers) {
+        if let Err(e) = crate::layers::search_first(&server.chain, &server.chain)
+            .and_then(|()| crate::layers::search_first(&chain, &server.chain))
+        {
+            problems.push((None, format!("servers.{}.middleware: {e}", server.name)));
+        }
+    }
+
     let asks_on_page = chain.iter().any(|entry: &crate::layers::Entry| {
         matches!(&entry.layer, crate::layers::AnyLayer::Approve(layer) if layer.asks_on_page())
     });
