@@ -3,7 +3,7 @@ in front of a server holding LiveMCPBench's 527 real tools (70 servers,
 named as a gateway names them): the list is `always` and the two search
 tools; search finds by the words of a description; `call_tool` reaches the
 server as a plain call that the layers after `search` judge (filter,
-validate, audit); a changed server list renews the index, not the list;
+validate, approve, audit); a changed server list renews the index, not the list;
 and LiveMCPBench's 94 annotated tasks measure the ranking (recall@1/5/10,
 nDCG@10) next to a reference BM25 (rank_bm25) in the same run."""
 
@@ -14,6 +14,7 @@ import math
 from pathlib import Path
 
 import pytest
+from mcp import types
 from mcp.shared.exceptions import MCPError
 from rank_bm25 import BM25Okapi
 
@@ -143,3 +144,24 @@ async def test_livemcpbench_ranking_next_to_a_reference_bm25(tmp_path: Path):
     print(report)
     assert mean(ours, 1) >= mean(theirs, 1), report
     assert short <= 0.05 * full_300, report
+
+
+async def test_approve_after_search_asks_about_the_tool_called(tmp_path: Path):
+    used, _ = chain(tmp_path, "", '[[middleware]]\ntype = "approve"\ntools = ["time__*"]\n')
+    asked: list[str] = []
+
+    async def decide(context, params: types.ElicitRequestParams):
+        asked.append(params.message)
+        decision = "allow_once" if len(asked) == 1 else "deny"
+        return types.ElicitResult(action="accept", content={"decision": decision})
+
+    async with open_session(server(), used, label="search-approve", elicitation_callback=decide) as conn:
+        arguments = {"timezone": "Europe/Oslo"}
+        called = await conn.session.call_tool("call_tool", {"name": "time__get_current_time", "arguments": arguments})
+        assert json.loads(called.content[0].text)["called"] == "time__get_current_time", called
+        assert len(asked) == 1 and '"time__get_current_time"' in asked[0], asked
+        with pytest.raises(MCPError) as denied:
+            await conn.session.call_tool("call_tool", {"name": "time__get_current_time", "arguments": arguments})
+        assert denied.value.error.data["layer"] == "approve"
+        hits = found(await conn.session.call_tool("search_tools", {"query": "current time timezone"}))
+        assert "time__get_current_time" in hits and len(asked) == 2, "searching asks nothing"
