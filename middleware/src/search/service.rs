@@ -134,6 +134,25 @@ where
                     Ok(Some(Message::response(id, json!({"tools": list}))))
                 })
             }
+            (Direction::ToServer, Message::Request(req))
+                if req.method == method::SERVER_DISCOVER =>
+            {
+                // 2026-07-28: the tools come with the server's description;
+                // the short list there too, the index from what came.
+                let answer = self.inner.call(env);
+                Box::pin(async move {
+                    let mut out = answer.await?;
+                    if let Some(Message::Response(response)) = &mut out {
+                        if let Ok(Some(Value::Array(items))) = response.result.member("tools") {
+                            let index = Arc::new(Index::new(objects(items)));
+                            *crate::lock(&layer.session.index) = Some(index.clone());
+                            let list = Value::Array(layer.short_list(&index));
+                            response.result.set_member("tools", list)?;
+                        }
+                    }
+                    Ok(out)
+                })
+            }
             (Direction::ToServer, Message::Request(req)) if req.method == method::TOOLS_CALL => {
                 let params = req.params.as_ref().and_then(|p| p.to_value().ok());
                 let name = params
@@ -205,10 +224,7 @@ impl SearchLayer {
             &session.asked,
             |page| match page.member("tools") {
                 Ok(Some(Value::Array(items))) => {
-                    listed.extend(items.into_iter().filter_map(|t| match t {
-                        Value::Object(map) => Some(map),
-                        _ => None,
-                    }));
+                    listed.extend(objects(items));
                     true
                 }
                 _ => false,
@@ -275,6 +291,18 @@ fn called(params: &Value, arguments: &Value) -> Result<Value, String> {
         direct["_meta"] = meta.clone();
     }
     Ok(direct)
+}
+
+/// The items of a listing that are objects (a tool that is not one has
+/// no name to find it by).
+fn objects(items: Vec<Value>) -> Vec<Map<String, Value>> {
+    items
+        .into_iter()
+        .filter_map(|t| match t {
+            Value::Object(map) => Some(map),
+            _ => None,
+        })
+        .collect()
 }
 
 fn has_cursor(params: Option<&crate::payload::Payload>) -> bool {

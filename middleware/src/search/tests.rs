@@ -294,3 +294,26 @@ fn names_split_into_words() {
     assert_eq!(index::words("getCurrentTime"), "get Current Time");
     assert_eq!(index::words("HTTPServer-v2"), "HTTP Server v 2");
 }
+
+#[tokio::test]
+async fn a_discovery_answer_carries_the_short_list() {
+    let server = Server::new(tools());
+    let tools_now = server.tools.clone();
+    let discover = service_fn(move |env: Envelope| {
+        let tools_now = tools_now.clone();
+        async move {
+            let Message::Request(req) = env.message else {
+                return Ok::<_, BoxError>(None);
+            };
+            let listed = tools_now.lock().expect("lock").clone();
+            Ok(Some(Message::response(
+                req.id,
+                json!({"tools": listed, "capabilities": {}}),
+            )))
+        }
+    });
+    let mut svc = layer("always = [\"git__*\"]").layer(discover);
+    let found = send(&mut svc, Message::request(1, method::SERVER_DISCOVER, None)).await;
+    assert_eq!(names(&found), ["git__commit", "search_tools", "call_tool"]);
+    assert_eq!(found["result"]["capabilities"], json!({}));
+}
