@@ -11,6 +11,8 @@ rebuild their schemas).
 import json
 import sys
 
+from plain_server import serve
+
 MODE, PATH = sys.argv[1], sys.argv[2]
 ITEMS = [json.loads(line) for line in open(PATH, encoding="utf-8")]
 
@@ -41,14 +43,4 @@ def answer(message: dict):
     return None
 
 
-for line in sys.stdin:
-    message = json.loads(line)
-    if "id" not in message:
-        continue
-    result = answer(message)
-    if result is None:
-        reply = {"jsonrpc": "2.0", "id": message["id"], "error": {"code": -32601, "message": "method not found"}}
-    else:
-        reply = {"jsonrpc": "2.0", "id": message["id"], "result": result}
-    sys.stdout.write(json.dumps(reply) + "\n")
-    sys.stdout.flush()
+serve(answer)

@@ -11,6 +11,8 @@ the file holds them.
 import json
 import sys
 
+from plain_server import send, serve
+
 PATH = sys.argv[1]
 LIMIT = int(sys.argv[2]) if len(sys.argv) > 2 and sys.argv[2].isdigit() else None
 TOOLS = []
@@ -21,11 +23,6 @@ TOOLS = TOOLS[:LIMIT]
 TOOLS.append({"name": "fixture__add_tool", "description": "Adds a tool to this fixture's list.",
               "inputSchema": {"type": "object", "properties": {"name": {"type": "string"},
                                                                 "description": {"type": "string"}}}})
-
-
-def send(message: dict) -> None:
-    sys.stdout.write(json.dumps(message) + "\n")
-    sys.stdout.flush()
 
 
 def answer(message: dict):
@@ -48,12 +45,4 @@ def answer(message: dict):
     return None
 
 
-for line in sys.stdin:
-    message = json.loads(line)
-    if "id" not in message:
-        continue
-    result = answer(message)
-    if result is None:
-        send({"jsonrpc": "2.0", "id": message["id"], "error": {"code": -32601, "message": "method not found"}})
-    else:
-        send({"jsonrpc": "2.0", "id": message["id"], "result": result})
+serve(answer)

@@ -217,6 +217,7 @@ impl SearchLayer {
             return Ok(index);
         }
         let mut listed: Vec<Map<String, Value>> = Vec::new();
+        let mut whole = false;
         crate::listing::ask_all(
             inner,
             LAYER,
@@ -225,14 +226,24 @@ impl SearchLayer {
             |page| match page.member("tools") {
                 Ok(Some(Value::Array(items))) => {
                     listed.extend(objects(items));
+                    // Read to its last page, unless a later one fails.
+                    whole = !matches!(page.member("nextCursor"), Ok(Some(c)) if !c.is_null());
                     true
                 }
-                _ => false,
+                _ => {
+                    whole = false;
+                    false
+                }
             },
         )
         .await?;
         let index = Arc::new(Index::new(listed));
-        *crate::lock(&session.index) = Some(index.clone());
+        // A listing not read whole (no answer, a page unreadable) is used
+        // for this answer only: the next one lists again.
+        match whole {
+            true => *crate::lock(&session.index) = Some(index.clone()),
+            false => session.stale.store(true, Ordering::Relaxed),
+        }
         Ok(index)
     }
 

@@ -13,6 +13,8 @@ use tower::{service_fn, Layer, Service, ServiceExt};
 struct Server {
     tools: Arc<Mutex<Vec<Value>>>,
     calls: Arc<Mutex<Vec<Value>>>,
+    /// Its listings fail while set.
+    down: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Server {
@@ -35,6 +37,11 @@ impl Server {
                 let Message::Request(req) = env.message else {
                     return Ok::<_, BoxError>(Some(env.message));
                 };
+                let down = server.down.load(std::sync::atomic::Ordering::Relaxed);
+                if down && req.method == method::TOOLS_LIST {
+                    let error = crate::ErrorObject::new(crate::ErrorCode::INTERNAL_ERROR, "down");
+                    return Ok(Some(Message::error(Some(req.id), error)));
+                }
                 let result = match req.method.as_str() {
                     method::TOOLS_LIST => json!({"tools": *server.tools.lock().expect("lock")}),
                     method::TOOLS_CALL => {
@@ -316,4 +323,24 @@ async fn a_discovery_answer_carries_the_short_list() {
     let found = send(&mut svc, Message::request(1, method::SERVER_DISCOVER, None)).await;
     assert_eq!(names(&found), ["git__commit", "search_tools", "call_tool"]);
     assert_eq!(found["result"]["capabilities"], json!({}));
+}
+
+#[tokio::test]
+async fn a_listing_that_fails_is_not_kept() {
+    let server = Server::new(tools());
+    server
+        .down
+        .store(true, std::sync::atomic::Ordering::Relaxed);
+    let mut svc = layer("").layer(server.service());
+    let answer = call(&mut svc, "search_tools", json!({"query": "read a file"})).await;
+    assert!(found(&answer).is_empty());
+    server
+        .down
+        .store(false, std::sync::atomic::Ordering::Relaxed);
+    let answer = call(&mut svc, "search_tools", json!({"query": "read a file"})).await;
+    assert_eq!(
+        found(&answer)[0],
+        "files__read_file",
+        "listed again: {answer}"
+    );
 }
