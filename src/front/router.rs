@@ -6,7 +6,6 @@
 
 use super::reply::Outgoing;
 use super::routes::{lock, Shared};
-use crate::transport::lines::lines;
 use crate::transport::queue::{Queue, Taken};
 use bytes::Bytes;
 use mcp_chain_middleware::{ErrorCode, ErrorObject, Message};
@@ -14,10 +13,10 @@ use mcp_chain_middleware::{ErrorCode, ErrorObject, Message};
 pub(super) async fn run(queue: Queue, routes: Shared) {
     let mut taken = Taken::default();
     while queue.take(&mut taken).await {
-        for line in lines(&mut taken) {
+        for queued in taken.messages.drain(..) {
             let (targets, shared) = {
                 let mut routes = lock(&routes);
-                (routes.targets(&line), routes.stateless)
+                (routes.targets(queued), routes.stateless)
             };
             for (tx, outgoing) in targets {
                 // A session of one client waits for its client (the
@@ -32,6 +31,7 @@ pub(super) async fn run(queue: Queue, routes: Shared) {
                 }
             }
         }
+        taken.clear();
     }
     let ended = lock(&routes).end();
     for (tx, waiting) in ended {

@@ -4,9 +4,10 @@
 //! messages on the client's GET stream.
 //!
 //! The session's router takes what the chain queued for the client (the
-//! same queue a pipe's writer takes from) as messages with their kind and
-//! id known (`transport::lines`: written once, never parsed back) and
-//! sends each on:
+//! same queue a pipe's writer takes from) as messages, not yet written:
+//! each is written here, once, after a renamed request's client has its
+//! id and progress token back (never written, then read and written
+//! again), and sent on:
 //!
 //! - an answer: to the POST waiting for that id (as an SSE event, or as
 //!   the JSON body); the POST's stream ends with its last answer;
@@ -22,7 +23,7 @@
 use super::backlog::Backlog;
 use super::reply::Outgoing;
 use crate::mcp_http::ToolParams;
-use crate::transport::lines::Line;
+use crate::transport::queue::Outgoing as Queued;
 use bytes::Bytes;
 use mcp_chain_middleware::message::method;
 use mcp_chain_middleware::{Message, RequestId};
@@ -184,14 +185,15 @@ impl Routes {
         open(&self.get) || open(&self.legacy) || self.posts.values().any(|p| !p.tx.is_closed())
     }
 
-    /// Where `line` goes, and as what: one stream, or (a change
-    /// notification of a shared session) every listener's.
-    pub(super) fn targets(&mut self, line: &Line) -> Vec<(mpsc::Sender<Outgoing>, Outgoing)> {
-        match &line.message {
-            Some(m) if self.stateless && !answers_or_progress(m) => {
-                self.subscription(m, &line.bytes)
-            }
-            _ => self.target(line).into_iter().collect(),
+    /// Where a message for the client goes, and as what: one stream, or
+    /// (a change notification of a shared session) every listener's. It
+    /// is written here, once, after the edits that give a renamed
+    /// request's client its own id and progress token back.
+    pub(super) fn targets(&mut self, queued: Queued) -> Vec<(mpsc::Sender<Outgoing>, Outgoing)> {
+        match queued {
+            Queued::One(m) if self.stateless && !answers_or_progress(&m) => self.subscription(m),
+            Queued::One(m) => self.target(m).into_iter().collect(),
+            Queued::Batch(answers) => self.batch(&answers).into_iter().collect(),
         }
     }
 
@@ -214,21 +216,15 @@ impl Routes {
         self.close_post(n);
     }
 
-    fn target(&mut self, line: &Line) -> Option<(mpsc::Sender<Outgoing>, Outgoing)> {
+    fn target(&mut self, mut message: Message) -> Option<(mpsc::Sender<Outgoing>, Outgoing)> {
         if let Some(legacy) = &self.legacy {
-            return Some((legacy.clone(), Outgoing::event(None, line.bytes.clone())));
+            return Some((legacy.clone(), Outgoing::event(None, written(&message))));
         }
-        let answered = match &line.message {
-            Some(m @ (Message::Response(_) | Message::Error(_))) => {
-                m.id().cloned().into_iter().collect()
-            }
-            Some(_) => Vec::new(),
-            None => line.batch.clone(),
-        };
-        if let Some(first) = answered.first() {
-            return self.answer(first, &answered, &line.bytes, line.message.as_ref());
+        if let (Message::Response(_) | Message::Error(_), Some(id)) = (&message, message.id()) {
+            let id = id.clone();
+            return self.answer(&[id], Answering::One(message));
         }
-        if let Some((n, post)) = line.message.as_ref().and_then(|m| self.progress_post(m)) {
+        if let Some((n, post)) = self.progress_post(&message) {
             if self.stateless && !has_room(post) {
                 // A shared session never waits for one client's stream:
                 // progress its reader has no room for is dropped (the
@@ -236,25 +232,43 @@ impl Routes {
                 self.dropped_progress(n);
                 return None;
             }
-            let bytes = match (&post.restore, &line.message) {
-                (
-                    Some(Restore {
-                        token: Some(token), ..
-                    }),
-                    Some(m),
-                ) => rewrite(m, |m| {
-                    if let Some(params) = m.params_mut() {
-                        let _ = params.set_member("progressToken", token.clone());
-                    }
-                }),
-                _ => line.bytes.clone(),
-            };
-            return Some((post.tx.clone(), Outgoing::event(None, bytes)));
+            if let Some(Restore {
+                token: Some(token), ..
+            }) = &post.restore
+            {
+                if let Some(params) = message.params_mut() {
+                    let _ = params.set_member("progressToken", token.clone());
+                }
+            }
+            return Some((post.tx.clone(), Outgoing::event(None, written(&message))));
         }
-        let id = self.backlog.push(&line.bytes);
+        self.other(written(&message))
+    }
+
+    /// A batch's answers, written as they are (a renamed request is never
+    /// part of a batch).
+    fn batch(&mut self, answers: &[Message]) -> Option<(mpsc::Sender<Outgoing>, Outgoing)> {
+        let mut line = Vec::new();
+        Message::write_batch(answers, &mut line);
+        line.pop();
+        let line = Bytes::from(line);
+        if let Some(legacy) = &self.legacy {
+            return Some((legacy.clone(), Outgoing::event(None, line)));
+        }
+        let ids: Vec<RequestId> = answers.iter().filter_map(Message::id).cloned().collect();
+        match ids.is_empty() {
+            true => self.other(line),
+            false => self.answer(&ids, Answering::Written(line)),
+        }
+    }
+
+    /// What is neither an answer nor a request's progress: to the GET
+    /// stream, else the newest POST stream, kept in the backlog.
+    fn other(&mut self, line: Bytes) -> Option<(mpsc::Sender<Outgoing>, Outgoing)> {
+        let id = self.backlog.push(&line);
         if let Some(get) = self.get.as_ref().filter(|g| !g.is_closed()) {
             self.backlog.sent = id;
-            return Some((get.clone(), Outgoing::event(Some(id), line.bytes.clone())));
+            return Some((get.clone(), Outgoing::event(Some(id), line)));
         }
         let newest = self
             .posts
@@ -264,22 +278,18 @@ impl Routes {
         let (_, post) = newest?;
         // Handed to a stream: a GET stream opened later does not get it again.
         self.backlog.sent = id;
-        Some((
-            post.tx.clone(),
-            Outgoing::event(Some(id), line.bytes.clone()),
-        ))
+        Some((post.tx.clone(), Outgoing::event(Some(id), line)))
     }
 
-    /// An answer (or a batch's answers) for the POST waiting for `first`.
+    /// An answer (or a batch's answers, `ids`) for the POST waiting for
+    /// the first.
     fn answer(
         &mut self,
-        first: &RequestId,
         ids: &[RequestId],
-        line: &Bytes,
-        message: Option<&Message>,
+        answering: Answering,
     ) -> Option<(mpsc::Sender<Outgoing>, Outgoing)> {
-        let Some(n) = self.answers.get(first).copied() else {
-            tracing::debug!(id = %first, "an answer no HTTP request is waiting for; dropped");
+        let Some(n) = self.answers.get(&ids[0]).copied() else {
+            tracing::debug!(id = %ids[0], "an answer no HTTP request is waiting for; dropped");
             return None;
         };
         for id in ids {
@@ -289,14 +299,17 @@ impl Routes {
         post.waiting.retain(|w| !ids.contains(w));
         let tx = post.tx.clone();
         let marked = self.marked.as_ref().filter(|_| post.lists_tools);
-        let line = match (&post.restore, message) {
-            (Some(restore), Some(m)) => rewrite(m, |m| {
-                m.set_id(restore.id.clone());
-                if let (Some(marked), Message::Response(r)) = (marked, m) {
-                    marked.learn(&mut r.result);
+        let line = match answering {
+            Answering::Written(line) => line,
+            Answering::One(mut m) => {
+                if let Some(restore) = &post.restore {
+                    m.set_id(restore.id.clone());
+                    if let (Some(marked), Message::Response(r)) = (marked, &mut m) {
+                        marked.learn(&mut r.result);
+                    }
                 }
-            }),
-            _ => line.clone(),
+                written(&m)
+            }
         };
         // An answer, SSE stream or not: a POST whose first message is its
         // answer is answered with a JSON body (see `handler::relay`), a
@@ -372,10 +385,16 @@ fn answers_or_progress(message: &Message) -> bool {
         || message.method() == Some(method::NOTIFICATION_PROGRESS)
 }
 
-/// `message` changed by `change`, as a line without its newline.
-fn rewrite(message: &Message, change: impl FnOnce(&mut Message)) -> Bytes {
-    let mut message = message.clone();
-    change(&mut message);
+/// An answer as it reaches the router: one message still to write (and
+/// to give its client's id back), or a batch's, written.
+enum Answering {
+    One(Message),
+    Written(Bytes),
+}
+
+/// `message` as a line without its newline: the one write of a message
+/// for an HTTP client.
+fn written(message: &Message) -> Bytes {
     let mut line = Vec::new();
     message.write_line(&mut line);
     line.pop();

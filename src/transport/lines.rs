@@ -1,8 +1,9 @@
 //! The messages taken off a queue of messages ([`Queue::of_messages`]):
-//! an HTTP transport must know each message's kind and id to choose where
-//! it goes (a POST of its own to a remote server, the response stream of
-//! the request it answers for an HTTP client), and sends its bytes; each
-//! is written here, once, and never parsed back.
+//! a transport to a remote server must know each message's kind and id to
+//! choose where it goes (a POST of its own, a WebSocket frame), and sends
+//! its bytes; each is written here, once, and never parsed back. (The
+//! HTTP front's router writes its own, once, after giving a renamed
+//! request's client its id back: `front/routes.rs`.)
 //!
 //! [`Queue::of_messages`]: crate::transport::queue::Queue::of_messages
 
@@ -18,8 +19,6 @@ pub(crate) struct Line {
     /// Set for a request only: an answer to the server's request has an id
     /// too, and gets no answer.
     pub(crate) id: Option<RequestId>,
-    /// A batch's answers: the ids they answer.
-    pub(crate) batch: Vec<RequestId>,
 }
 
 impl Line {
@@ -37,18 +36,15 @@ impl Line {
                     bytes: Bytes::from(bytes),
                     message: Some(message),
                     id,
-                    batch: Vec::new(),
                 }
             }
             Outgoing::Batch(messages) => {
                 Message::write_batch(&messages, &mut bytes);
                 bytes.pop();
-                let batch = messages.iter().filter_map(Message::id).cloned().collect();
                 Self {
                     bytes: Bytes::from(bytes),
                     message: None,
                     id: None,
-                    batch,
                 }
             }
         }

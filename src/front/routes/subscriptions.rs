@@ -5,8 +5,7 @@
 //! kind, stamped with each stream's id, since a listener must get only
 //! what it subscribed to.
 
-use super::{has_room, rewrite, Outgoing, Post, Routes};
-use bytes::Bytes;
+use super::{has_room, written, Outgoing, Post, Routes};
 use mcp_chain_middleware::message::method;
 use mcp_chain_middleware::{Message, RequestId};
 use serde_json::{json, Value};
@@ -38,8 +37,7 @@ impl Routes {
     /// a stdio server ends one.
     pub(super) fn subscription(
         &mut self,
-        message: &Message,
-        line: &Bytes,
+        mut message: Message,
     ) -> Vec<(mpsc::Sender<Outgoing>, Outgoing)> {
         let params = message.params();
         if message.method() == Some(method::NOTIFICATION_CANCELLED) {
@@ -59,12 +57,12 @@ impl Routes {
             .and_then(|m| m.get(SUBSCRIPTION_ID))
             .and_then(RequestId::from_value);
         if stamped.is_none() {
-            return self.announced(message);
+            return self.announced(&message);
         }
         if message.method() == Some(ACKNOWLEDGED) {
             let listen = stamped.as_ref().and_then(|id| self.listen_post(id));
             if let Some(post) = listen.and_then(|n| self.posts.get_mut(&n)) {
-                post.kinds = acknowledged(message);
+                post.kinds = acknowledged(&message);
             }
         }
         let Some((n, post)) = stamped
@@ -77,18 +75,12 @@ impl Routes {
             );
             return Vec::new();
         };
-        let bytes = match (&post.restore, meta) {
-            (Some(restore), Some(mut meta)) => {
-                meta[SUBSCRIPTION_ID] = restore.id.to_value();
-                rewrite(message, |m| {
-                    if let Some(params) = m.params_mut() {
-                        let _ = params.set_member("_meta", meta);
-                    }
-                })
+        if let (Some(restore), Some(mut meta)) = (&post.restore, meta) {
+            meta[SUBSCRIPTION_ID] = restore.id.to_value();
+            if let Some(params) = message.params_mut() {
+                let _ = params.set_member("_meta", meta);
             }
-            // Not renamed: the line as it came.
-            _ => line.clone(),
-        };
+        }
         if !has_room(post) {
             // A listener that stopped reading is not waited for: its
             // stream ends, and the client listens (and lists) anew.
@@ -96,7 +88,7 @@ impl Routes {
             self.close_post(n);
             return Vec::new();
         }
-        vec![(post.tx.clone(), Outgoing::event(None, bytes))]
+        vec![(post.tx.clone(), Outgoing::event(None, written(&message)))]
     }
 
     /// The open `subscriptions/listen` POST waiting for `id`.
@@ -129,9 +121,7 @@ impl Routes {
                 message.method().unwrap_or_default(),
                 Some(json!({"_meta": {SUBSCRIPTION_ID: id.to_value()}})),
             );
-            let mut bytes = Vec::new();
-            stamped.write_line(&mut bytes);
-            sent.push((post.tx.clone(), Outgoing::event(None, Bytes::from(bytes))));
+            sent.push((post.tx.clone(), Outgoing::event(None, written(&stamped))));
         }
         sent
     }
