@@ -61,6 +61,7 @@ pub mod relay;
 
 mod approvals;
 mod args;
+mod books;
 mod bundle;
 mod callers;
 mod chain;

@@ -27,9 +27,9 @@ use super::reply::Answer;
 use super::routes::{Owner, Restore, Waiting};
 use super::session::{Caller, FrontSession, Kind};
 use super::Front;
+use crate::books::rename;
 use crate::mcp_http::{Routing, ToolParams};
 use crate::peer::Read;
-use crate::pool::remap;
 use hyper::{HeaderMap, StatusCode};
 use mcp_chain_middleware::message::method;
 use mcp_chain_middleware::message::Incoming;
@@ -160,14 +160,15 @@ pub(super) async fn post(
         waiting.listen = request.method == method::SUBSCRIPTIONS_LISTEN;
         waiting.lists_tools = request.method == method::TOOLS_LIST;
         let id = front.pool.id();
-        let (client_id, token) = remap(&mut message, id.clone());
+        let (client_id, token) = rename(&mut message, id.clone());
+        // The front's token is its id: progress finds its POST by it.
+        if token.is_some() {
+            waiting.tokens.push(id.to_value().to_string());
+        }
         waiting.ids.push(id);
-        waiting
-            .tokens
-            .extend(token.as_ref().map(|(ours, _)| ours.clone()));
         waiting.restore = Some(Restore {
             id: client_id,
-            token: token.map(|(_, theirs)| theirs),
+            token,
             owner: caller.owner(),
         });
     }
@@ -195,9 +196,9 @@ mod tests {
             "tools/call",
             json!({"name": "add", "_meta": {"progressToken": 5, "other": 1}}),
         );
-        let (id, token) = remap(&mut call, RequestId::String("mcp-chain-9".into()));
+        let (id, token) = rename(&mut call, RequestId::String("mcp-chain-9".into()));
         assert_eq!(id, RequestId::from(1u64));
-        assert_eq!(token, Some(("\"mcp-chain-9\"".to_owned(), json!(5))));
+        assert_eq!(token, Some(json!(5)));
         let value = call.to_value();
         assert_eq!(value["id"], "mcp-chain-9");
         assert_eq!(

@@ -26,7 +26,7 @@ use crate::relay::{self, SessionLayers, Starts};
 use crate::transport::budget::Budget;
 use crate::transport::queue::{Outgoing, Queue, Taken};
 use crate::upstream::{End, Lifecycle, Server, ServerSource, StartError, Upstream};
-use hub::{Hub, Member, State};
+use hub::{GatewayServer, Hub, State};
 use mcp_chain_middleware::servers::ServerNames;
 use mcp_chain_middleware::session::{ServerInfo, SessionInfo};
 use mcp_chain_middleware::Message;
@@ -155,7 +155,7 @@ fn start_member(
     limits: &Arc<Config>,
     budget: &Arc<Budget>,
     events: mpsc::Sender<Event>,
-) -> (Member, Stopping) {
+) -> (GatewayServer, Stopping) {
     let (to, source) = mpsc::channel::<Read>(HELD);
     let queue = Queue::of_messages();
     // What the server's session sends its client reaches the hub.
@@ -197,7 +197,7 @@ fn start_member(
         tracing::debug!(server = %name, reason = %why, "gateway: a server's session ended");
         let _ = events.send(Event::Ended(k, why)).await;
     });
-    let member = Member {
+    let member = GatewayServer {
         name: server.name.clone(),
         uri_prefix: server.uri_prefix.clone(),
         to,

@@ -2,12 +2,11 @@
 //! server (a child, or a URL), initialized once by mcp-chain, started
 //! again when it ends. What its server says is routed to the sessions
 //! (see the module above); what the sessions send reaches it through
-//! [`Member::send`].
+//! [`PooledServer::send`].
 
-use super::state::{deliver, severity, Asked, State};
+use super::state::{deliver, severity, State};
 use super::{read, SharedPool, ASKED_REVISION};
 use crate::config::{Config, UpstreamConfig};
-use crate::connector::RELATED_REQUEST_ID;
 use crate::peer::{Peer, Read};
 use crate::relay;
 use crate::transport::budget::Budget;
@@ -27,7 +26,7 @@ const INBOX: usize = 256;
 /// The longest wait before a member that ended starts again.
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
 
-pub(super) struct Member {
+pub(super) struct PooledServer {
     pub(super) index: usize,
     /// The current relay's input, while it runs.
     inbox: Mutex<Option<mpsc::Sender<Read>>>,
@@ -38,7 +37,7 @@ pub(super) struct Member {
     init_id: Mutex<Option<RequestId>>,
 }
 
-impl Member {
+impl PooledServer {
     pub(super) fn new(index: usize) -> Arc<Self> {
         Arc::new(Self {
             index,
@@ -143,7 +142,7 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 /// Takes what the member's server says (after its relay) and routes it.
-async fn route(pool: Arc<SharedPool>, member: Arc<Member>, queue: Queue) {
+async fn route(pool: Arc<SharedPool>, member: Arc<PooledServer>, queue: Queue) {
     let mut taken = Taken::default();
     while queue.take(&mut taken).await {
         for outgoing in taken.messages.drain(..) {
@@ -162,7 +161,7 @@ async fn route(pool: Arc<SharedPool>, member: Arc<Member>, queue: Queue) {
 
 impl SharedPool {
     /// One message from a member's server, to the sessions it is for.
-    async fn server_said(&self, member: &Member, message: Message) {
+    async fn server_said(&self, member: &PooledServer, message: Message) {
         match message {
             Message::Response(_) | Message::Error(_) => self.answer(member, message),
             Message::Notification(_) => self.notify(member, message),
@@ -183,17 +182,8 @@ impl SharedPool {
                         .await;
                     return;
                 };
-                let ours = self.id("ask");
-                let theirs = std::mem::replace(&mut request.id, ours.clone());
                 let mut state = self.state();
-                state.asked.insert(
-                    ours,
-                    Asked {
-                        member: member.index,
-                        theirs,
-                        port,
-                    },
-                );
+                state.books.ask(member.index, port, &mut request);
                 if let Some(entry) = state.ports.get(&port) {
                     deliver(&entry.inbox, read(Message::Request(request)), true);
                 }
@@ -201,7 +191,7 @@ impl SharedPool {
         }
     }
 
-    fn answer(&self, member: &Member, mut message: Message) {
+    fn answer(&self, member: &PooledServer, mut message: Message) {
         let Some(id) = message.id().cloned() else {
             return;
         };
@@ -213,17 +203,17 @@ impl SharedPool {
             return;
         }
         let mut state = self.state();
-        let Some(route) = state.answered(&id) else {
+        // Only an answer to what was sent to this member, its session's
+        // id put back.
+        let Some(sent) = state.books.answered(member.index, &mut message) else {
             return;
         };
-        let Some(entry) = route.port.and_then(|port| state.ports.get(&port)) else {
-            return;
-        };
-        set_id(&mut message, route.theirs);
-        deliver(&entry.inbox, read(message), true);
+        if let Some(entry) = state.ports.get(&sent.what) {
+            deliver(&entry.inbox, read(message), true);
+        }
     }
 
-    fn notify(&self, member: &Member, mut message: Message) {
+    fn notify(&self, member: &PooledServer, mut message: Message) {
         let name = message.method().unwrap_or_default().to_owned();
         // The one member each kind is routed by: progress, the most
         // frequent, is not read whole.
@@ -231,24 +221,20 @@ impl SharedPool {
             let params = message.params()?;
             params.member(key).ok().flatten()
         };
-        let state = self.state();
+        let mut state = self.state();
         let mut to: Vec<u64> = Vec::new();
         match name.as_str() {
             method::NOTIFICATION_PROGRESS => {
-                let token = member_of(&message, "progressToken").map(|t| t.to_string());
-                if let Some((port, theirs)) = token.and_then(|t| state.tokens.get(&t)) {
-                    if let Some(p) = message.params_mut() {
-                        let _ = p.set_member("progressToken", theirs.clone());
-                    }
-                    to.push(*port);
-                }
+                // On a request sent to this member: its session's token.
+                let sent = state.books.progress(member.index, &mut message);
+                to.extend(sent.map(|sent| sent.what));
             }
             method::NOTIFICATION_MESSAGE => {
                 let level = member_of(&message, "level");
                 let level = level.as_ref().and_then(Value::as_str).and_then(severity);
                 // One naming a request is that request's session's alone
                 // (none, once it is answered); else every session's.
-                let related = related_port(&state, message.params_mut());
+                let related = related_port(&state, member.index, message.params_mut());
                 to = state
                     .ports
                     .iter()
@@ -269,18 +255,8 @@ impl SharedPool {
             }
             m if m.ends_with("/list_changed") => to = state.ports.keys().copied().collect(),
             method::NOTIFICATION_CANCELLED => {
-                let named =
-                    member_of(&message, "requestId").and_then(|v| RequestId::from_value(&v));
-                let found = state
-                    .asked
-                    .iter()
-                    .find(|(_, a)| a.member == member.index && Some(&a.theirs) == named.as_ref());
-                if let Some((ours, asked)) = found {
-                    if let Some(p) = message.params_mut() {
-                        let _ = p.set_member("requestId", ours.to_value());
-                    }
-                    to.push(asked.port);
-                }
+                // The member withdraws a question it asked a session.
+                to.extend(state.books.withdrawn(member.index, &mut message));
             }
             _ => tracing::debug!(
                 member = member.index,
@@ -303,16 +279,8 @@ impl SharedPool {
         request: &mut mcp_chain_middleware::message::Request,
     ) -> Option<u64> {
         let state = self.state();
-        if let Some(port) = related_port(&state, request.params.as_mut()) {
+        if let Some(port) = related_port(&state, member, request.params.as_mut()) {
             return port;
-        }
-        let meta = request
-            .params
-            .as_ref()
-            .and_then(|p| p.member("_meta").ok().flatten())
-            .unwrap_or(Value::Null);
-        if let Some(token) = meta.get("progressToken").map(Value::to_string) {
-            return state.tokens.get(&token).map(|(port, _)| *port);
         }
         let mut ports = state.in_flight_on(member);
         ports.sort_unstable();
@@ -324,33 +292,12 @@ impl SharedPool {
     }
 }
 
-/// The session whose request a message's `_meta` names as its related
-/// request, with that request's id put back as the session knows it.
-/// `None`: it names none; `Some(None)`: one no longer in flight. (The
-/// member's connector has already given the pool's id back for the
-/// server's own.)
-fn related_port(state: &State, params: Option<&mut Payload>) -> Option<Option<u64>> {
-    let params = params?;
-    let mut meta = params.member("_meta").ok()??;
-    let named = meta
-        .get(RELATED_REQUEST_ID)
-        .and_then(RequestId::from_value)?;
-    let Some(route) = state.routes.get(&named) else {
-        return Some(None);
-    };
-    if let Some(map) = meta.as_object_mut() {
-        map.insert(RELATED_REQUEST_ID.into(), route.theirs.to_value());
-        let _ = params.set_member("_meta", meta);
-    }
-    Some(route.port)
-}
-
-/// Gives an answer the id its session knows.
-pub(super) fn set_id(message: &mut Message, id: RequestId) {
-    match message {
-        Message::Response(r) => r.id = id,
-        Message::Error(e) => e.id = Some(id),
-        Message::Request(r) => r.id = id,
-        Message::Notification(_) => {}
-    }
+/// The session whose request, sent to `member`, a message's `_meta`
+/// names as its related request, with that request's id put back as the
+/// session knows it. `None`: it names none; `Some(None)`: none in flight
+/// on that member. (The member's connector has already given the pool's
+/// id back for the server's own.)
+fn related_port(state: &State, member: usize, params: Option<&mut Payload>) -> Option<Option<u64>> {
+    let related = state.books.related(member, params)?;
+    Some(related.map(|sent| sent.what))
 }

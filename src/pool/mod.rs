@@ -45,7 +45,7 @@ use crate::peer::Read;
 use crate::transport::budget::Budget;
 use mcp_chain_middleware::message::Incoming;
 use mcp_chain_middleware::{ErrorCode, ErrorObject, Message, RequestId};
-use member::Member;
+use member::PooledServer;
 use serde_json::Value;
 use state::State;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -61,7 +61,7 @@ const SESSION_REVISIONS: [&str; 4] = ["2024-11-05", "2025-03-26", "2025-06-18", 
 
 /// The shared pool of server connections.
 pub(crate) struct SharedPool {
-    members: Vec<Arc<Member>>,
+    members: Vec<Arc<PooledServer>>,
     /// Whose turn it is (round robin over the members).
     turn: AtomicUsize,
     /// Numbers the pool's ids and tokens.
@@ -82,7 +82,7 @@ impl SharedPool {
     ) -> Arc<Self> {
         let (handshake_tx, handshake) = watch::channel(None);
         let pool = Arc::new(Self {
-            members: (0..size).map(Member::new).collect(),
+            members: (0..size).map(PooledServer::new).collect(),
             turn: AtomicUsize::new(0),
             next: AtomicU64::new(1),
             state: Mutex::new(State::default()),
@@ -161,26 +161,6 @@ impl SharedPool {
         result["protocolVersion"] = version.into();
         Message::response(id, result)
     }
-}
-
-/// The request as the pool session gets it: the front's id for the
-/// client's, and the front's progress token for the client's. Returns what
-/// to give back: the client's id and token.
-pub(crate) fn remap(message: &mut Message, id: RequestId) -> (RequestId, Option<(String, Value)>) {
-    let Message::Request(request) = message else {
-        unreachable!("only requests are remapped");
-    };
-    let client_id = std::mem::replace(&mut request.id, id.clone());
-    let token = request.params.as_mut().and_then(|params| {
-        let mut meta = params.member("_meta").ok()??;
-        let original = meta.get("progressToken")?.clone();
-        let ours = id.to_value();
-        meta.as_object_mut()?
-            .insert("progressToken".into(), ours.clone());
-        params.set_member("_meta", meta).ok()?;
-        Some((ours.to_string(), original))
-    });
-    (client_id, token)
 }
 
 /// A message as a relay's source yields it.

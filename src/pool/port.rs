@@ -4,9 +4,8 @@
 //! `logging/setLevel`, `resources/unsubscribe`); what the pool routes to
 //! the session comes out of the port's source.
 
-use super::member::set_id;
-use super::state::{deliver, severity, PortEntry, Route};
-use super::{read, remap, SharedPool};
+use super::state::{deliver, severity, PortEntry};
+use super::{read, SharedPool};
 use crate::peer::Peer;
 use crate::relay::Starts;
 use crate::transport::queue::{Outgoing, Taken};
@@ -89,21 +88,11 @@ impl SharedPool {
                 self.notification(port, Message::Notification(note)).await
             }
             Message::Response(_) | Message::Error(_) => {
-                // The session's answer to a server's request.
-                let Some(id) = message.id().cloned() else {
-                    return;
-                };
-                let asked = {
-                    let mut state = self.state();
-                    match state.asked.get(&id) {
-                        Some(asked) if asked.port == port => state.asked.remove(&id),
-                        _ => None,
-                    }
-                };
-                if let Some(asked) = asked {
-                    let mut message = message;
-                    set_id(&mut message, asked.theirs);
-                    self.members[asked.member].send(read(message)).await;
+                // The session's answer to a server's request (its own only).
+                let mut message = message;
+                let member = self.state().books.replied(|to| *to == port, &mut message);
+                if let Some(member) = member {
+                    self.members[member].send(read(message)).await;
                 }
             }
         }
@@ -160,32 +149,15 @@ impl SharedPool {
             return;
         };
         let mut message = Message::Request(request);
-        let ours = self.id("req");
-        let (theirs, token) = remap(&mut message, ours.clone());
-        {
-            let mut state = self.state();
-            let ours_token = token.map(|(ours_text, original)| {
-                state.tokens.insert(ours_text.clone(), (port, original));
-                ours_text
-            });
-            state.routes.insert(
-                ours.clone(),
-                Route {
-                    port: Some(port),
-                    theirs,
-                    member,
-                    token: ours_token,
-                },
-            );
-        }
+        let ours = self.state().books.send(member, port, &mut message);
         if !self.members[member].send(read(message)).await {
-            let route = self.state().answered(&ours);
-            if let Some(route) = route {
+            let sent = self.state().books.forget(&ours);
+            if let Some(theirs) = sent.and_then(|sent| sent.theirs) {
                 let error = ErrorObject::new(
                     ErrorCode::CONNECTION_CLOSED,
                     "mcp-chain: the shared server went away",
                 );
-                self.to_port(port, Message::error(Some(route.theirs), error));
+                self.to_port(port, Message::error(Some(theirs), error));
             }
         }
     }
@@ -195,22 +167,16 @@ impl SharedPool {
             Some(method::NOTIFICATION_INITIALIZED) => {}
             Some(method::NOTIFICATION_CANCELLED) => {
                 // Only the session's own request, by the pool's id.
-                let named = message
-                    .params()
-                    .and_then(|p| p.member("requestId").ok().flatten())
-                    .and_then(|v| RequestId::from_value(&v));
-                let found = {
-                    let state = self.state();
-                    state
-                        .routes
-                        .iter()
-                        .find(|(_, r)| r.port == Some(port) && Some(&r.theirs) == named.as_ref())
-                        .map(|(ours, r)| (ours.clone(), r.member))
-                };
-                if let Some((ours, member)) = found {
-                    if let Some(params) = message.params_mut() {
-                        let _ = params.set_member("requestId", ours.to_value());
-                    }
+                let member = self.state().books.cancelled(|p| *p == port, &mut message);
+                if let Some(member) = member {
+                    self.members[member].send(read(message)).await;
+                }
+            }
+            Some(method::NOTIFICATION_PROGRESS) => {
+                // Progress on a server's question to this session: to
+                // that server alone.
+                let member = (self.state().books).replied_progress(|to| *to == port, &mut message);
+                if let Some(member) = member {
                     self.members[member].send(read(message)).await;
                 }
             }
@@ -237,26 +203,14 @@ impl SharedPool {
         let (cancel, refuse) = {
             let mut state = self.state();
             state.ports.remove(&port);
-            let mine: Vec<RequestId> = state
-                .routes
-                .iter()
-                .filter(|(_, r)| r.port == Some(port))
-                .map(|(id, _)| id.clone())
-                .collect();
+            let mine = state.books.take_sent(|sent| sent.what == port);
             let cancel: Vec<(usize, RequestId)> = mine
-                .iter()
-                .filter_map(|id| state.answered(id).map(|r| (r.member, id.clone())))
+                .into_iter()
+                .map(|(ours, sent)| (sent.server, ours))
                 .collect();
-            let asked: Vec<RequestId> = state
-                .asked
-                .iter()
-                .filter(|(_, a)| a.port == port)
-                .map(|(id, _)| id.clone())
-                .collect();
-            let refuse: Vec<(usize, RequestId)> = asked
-                .iter()
-                .filter_map(|id| state.asked.remove(id).map(|a| (a.member, a.theirs)))
-                .collect();
+            let asked = state.books.take_asked(|asked| asked.to == port);
+            let refuse: Vec<(usize, RequestId)> =
+                asked.into_iter().map(|a| (a.server, a.theirs)).collect();
             (cancel, refuse)
         };
         for (member, id) in cancel {

@@ -1,10 +1,10 @@
-//! The pool's books: the sessions it serves (ports), the requests in
-//! flight on its servers and whose they are, the progress tokens it gave,
-//! and the servers' requests it passed to sessions.
+//! What the pool keeps under its lock: the sessions it serves (ports), and
+//! its books (`crate::books`): the sessions' requests on its servers under
+//! the pool's ids and progress tokens, each with the port it came from,
+//! and the servers' requests passed to a port.
 
+use crate::books::Books;
 use crate::peer::Read;
-use mcp_chain_middleware::RequestId;
-use serde_json::Value;
 use std::collections::{HashMap, HashSet};
 use tokio::sync::mpsc;
 
@@ -12,12 +12,9 @@ use tokio::sync::mpsc;
 pub(super) struct State {
     pub(super) ports: HashMap<u64, PortEntry>,
     pub(super) next_port: u64,
-    /// The pool's id of a request → where its answer goes.
-    pub(super) routes: HashMap<RequestId, Route>,
-    /// The pool's progress token (as JSON text) → the session and its own.
-    pub(super) tokens: HashMap<String, (u64, Value)>,
-    /// The id a session was given for a server's request → whose it is.
-    pub(super) asked: HashMap<RequestId, Asked>,
+    /// Requests on the pool's servers by member, each the port's it came
+    /// from; the servers' requests, each passed to a port.
+    pub(super) books: Books<u64, u64>,
 }
 
 /// One session served by the pool.
@@ -30,39 +27,11 @@ pub(super) struct PortEntry {
     pub(super) subscribed: HashSet<String>,
 }
 
-/// A request on one of the pool's servers.
-pub(super) struct Route {
-    /// The session it came from; `None`: the pool's own.
-    pub(super) port: Option<u64>,
-    /// Its id as the session sent it.
-    pub(super) theirs: RequestId,
-    pub(super) member: usize,
-    /// The pool's progress token for it, if it had one.
-    pub(super) token: Option<String>,
-}
-
-/// A server's request, passed to a session.
-pub(super) struct Asked {
-    pub(super) member: usize,
-    /// Its id as the server's connection gave it.
-    pub(super) theirs: RequestId,
-    pub(super) port: u64,
-}
-
 impl State {
-    /// Forgets a request once answered; its progress token too.
-    pub(super) fn answered(&mut self, id: &RequestId) -> Option<Route> {
-        let route = self.routes.remove(id)?;
-        if let Some(token) = &route.token {
-            self.tokens.remove(token);
-        }
-        Some(route)
-    }
-
-    /// The requests in flight on `member`, and for which sessions.
+    /// The sessions with a request in flight on `member`.
     pub(super) fn in_flight_on(&self, member: usize) -> Vec<u64> {
-        let ports = self.routes.values().filter(|r| r.member == member);
-        ports.filter_map(|r| r.port).collect()
+        let on = self.books.in_flight().filter(|(_, s)| s.server == member);
+        on.map(|(_, s)| s.what).collect()
     }
 }
 

@@ -21,12 +21,12 @@ pub struct SearchLayer {
     always: Arc<Vec<Pattern>>,
     max_results: usize,
     describe: bool,
-    session: Arc<Session>,
+    session: Arc<SessionIndex>,
 }
 
 /// What one session knows of the server's tools.
 #[derive(Debug, Default)]
-struct Session {
+struct SessionIndex {
     index: Mutex<Option<Arc<Index>>>,
     /// The server said its tools changed since the index was built.
     stale: AtomicBool,

@@ -1,6 +1,6 @@
 //! What the client sends: routed to the server that owns what it names.
 
-use super::{error, gateway_id, Hub, Pending, State};
+use super::{error, Hub, Pending, State};
 use crate::gateway::names::Listing;
 use mcp_chain_middleware::message::{method, Request};
 use mcp_chain_middleware::payload::Payload;
@@ -45,13 +45,8 @@ impl Hub {
             Message::Notification(note) => self.client_notification(Message::Notification(note)),
             answer @ (Message::Response(_) | Message::Error(_)) => {
                 // The client's answer to a server's request.
-                let asked = answer
-                    .id()
-                    .and_then(gateway_id)
-                    .and_then(|id| self.asked.remove(&id));
-                if let Some((k, theirs)) = asked {
-                    let mut answer = answer;
-                    answer.set_id(theirs);
+                let mut answer = answer;
+                if let Some(k) = self.books.replied(|_| true, &mut answer) {
                     if let Message::Response(response) = &mut answer {
                         super::tasks::edited(&mut response.result, |v| {
                             super::tasks::inward(&self.names, k, v)
@@ -83,7 +78,7 @@ impl Hub {
                 for k in self.up_members() {
                     let message =
                         Message::request(0, method::LOGGING_SET_LEVEL, Some(params.clone()));
-                    self.send_server(k, message, Pending::Quiet { k });
+                    self.send_server(k, message, Pending::Quiet);
                 }
                 self.send_client(Message::response(id, json!({}))).await;
             }
@@ -95,7 +90,7 @@ impl Hub {
     }
 
     pub(super) fn client_notification(&mut self, note: Message) {
-        let Message::Notification(mut note) = note else {
+        let Message::Notification(note) = note else {
             return;
         };
         match note.method.as_str() {
@@ -108,25 +103,24 @@ impl Hub {
             }
             method::NOTIFICATION_CANCELLED => {
                 // Only a request of this client's, to the server it went to.
-                let params = note.params.as_ref().and_then(|p| p.to_value().ok());
-                let asked = params.as_ref().and_then(|p| p.get("requestId")).cloned();
-                let found = self.pending.iter().find_map(|(gw, pending)| match pending {
-                    Pending::Forward { k, client, .. }
-                        if asked.as_ref()
-                            == Some(&serde_json::to_value(client).unwrap_or(Value::Null)) =>
-                    {
-                        Some((*k, *gw))
+                let mut note = Message::Notification(note);
+                let forwarded = |p: &Pending| matches!(p, Pending::Forward);
+                if let Some(k) = self.books.cancelled(forwarded, &mut note) {
+                    self.notify(k, note);
+                }
+            }
+            method::NOTIFICATION_PROGRESS => {
+                // Progress on a server's question: to that server alone.
+                let mut note = Message::Notification(note);
+                match self.books.replied_progress(|_| true, &mut note) {
+                    Some(k) => self.notify(k, note),
+                    None => {
+                        tracing::debug!("gateway: progress on no question of a server's; dropped")
                     }
-                    _ => None,
-                });
-                if let (Some((k, gw)), Some(mut params)) = (found, params) {
-                    params["requestId"] = json!(gw);
-                    note.params = Some(params.into());
-                    self.notify(k, Message::Notification(note));
                 }
             }
             _ => {
-                // Roots changed, progress of an answer: every server.
+                // Roots changed: every server.
                 for k in self.up_members() {
                     self.notify(k, Message::Notification(note.clone()));
                 }
@@ -169,11 +163,7 @@ impl Hub {
                 .send_client(error(id, ErrorCode::INVALID_PARAMS, message))
                 .await;
         };
-        let pending = Pending::Forward {
-            k,
-            client: id.clone(),
-        };
-        if !self.send_server(k, Message::Request(request), pending) {
+        if !self.send_server(k, Message::Request(request), Pending::Forward) {
             self.send_client(self.unreachable(id, k)).await;
         }
     }

@@ -32,7 +32,7 @@ impl Hub {
             (Listing::Templates, method::RESOURCES_TEMPLATES_LIST),
         ] {
             let message = Message::request(0, name, Some(self.own_params()));
-            self.send_server(k, message, Pending::Learn { k, listing });
+            self.send_server(k, message, Pending::Learn { listing });
         }
     }
 
@@ -58,9 +58,9 @@ impl Hub {
 
     /// Whether what the servers list is still being learnt.
     pub(super) fn learning(&self) -> bool {
-        self.pending
-            .values()
-            .any(|p| matches!(p, Pending::Learn { .. }))
+        self.books
+            .in_flight()
+            .any(|(_, sent)| matches!(sent.what, Pending::Learn { .. }))
     }
 
     /// Keeps a read of a URI nobody is known to own, while learning;

@@ -63,7 +63,7 @@ impl Hub {
                     .map(|p| p.insert("cursor".into(), cursor)),
             };
             let message = Message::request(0, method_of(listing), Some(params));
-            if self.send_server(k, message, Pending::Part { k, merging }) {
+            if self.send_server(k, message, Pending::Part { merging }) {
                 waiting.push(k);
             }
         }

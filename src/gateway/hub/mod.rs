@@ -1,9 +1,11 @@
-//! The gateway's books and routes: one client session on one side, a
-//! session per server on the other (each through its own chain). Every
-//! request the client sends a server gets an id of the gateway's, so an
-//! answer is known by its id alone and a server can answer only what was
-//! sent to it; every request a server sends the client gets one too, and
-//! the client's answer goes back to that server with the server's id.
+//! The gateway's routes: one client session on one side, a session per
+//! server on the other (each through its own chain). What it sends on is
+//! in the books every multiplexer of mcp-chain keeps (`crate::books`):
+//! every request the client sends a server gets an id and progress token
+//! of the gateway's, so an answer or progress is known by them alone and a
+//! server can answer or report only on what was sent to it; every request
+//! a server sends the client gets one too, and the client's answer (and
+//! progress) goes back to that server with the server's id.
 //!
 //! - `initialize`: each server is initialized with the client's own
 //!   params; the client is answered once all have answered or
@@ -20,6 +22,7 @@
 //!   names leave the lists (announced), the others go on.
 
 use super::merge;
+use crate::books::Books;
 
 mod client;
 mod learn;
@@ -38,7 +41,7 @@ use std::collections::HashMap;
 use tokio::sync::mpsc;
 
 /// One server, as the hub sees it.
-pub(super) struct Member {
+pub(super) struct GatewayServer {
     pub(super) name: String,
     /// `resources = "prefix"`: `NAME+`, before each URI it offers.
     pub(super) uri_prefix: Option<String>,
@@ -62,24 +65,24 @@ pub(super) enum State {
 /// How often a server waiting for a login is asked to initialize again.
 pub(super) const LOGIN_RETRY: std::time::Duration = std::time::Duration::from_secs(2);
 
-/// What an answer with one of the gateway's ids is for.
+/// What a request the gateway sent a server is for (the books say which
+/// server).
 enum Pending {
-    /// A request of the client's, sent to server `k`.
-    Forward { k: usize, client: RequestId },
-    /// Server `k`'s part of a merged listing.
-    Part { k: usize, merging: u64 },
-    /// What server `k` lists, asked by the gateway itself (`learn.rs`).
+    /// A request of the client's (the books keep its id and token).
+    Forward,
+    /// The server's part of a merged listing.
+    Part { merging: u64 },
+    /// What the server lists, asked by the gateway itself (`learn.rs`).
     Learn {
-        k: usize,
         listing: crate::gateway::names::Listing,
     },
-    /// The `initialize` the gateway sent server `k`.
-    Initialize { k: usize },
-    /// The `server/discover` the gateway sent server `k` (a 2026-07-28
+    /// The `initialize` the gateway sent the server.
+    Initialize,
+    /// The `server/discover` the gateway sent the server (a 2026-07-28
     /// client's gateway).
-    Discover { k: usize },
+    Discover,
     /// An answer nobody waits for (`logging/setLevel` beyond the first).
-    Quiet { k: usize },
+    Quiet,
 }
 
 /// The client's `initialize` (or a 2026-07-28 client's first request),
@@ -95,14 +98,12 @@ struct Startup {
 
 pub(super) struct Hub {
     up: mpsc::Sender<Read>,
-    pub(super) members: Vec<Member>,
+    pub(super) members: Vec<GatewayServer>,
     names: Names,
     cursors: Cursors,
     owners: Owners,
-    next_id: u64,
-    pending: HashMap<u64, Pending>,
-    /// Requests of the servers, by the id the client sees: (server, its id).
-    asked: HashMap<u64, (usize, RequestId)>,
+    /// What went to the servers, and their questions for the client.
+    books: Books<Pending, ()>,
     /// The client's `initialize` params, once it sent them.
     client_params: Option<Value>,
     startup: Option<Startup>,
@@ -127,17 +128,6 @@ fn read(message: Message) -> Read {
     Read::Parsed(Incoming::Single(Ok(message)))
 }
 
-fn number(id: u64) -> RequestId {
-    RequestId::Number(id.into())
-}
-
-fn gateway_id(id: &RequestId) -> Option<u64> {
-    match id {
-        RequestId::Number(n) => n.as_u64(),
-        RequestId::String(_) => None,
-    }
-}
-
 fn error(id: RequestId, code: ErrorCode, message: String) -> Message {
     Message::error(Some(id), ErrorObject::new(code, message))
 }
@@ -145,7 +135,7 @@ fn error(id: RequestId, code: ErrorCode, message: String) -> Message {
 impl Hub {
     pub(super) fn new(
         up: mpsc::Sender<Read>,
-        members: Vec<Member>,
+        members: Vec<GatewayServer>,
         names: Names,
         secret: String,
         part_within: std::time::Duration,
@@ -156,9 +146,7 @@ impl Hub {
             names,
             cursors: Cursors::new(secret),
             owners: Owners::default(),
-            next_id: 0,
-            pending: HashMap::new(),
-            asked: HashMap::new(),
+            books: Books::default(),
             client_params: None,
             startup: None,
             client_initialized: false,
@@ -175,16 +163,18 @@ impl Hub {
         let _ = self.up.send(read(message)).await;
     }
 
-    /// Sends `request` to server `k` under a new id of the gateway's;
-    /// `false` when its session cannot take it (gone, or not keeping up).
+    /// Sends `request` to server `k` under a new id of the gateway's (a
+    /// client's request: its progress token too); `false` when its session
+    /// cannot take it (gone, or not keeping up).
     fn send_server(&mut self, k: usize, mut request: Message, pending: Pending) -> bool {
-        self.next_id += 1;
-        let id = self.next_id;
-        request.set_id(number(id));
+        let ours = match pending {
+            Pending::Forward => self.books.send(k, pending, &mut request),
+            _ => self.books.send_own(k, pending, &mut request),
+        };
         if self.members[k].to.try_send(read(request)).is_err() {
+            self.books.forget(&ours);
             return false;
         }
-        self.pending.insert(id, pending);
         true
     }
 
@@ -203,9 +193,9 @@ impl Hub {
             && self.mergings.is_empty()
             && self.unrouted.is_empty()
             && !self
-                .pending
-                .values()
-                .any(|p| matches!(p, Pending::Forward { .. }))
+                .books
+                .in_flight()
+                .any(|(_, sent)| matches!(sent.what, Pending::Forward))
     }
 
     // === from the client ===
@@ -227,7 +217,7 @@ impl Hub {
             return;
         };
         let message = Message::request(0, method::INITIALIZE, Some(params));
-        if !self.send_server(k, message, Pending::Initialize { k }) {
+        if !self.send_server(k, message, Pending::Initialize) {
             self.members[k].state = State::Down("its session did not take initialize".into());
         }
     }
@@ -272,16 +262,5 @@ impl Hub {
         for message in std::mem::take(&mut self.deferred) {
             Box::pin(self.client_sent(message)).await;
         }
-    }
-}
-
-fn pending_server(pending: &Pending) -> usize {
-    match pending {
-        Pending::Forward { k, .. }
-        | Pending::Part { k, .. }
-        | Pending::Learn { k, .. }
-        | Pending::Initialize { k }
-        | Pending::Discover { k }
-        | Pending::Quiet { k } => *k,
     }
 }

@@ -76,7 +76,7 @@ impl Hub {
         let params = json!({"_meta": meta});
         for k in 0..self.members.len() {
             let message = Message::request(0, method::SERVER_DISCOVER, Some(params.clone()));
-            if !self.send_server(k, message, Pending::Discover { k }) {
+            if !self.send_server(k, message, Pending::Discover) {
                 self.members[k].state =
                     State::Down("its session did not take server/discover".into());
             }

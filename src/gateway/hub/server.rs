@@ -1,10 +1,9 @@
 //! What the servers send: answers back to who asked, questions and
 //! notices to the client, a server's end kept its own.
 
-use super::{gateway_id, number, pending_server, Hub, Pending, State};
+use super::{Hub, Pending, State};
 use mcp_chain_middleware::message::method;
 use mcp_chain_middleware::Message;
-use serde_json::json;
 
 /// Whether `answer` says the server needs a person to log in first.
 fn login_needed(answer: &Message) -> bool {
@@ -29,8 +28,7 @@ impl Hub {
                 // A server's question for the client, under an id of ours;
                 // a server that keeps asking without the client answering
                 // is refused past a bound (the others' questions go on).
-                let its_own = self.asked.values().filter(|(owner, _)| *owner == k).count();
-                if its_own >= ASKED_AT_MOST {
+                if self.books.asking(k) >= ASKED_AT_MOST {
                     let message = "too many questions wait for the client's answers".to_owned();
                     let refused = super::error(
                         request.id,
@@ -40,10 +38,9 @@ impl Hub {
                     self.notify(k, refused);
                     return;
                 }
-                self.next_id += 1;
-                let id = self.next_id;
-                self.asked.insert(id, (k, request.id.clone()));
-                request.id = number(id);
+                // The call it belongs to, named as the client knows it.
+                self.books.related(k, request.params.as_mut());
+                self.books.ask(k, (), &mut request);
                 if let Some(params) = &mut request.params {
                     super::tasks::edited(params, |v| super::tasks::outward(&self.names, k, v));
                 }
@@ -55,27 +52,22 @@ impl Hub {
     }
 
     pub(super) async fn server_answer(&mut self, k: usize, mut answer: Message) {
-        let gw = answer.id().and_then(gateway_id);
-        let pending = match gw.and_then(|gw| self.pending.remove(&gw)) {
-            // Only the server it was sent to answers it.
-            Some(p) if pending_server(&p) == k => p,
-            Some(p) => {
-                self.pending.insert(gw.unwrap_or_default(), p);
-                return;
-            }
-            None => return,
+        // Only the server it was sent to answers it (the client's id put
+        // back for a request of the client's).
+        let Some(sent) = self.books.answered(k, &mut answer) else {
+            return;
         };
-        match pending {
-            Pending::Quiet { .. } => {}
-            Pending::Learn { k, listing } => {
+        match sent.what {
+            Pending::Quiet => {}
+            Pending::Learn { listing } => {
                 let result = match &answer {
                     Message::Response(r) => r.result.to_value().ok(),
                     _ => None,
                 };
                 self.learnt(k, listing, result).await;
             }
-            Pending::Discover { k } => self.discovered(k, &answer).await,
-            Pending::Initialize { k } => {
+            Pending::Discover => self.discovered(k, &answer).await,
+            Pending::Initialize => {
                 let result = match &answer {
                     Message::Response(r) => r.result.to_value().ok(),
                     _ => None,
@@ -97,8 +89,7 @@ impl Hub {
                     self.answer_initialize(false).await;
                 }
             }
-            Pending::Forward { client, .. } => {
-                answer.set_id(client);
+            Pending::Forward => {
                 if let Message::Response(response) = &mut answer {
                     super::tasks::edited(&mut response.result, |v| {
                         super::tasks::outward(&self.names, k, v)
@@ -112,7 +103,7 @@ impl Hub {
                 }
                 self.send_client(answer).await;
             }
-            Pending::Part { k, merging } => {
+            Pending::Part { merging } => {
                 let part = match answer {
                     Message::Response(r) => Some(r.result),
                     _ => None,
@@ -127,6 +118,8 @@ impl Hub {
         k: usize,
         mut note: mcp_chain_middleware::message::Notification,
     ) {
+        // A log line of a call names that call as the client knows it.
+        self.books.related(k, note.params.as_mut());
         if let Some(params) = &mut note.params {
             super::tasks::edited(params, |v| super::tasks::outward(&self.names, k, v));
             if let (Some(prefix), method::NOTIFICATION_RESOURCES_UPDATED) =
@@ -138,23 +131,21 @@ impl Hub {
         if note.method == method::NOTIFICATION_RESOURCES_LIST_CHANGED && self.client_initialized {
             self.learn(k);
         }
-        if note.method == method::NOTIFICATION_CANCELLED {
+        let name = note.method.clone();
+        let mut note = Message::Notification(note);
+        match name.as_str() {
             // The server withdraws a question it asked the client.
-            let theirs = note
-                .params
-                .as_ref()
-                .and_then(|p| p.member("requestId").ok().flatten());
-            let ours = self.asked.iter().find_map(|(id, (owner, asked))| {
-                (*owner == k && theirs == serde_json::to_value(asked).ok()).then_some(*id)
-            });
-            let Some(ours) = ours else { return };
-            self.asked.remove(&ours);
-            if let Some(Ok(mut params)) = note.params.as_ref().map(|p| p.to_value()) {
-                params["requestId"] = json!(ours);
-                note.params = Some(params.into());
+            method::NOTIFICATION_CANCELLED if self.books.withdrawn(k, &mut note).is_none() => {
+                return;
             }
+            // Progress on a request of the client's sent to it.
+            method::NOTIFICATION_PROGRESS if self.books.progress(k, &mut note).is_none() => {
+                tracing::debug!(server = %self.members[k].name, "gateway: progress on no request sent to this server; dropped");
+                return;
+            }
+            _ => {}
         }
-        self.send_client(Message::Notification(note)).await;
+        self.send_client(note).await;
     }
 
     /// Server `k` is up after the client was answered: it is initialized
@@ -194,18 +185,12 @@ impl Hub {
         let was_up = matches!(self.members[k].state, State::Up(_));
         self.members[k].state = State::Down(why);
         self.owners.forget(k);
-        self.asked.retain(|_, (owner, _)| *owner != k);
+        self.books.take_asked(|asked| asked.server == k);
         for merging in self.mergings_waiting_on(k) {
             self.listed(merging, k, None).await;
         }
-        let owed: Vec<u64> = self
-            .pending
-            .iter()
-            .filter(|(_, p)| pending_server(p) == k)
-            .map(|(gw, _)| *gw)
-            .collect();
-        for gw in owed {
-            if let Some(Pending::Forward { client, .. }) = self.pending.remove(&gw) {
+        for (_, sent) in self.books.take_sent(|sent| sent.server == k) {
+            if let (Pending::Forward, Some(client)) = (sent.what, sent.theirs) {
                 let answer = self.unreachable(client, k);
                 self.send_client(answer).await;
             }
