@@ -117,7 +117,11 @@ impl PerServer for approve::ApproveLayer {
 
 impl PerServer for filter::FilterLayer {}
 impl PerServer for rewrite::RewriteLayer {}
-impl PerServer for scan::ScanLayer {}
+impl PerServer for scan::ScanLayer {
+    fn for_server(&self, _: &ServerInfo) -> Self {
+        scan::ScanLayer::for_server(self)
+    }
+}
 impl PerServer for search::SearchLayer {
     fn for_server(&self, _: &ServerInfo) -> Self {
         self.for_session()

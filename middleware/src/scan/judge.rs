@@ -7,6 +7,7 @@ use super::scanner::Finding;
 use super::service::{Kind, ListingAction, ResultAction, Shared, LAYER};
 use crate::message::Response;
 use crate::payload::Payload;
+use crate::servers::ServerNames;
 use crate::{note, ErrorCode, ErrorObject, Message, RequestId};
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
@@ -38,13 +39,17 @@ impl Shared {
 
     /// Judges the items of `kind` in a listing result: each flagged one
     /// noted, and under `hide` taken out. `Err`: the answer to give
-    /// instead (`refuse`, or a listing that cannot be read).
+    /// instead (`refuse`, or a listing that cannot be read). With
+    /// `servers` (a gateway's shared chain), a tool or prompt naming
+    /// another server's is flagged too (`cross.rs`).
     pub(super) fn judge_listing(
         &self,
         kind: Kind,
         result: &mut Payload,
+        servers: Option<&ServerNames>,
     ) -> Result<Vec<Value>, Box<ErrorObject>> {
         let (list, name_member) = kind.members();
+        let servers = servers.filter(|_| matches!(kind, Kind::Tool | Kind::Prompt));
         let hide = self.actions.listings == ListingAction::Hide;
         let mut noted = Vec::new();
         // Judged without the lock (reading a thousand tools takes
@@ -53,7 +58,7 @@ impl Shared {
         // description long enough to be oversized, when nothing of its
         // kind is flagged from before (the common case): read in one pass
         // over its text, no item looked at on its own.
-        if self.clean_listing(kind, result) {
+        if servers.is_none() && self.clean_listing(kind, result) {
             crate::lock(&self.judged).insert(kind);
             return Ok(Vec::new());
         }
@@ -67,9 +72,20 @@ impl Shared {
         let maps: Vec<&serde_json::Map<String, Value>> =
             items.iter().filter_map(|(_, m)| m.as_ref().ok()).collect();
         let mut found = self.scanner.items(&maps).into_iter();
+        let mut across = match servers {
+            Some(servers) => {
+                let named: Vec<_> = items
+                    .iter()
+                    .map(|(name, map)| map.as_ref().ok().map(|m| (name.as_str(), m)))
+                    .collect();
+                super::cross::findings(servers, &named)
+            }
+            None => Vec::new(),
+        }
+        .into_iter();
         let mut judged: Vec<(String, Option<Vec<String>>)> = Vec::new();
         for (name, map) in &items {
-            let findings = match map {
+            let mut findings = match map {
                 Ok(_) => found.next().unwrap_or_default(),
                 // What cannot be read cannot be vouched for.
                 Err(()) => vec![Finding {
@@ -77,6 +93,7 @@ impl Shared {
                     field: "item".into(),
                 }],
             };
+            findings.extend(across.next().unwrap_or_default());
             if findings.is_empty() {
                 judged.push((name.clone(), None));
                 continue;

@@ -24,6 +24,7 @@
 //! What it reads and what it cannot catch: docs/layers/scan.md.
 
 mod config;
+mod cross;
 mod judge;
 mod normal;
 mod rules;

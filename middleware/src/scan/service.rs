@@ -4,6 +4,7 @@
 
 use super::scanner::Scanner;
 use crate::message::method;
+use crate::servers::ServerNames;
 use crate::target::Target;
 use crate::{note, BoxError, Direction, Envelope, Message, ResponseFuture};
 use serde_json::{json, Value};
@@ -82,6 +83,9 @@ impl Kind {
 #[derive(Debug, Clone)]
 pub struct ScanLayer {
     shared: Arc<Shared>,
+    /// In a gateway's server chain: it sees one server, so it does not
+    /// read for another's names (`cross.rs`).
+    one_server: bool,
 }
 
 #[derive(Debug)]
@@ -107,6 +111,15 @@ impl ScanLayer {
                 judged: Mutex::default(),
                 asked: AtomicU64::new(0),
             }),
+            one_server: false,
+        }
+    }
+
+    /// The instance in a gateway server's own chain.
+    pub fn for_server(&self) -> Self {
+        Self {
+            one_server: true,
+            ..self.clone()
         }
     }
 }
@@ -115,9 +128,15 @@ impl<S> Layer<S> for ScanLayer {
     type Service = Scan<S>;
 
     fn layer(&self, inner: S) -> Scan<S> {
+        // A gateway's shared chain reads for one server naming another's
+        // tools (the names never change: `[servers.*]` is not reloaded).
+        let servers = crate::servers::installed()
+            .filter(|names| !self.one_server && names.len() > 1)
+            .cloned();
         Scan {
             inner,
             shared: self.shared.clone(),
+            servers,
         }
     }
 }
@@ -127,6 +146,7 @@ impl<S> Layer<S> for ScanLayer {
 pub struct Scan<S> {
     inner: S,
     shared: Arc<Shared>,
+    servers: Option<Arc<ServerNames>>,
 }
 
 /// What a request's answer goes through.
@@ -180,6 +200,7 @@ where
         );
         let id = req.id.clone();
         let shared = self.shared.clone();
+        let servers = self.servers.clone();
         if let Some((kind, name)) = &target {
             if let Some(refused) = shared.refusal(&id, *kind, name) {
                 return Box::pin(std::future::ready(Ok(Some(refused))));
@@ -208,7 +229,9 @@ where
                         _ => method::PROMPTS_LIST,
                     };
                     crate::listing::ask_all(inner.clone(), LAYER, list, &shared.asked, |page| {
-                        shared.judge_listing(*kind, page).is_ok()
+                        shared
+                            .judge_listing(*kind, page, servers.as_deref())
+                            .is_ok()
                     })
                     .await?;
                     if let Some(refused) = shared.refusal(&id, *kind, name) {
@@ -217,18 +240,25 @@ where
                     inner.oneshot(env).await?
                 }
             };
-            Ok(out.map(|message| judged(&shared, after, reads_result, message)))
+            let servers = servers.as_deref();
+            Ok(out.map(|message| judged(&shared, servers, after, reads_result, message)))
         })
     }
 }
 
 /// The answer `message` after the layer read it.
-fn judged(shared: &Shared, after: After, reads_result: bool, mut message: Message) -> Message {
+fn judged(
+    shared: &Shared,
+    servers: Option<&ServerNames>,
+    after: After,
+    reads_result: bool,
+    mut message: Message,
+) -> Message {
     let Message::Response(response) = &mut message else {
         return message;
     };
     let refused = match after {
-        After::Listing(kind) => match shared.judge_listing(kind, &mut response.result) {
+        After::Listing(kind) => match shared.judge_listing(kind, &mut response.result, servers) {
             Ok(noted) => {
                 note_listing(shared, noted);
                 None
@@ -239,7 +269,7 @@ fn judged(shared: &Shared, after: After, reads_result: bool, mut message: Messag
             let mut noted = Vec::new();
             let mut refused = None;
             for kind in [Kind::Tool, Kind::Prompt] {
-                match shared.judge_listing(kind, &mut response.result) {
+                match shared.judge_listing(kind, &mut response.result, servers) {
                     Ok(more) => noted.extend(more),
                     Err(refusal) => refused = Some(*refusal),
                 }
