@@ -128,6 +128,13 @@ impl<W, A> Books<W, A> {
         Some(sent)
     }
 
+    /// The request sent to `server` whose progress token is `token` (ours):
+    /// a server's question that carries it belongs with that request.
+    pub(crate) fn by_token(&self, server: usize, token: &Value) -> Option<&Sent<W>> {
+        let ours = ours_of(&RequestId::from_value(token)?)?;
+        (self.sent.get(&ours)).filter(|s| s.server == server && s.token.is_some())
+    }
+
     /// A sender's `notifications/cancelled`: renamed to our id of the one
     /// request in flight that `owns` says is the sender's and that it
     /// calls by the id named; the server to tell. `None` when there is no

@@ -41,6 +41,18 @@ fn two_senders_with_the_same_id_and_token_get_their_own_back() {
 
     let mut p = progress(ours_b.to_value());
     assert_eq!(books.progress(0, &mut p).map(|s| s.what), Some("b"));
+    assert_eq!(
+        books.by_token(0, &ours_b.to_value()).map(|s| s.what),
+        Some("b")
+    );
+    assert!(
+        books.by_token(1, &ours_b.to_value()).is_none(),
+        "another server's"
+    );
+    assert!(
+        books.by_token(0, &json!("t")).is_none(),
+        "the sender's own token"
+    );
     assert_eq!(p.to_value()["params"]["progressToken"], "t");
 
     let mut done = answer(&ours_b);

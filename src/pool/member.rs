@@ -282,6 +282,13 @@ impl SharedPool {
         if let Some(port) = related_port(&state, member, request.params.as_mut()) {
             return port;
         }
+        let meta = request
+            .params
+            .as_ref()
+            .and_then(|p| p.member("_meta").ok().flatten());
+        if let Some(token) = meta.as_ref().and_then(|m| m.get("progressToken")) {
+            return state.books.by_token(member, token).map(|sent| sent.what);
+        }
         let mut ports = state.in_flight_on(member);
         ports.sort_unstable();
         ports.dedup();
