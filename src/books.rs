@@ -191,16 +191,8 @@ impl<W, A> Books<W, A> {
         &mut self,
         pick: impl Fn(&Sent<W>) -> bool,
     ) -> Vec<(RequestId, Sent<W>)> {
-        let picked: Vec<u64> = self
-            .sent
-            .iter()
-            .filter(|(_, s)| pick(s))
-            .map(|(n, _)| *n)
-            .collect();
-        let taken = picked
-            .into_iter()
-            .filter_map(|n| Some((number(n), self.sent.remove(&n)?)));
-        taken.collect()
+        let taken = self.sent.extract_if(|_, sent| pick(sent));
+        taken.map(|(n, sent)| (number(n), sent)).collect()
     }
 
     /// `server`'s request, renamed for the client it is passed `to`: our
@@ -273,16 +265,8 @@ impl<W, A> Books<W, A> {
     /// The servers' requests that `pick` picks, forgotten (a server gone,
     /// a client left): each to be refused.
     pub(crate) fn take_asked(&mut self, pick: impl Fn(&Asked<A>) -> bool) -> Vec<Asked<A>> {
-        let picked: Vec<u64> = self
-            .asked
-            .iter()
-            .filter(|(_, a)| pick(a))
-            .map(|(n, _)| *n)
-            .collect();
-        picked
-            .into_iter()
-            .filter_map(|n| self.asked.remove(&n))
-            .collect()
+        let taken = self.asked.extract_if(|_, asked| pick(asked));
+        taken.map(|(_, asked)| asked).collect()
     }
 }
 
