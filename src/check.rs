@@ -59,6 +59,16 @@ pub(crate) fn run(
             "  tokens: {tokens}; max_sessions = {}, max_connections = {}, session_idle = {:?}, init_timeout = {:?}",
             front.max_sessions, front.max_connections, front.session_idle, front.init_timeout
         );
+        if let Some(max) = front.max_sessions_per_principal {
+            let across = match config.state.is_some() {
+                true => "every replica ([state])",
+                false => "this replica",
+            };
+            let _ = writeln!(
+                report,
+                "  max_sessions_per_principal = {max}, counted on {across}"
+            );
+        }
     }
     if config.chain.is_empty() {
         report += "chain: empty (a transparent relay)\n";

@@ -26,6 +26,7 @@ pub(crate) struct FrontFile {
     #[serde(default)]
     allowed_origins: Vec<String>,
     max_sessions: Option<usize>,
+    max_sessions_per_principal: Option<usize>,
     max_connections: Option<usize>,
     session_idle: Option<String>,
     init_timeout: Option<String>,
@@ -73,6 +74,9 @@ pub struct FrontConfig {
     /// loopback origins are allowed when listening on loopback.
     pub allowed_origins: Vec<String>,
     pub max_sessions: usize,
+    /// Sessions one caller (an OAuth principal, or a static token) may
+    /// hold at once; across every replica with `[state]`.
+    pub max_sessions_per_principal: Option<usize>,
     /// HTTP connections open at once; past it a new one is refused (503).
     pub max_connections: usize,
     /// A session with no request and no open stream for this long is ended.
@@ -120,6 +124,7 @@ impl Default for FrontConfig {
             allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),
             max_sessions: DEFAULT_MAX_SESSIONS,
+            max_sessions_per_principal: None,
             max_connections: DEFAULT_MAX_CONNECTIONS,
             session_idle: DEFAULT_SESSION_IDLE,
             init_timeout: DEFAULT_INIT_TIMEOUT,
@@ -143,6 +148,10 @@ impl fmt::Debug for FrontConfig {
             .field("allowed_hosts", &self.allowed_hosts)
             .field("allowed_origins", &self.allowed_origins)
             .field("max_sessions", &self.max_sessions)
+            .field(
+                "max_sessions_per_principal",
+                &self.max_sessions_per_principal,
+            )
             .field("max_connections", &self.max_connections)
             .field("session_idle", &self.session_idle)
             .field("init_timeout", &self.init_timeout)
@@ -218,6 +227,10 @@ pub(super) fn front(file: FrontFile, problems: &mut Vec<Problem>) -> FrontConfig
         Some(0) => problem("max_sessions: must be at least 1".to_owned()),
         Some(n) => front.max_sessions = n,
         None => {}
+    }
+    match file.max_sessions_per_principal {
+        Some(0) => problem("max_sessions_per_principal: must be at least 1".to_owned()),
+        n => front.max_sessions_per_principal = n,
     }
     match file.max_connections {
         Some(0) => problem("max_connections: must be at least 1".to_owned()),

@@ -265,6 +265,7 @@ path = "mcp"
 tokens = ["short", ""]
 allowed_origins = ["app.example.com", "https://x.example/"]
 max_sessions = 0
+max_sessions_per_principal = 0
 session_idle = "0s"
 init_timeout = "soon"
 replica = "EU-1"
@@ -278,6 +279,7 @@ replica = "EU-1"
         "front.allowed_origins: \"app.example.com\"",
         "front.allowed_origins: \"https://x.example/\"",
         "front.max_sessions:",
+        "front.max_sessions_per_principal:",
         "front.session_idle: must be more than zero",
         "front.init_timeout:",
         "front.replica:",

@@ -326,7 +326,7 @@ async fn handle(front: &Arc<Front>, admitted: Admitted) -> Result<Answer, FrontE
     let request = &admitted.request;
     let legacy = front.settings.legacy_sse;
     match (request.method(), request.uri().path()) {
-        (&Method::GET, "/sse") if legacy => handler::legacy_stream(front, admitted),
+        (&Method::GET, "/sse") if legacy => handler::legacy_stream(front, admitted).await,
         (&Method::POST, "/messages") if legacy => handler::legacy_post(front, admitted).await,
         (_, "/sse" | "/messages") if legacy => Err(FrontError::MethodNotAllowed),
         (&Method::POST, _) => handler::post(front, admitted).await,

@@ -59,6 +59,13 @@ pub(super) enum FrontError {
     NoLegacySession,
     #[error("too many sessions (front.max_sessions)")]
     TooManySessions,
+    #[error("this caller holds as many sessions as it may (front.max_sessions_per_principal); end one first")]
+    TooManyForCaller,
+    /// `[state]` cannot count a caller's sessions, and fails closed.
+    #[error(
+        "this caller's sessions cannot be counted now ([state] is unavailable); try again later"
+    )]
+    StateUnavailable,
     #[error("the request body did not arrive in time")]
     BodyTimeout,
     #[error("the message is over proxy.max_message_bytes")]
@@ -115,7 +122,10 @@ impl FrontError {
             Self::Forbidden(_) => StatusCode::FORBIDDEN,
             Self::NotAcceptable(_) => StatusCode::NOT_ACCEPTABLE,
             Self::NeedsSession | Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
-            Self::TooManySessions | Self::OverBudget(_) => StatusCode::SERVICE_UNAVAILABLE,
+            Self::TooManySessions | Self::OverBudget(_) | Self::StateUnavailable => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
+            Self::TooManyForCaller => StatusCode::TOO_MANY_REQUESTS,
             Self::BodyTimeout => StatusCode::REQUEST_TIMEOUT,
             Self::BodyTooLarge | Self::MessageTooLong => StatusCode::PAYLOAD_TOO_LARGE,
             Self::NoAnswer => StatusCode::INTERNAL_SERVER_ERROR,
@@ -167,7 +177,10 @@ impl FrontError {
             Self::AuthUnavailable(_) => Some((RETRY_AFTER, value("5"))),
             Self::NeedsSession => Some((ALLOW, value("POST"))),
             Self::MethodNotAllowed => Some((ALLOW, value("POST, GET, DELETE"))),
-            Self::TooManySessions | Self::OverBudget(_) => Some((RETRY_AFTER, value("5"))),
+            Self::TooManySessions
+            | Self::TooManyForCaller
+            | Self::StateUnavailable
+            | Self::OverBudget(_) => Some((RETRY_AFTER, value("5"))),
             _ => None,
         }
     }

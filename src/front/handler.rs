@@ -70,11 +70,11 @@ pub(super) fn delete(front: &Arc<Front>, admitted: Admitted) -> Handled {
 
 /// `GET /sse`: a legacy session, its stream opening with the endpoint to
 /// POST to.
-pub(super) fn legacy_stream(front: &Arc<Front>, admitted: Admitted) -> Handled {
+pub(super) async fn legacy_stream(front: &Arc<Front>, admitted: Admitted) -> Handled {
     let session = front
         .sessions
         .open(front, Kind::Legacy, &admitted.caller)
-        .ok_or(FrontError::TooManySessions)?;
+        .await?;
     session.initialized();
     let endpoint = Outgoing::Endpoint(format!("/messages?sessionId={}", session.id));
     let events = routes::lock(&session.routes).legacy_with(endpoint);
@@ -147,10 +147,9 @@ async fn post_messages(
         // a POST like any other.
         (Some(session), true) if session.legacy => session,
         (Some(_), true) => return Err(FrontError::AlreadyInitialized),
-        (None, true) if messages.len() == 1 => front
-            .sessions
-            .open(front, Kind::Streamable, caller)
-            .ok_or(FrontError::TooManySessions)?,
+        (None, true) if messages.len() == 1 => {
+            front.sessions.open(front, Kind::Streamable, caller).await?
+        }
         (None, _) => return Err(FrontError::InitializeFirst),
     };
     // The handshake is finished by `notifications/initialized`, or by any

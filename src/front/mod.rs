@@ -21,6 +21,7 @@ pub(crate) mod guard;
 mod handler;
 mod intake;
 mod public;
+mod quota;
 mod reply;
 pub(crate) mod resource;
 mod router;
@@ -222,6 +223,7 @@ pub(crate) async fn run(
     };
     tracing::warn!("mcp-chain serving Streamable HTTP at http://{bound}{path}{legacy}");
     let reaper = tokio::spawn(Sessions::reap(front.clone()));
+    let renewer = tokio::spawn(quota::renew(front.clone()));
     let following = live.map(|live| tokio::spawn(front.clone().follow(live)));
     let limits = crate::serve::Limits {
         max_connections: front.settings.max_connections,
@@ -245,10 +247,14 @@ pub(crate) async fn run(
     )
     .await;
     reaper.abort();
+    renewer.abort();
     if let Some(following) = following {
         following.abort();
     }
     tracing::info!("asked to stop; ending every session");
+    // Given back before the sessions end, so other replicas can open
+    // them at once rather than when their leases run out.
+    quota::release_all(front.sessions.held()).await;
     front.sessions.stop_all(false);
     front.sessions.tasks.close();
     let hurried = tokio::select! {

@@ -8,6 +8,8 @@
 //! serves one client; its own connection to a URL) and its own instance
 //! of the chain.
 
+use super::error::FrontError;
+use super::quota;
 use super::resource::Principal;
 use super::routes::{self, Owner, Routes};
 use super::Front;
@@ -77,18 +79,26 @@ pub(super) struct FrontSession {
     last_seen: Mutex<Instant>,
     /// The client sent `notifications/initialized`.
     initialized: AtomicBool,
+    /// The caller it counts for under `max_sessions_per_principal`.
+    pub(super) quota: Option<String>,
 }
 
 impl FrontSession {
     /// Starts a session for `caller`: its server, its chain, its router.
-    pub(super) fn start(front: &Arc<Front>, kind: Kind, caller: &Caller) -> Arc<Self> {
+    fn start(
+        front: &Arc<Front>,
+        kind: Kind,
+        caller: &Caller,
+        id: String,
+        quota: Option<String>,
+    ) -> Arc<Self> {
         let (legacy, shared) = (kind == Kind::Legacy, kind == Kind::Shared);
         let (inbox, source) = mpsc::channel(INBOX);
         let (stop, signals) = mpsc::channel(4);
         let queue = Queue::of_messages();
         let routes = Arc::new(Mutex::new(Routes::default()));
         let session = Arc::new(Self {
-            id: new_id(front.settings.replica.as_deref()),
+            id,
             inbox: Mutex::new(Some(inbox)),
             routes: routes.clone(),
             stop,
@@ -98,6 +108,7 @@ impl FrontSession {
             created: Instant::now(),
             last_seen: Mutex::new(Instant::now()),
             initialized: AtomicBool::new(false),
+            quota,
         });
         let client = Peer {
             lifecycle: tokio::spawn(super::router::run(queue.clone(), routes)),
@@ -301,27 +312,87 @@ impl Sessions {
         self.map().len()
     }
 
-    /// Starts a session, unless there are `max` already.
-    pub(super) fn open(
+    /// Starts a session, unless there are `max_sessions` already or its
+    /// caller holds `max_sessions_per_principal`.
+    pub(super) async fn open(
         &self,
         front: &Arc<Front>,
         kind: Kind,
         caller: &Caller,
-    ) -> Option<Arc<FrontSession>> {
-        if self.map().len() >= front.settings.max_sessions {
-            return None;
+    ) -> Result<Arc<FrontSession>, FrontError> {
+        if self.len() >= front.settings.max_sessions {
+            return Err(FrontError::TooManySessions);
         }
-        let session = FrontSession::start(front, kind, caller);
-        self.map().insert(session.id.clone(), session.clone());
-        Some(session)
+        let id = new_id(front.settings.replica.as_deref());
+        let ticket = quota::ask(front, kind, caller, &id).await?;
+        self.admit(front, kind, caller, id, ticket)
+    }
+
+    /// Starts a session of the 2026-07-28 pool (no caller's count).
+    pub(super) fn open_pooled(
+        &self,
+        front: &Arc<Front>,
+        caller: &Caller,
+    ) -> Option<Arc<FrontSession>> {
+        let id = new_id(front.settings.replica.as_deref());
+        self.admit(front, Kind::Shared, caller, id, None).ok()
+    }
+
+    /// Starts session `id` if there is room, checked and taken with no
+    /// await between (one thread runs them).
+    fn admit(
+        &self,
+        front: &Arc<Front>,
+        kind: Kind,
+        caller: &Caller,
+        id: String,
+        ticket: Option<quota::Ticket>,
+    ) -> Result<Arc<FrontSession>, FrontError> {
+        let mut map = self.map();
+        let refused = if map.len() >= front.settings.max_sessions {
+            Some(FrontError::TooManySessions)
+        } else if ticket.as_ref().is_some_and(|t| !t.room(map.values())) {
+            Some(FrontError::TooManyForCaller)
+        } else {
+            None
+        };
+        let quota = ticket.map(|t| t.caller);
+        if let Some(refused) = refused {
+            drop(map);
+            if let Some(caller) = &quota {
+                quota::release(caller, &id);
+            }
+            return Err(refused);
+        }
+        let session = FrontSession::start(front, kind, caller, id, quota);
+        map.insert(session.id.clone(), session.clone());
+        Ok(session)
+    }
+
+    /// The sessions held here that count for a caller, by caller.
+    pub(super) fn held(&self) -> HashMap<String, Vec<String>> {
+        let mut held: HashMap<String, Vec<String>> = HashMap::new();
+        for session in self.map().values() {
+            if let Some(caller) = &session.quota {
+                held.entry(caller.clone())
+                    .or_default()
+                    .push(session.id.clone());
+            }
+        }
+        held
     }
 
     pub(super) fn get(&self, id: &str) -> Option<Arc<FrontSession>> {
         self.map().get(id).cloned()
     }
 
+    /// Takes a session out of the table (and out of its caller's count).
     pub(super) fn remove(&self, id: &str) -> Option<Arc<FrontSession>> {
-        self.map().remove(id)
+        let removed = self.map().remove(id);
+        if let Some(caller) = removed.as_ref().and_then(|s| s.quota.as_deref()) {
+            quota::release(caller, id);
+        }
+        removed
     }
 
     /// Asks every session to end (`hurry`: at once).

@@ -25,7 +25,7 @@ use super::handler::relay;
 use super::reply;
 use super::reply::Answer;
 use super::routes::{Owner, Restore, Waiting};
-use super::session::{Caller, FrontSession, Kind};
+use super::session::{Caller, FrontSession};
 use super::Front;
 use crate::books::rename;
 use crate::mcp_http::{Routing, ToolParams};
@@ -69,7 +69,7 @@ impl SessionlessPool {
         let sessions = pools.entry(caller.owner()).or_default();
         let n = self.turn.fetch_add(1, Ordering::Relaxed) as usize;
         if sessions.len() < POOL {
-            let session = front.sessions.open(front, Kind::Shared, caller)?;
+            let session = front.sessions.open_pooled(front, caller)?;
             session.initialized();
             let mut routes = super::routes::lock(&session.routes);
             routes.stateless = true;

@@ -12,6 +12,8 @@
 //!   connection comes back by itself (redis-rs's manager reconnects with
 //!   backoff); while it is away this is said once a minute, loudly.
 //! - Keys start with `prefix` and name no caller or argument in clear.
+//! - Each caller's sessions are counted for every replica when the front
+//!   caps them (`sessions.rs`).
 //! - With `key`, upstream OAuth tokens are kept here for every replica,
 //!   encrypted, and renewed once across them (`tokens.rs`).
 
@@ -24,8 +26,10 @@ mod link;
 mod tables;
 
 use link::Link;
+mod sessions;
 mod tokens;
 
+pub(crate) use sessions::{SharedSessions, RENEW_EVERY};
 pub(crate) use tokens::{SharedLock, SharedTokens};
 
 use redis::aio::ConnectionManager;
@@ -46,6 +50,14 @@ static TOKENS: std::sync::OnceLock<Arc<SharedTokens>> = std::sync::OnceLock::new
 /// The replicas' upstream tokens, when `[state]` keeps them.
 pub(crate) fn tokens() -> Option<Arc<SharedTokens>> {
     TOKENS.get().cloned()
+}
+
+/// Where each caller's sessions are counted for every replica.
+static SESSIONS: std::sync::OnceLock<Arc<SharedSessions>> = std::sync::OnceLock::new();
+
+/// Every replica's count of each caller's sessions, with `[state]`.
+pub(crate) fn sessions() -> Option<Arc<SharedSessions>> {
+    SESSIONS.get().cloned()
 }
 
 /// How long start-up waits for Redis before it says it is unreachable.
@@ -120,6 +132,8 @@ pub(crate) async fn start(config: &StateConfig) -> Result<(), StateError> {
         config.prefix.clone(),
         store.changes.clone(),
     ));
+    let sessions = SharedSessions::new(store.link.clone(), config.fallback);
+    let _ = SESSIONS.set(Arc::new(sessions));
     match &config.key {
         Some(key) => {
             let tokens = SharedTokens::new(store.link.clone(), key, config.fallback);
