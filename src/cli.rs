@@ -124,12 +124,14 @@ pub enum Command {
     /// Opens the browser (MCP_CHAIN_OPEN_URL names another command to
     /// open the page) and stores the tokens for later runs, which refresh
     /// them. [upstream.oauth] of the config applies when its [upstream]
-    /// url is this one.
+    /// url is this one; with [state] and its key in the config, the tokens
+    /// are kept there, for every replica.
     Login {
         /// The server's URL.
         url: String,
     },
-    /// Forget the tokens stored for a server.
+    /// Forget the tokens stored for a server (with [state] and its key in
+    /// the config: for every replica too).
     Logout {
         /// The server's URL.
         url: String,
@@ -192,7 +194,8 @@ pub enum ApproveAction {
 #[derive(Debug, Subcommand)]
 pub enum AuthAction {
     /// Each server with tokens: its client, scopes and expiry (never the
-    /// tokens themselves).
+    /// tokens themselves); with [state] and its key in the config, those
+    /// every replica shares first.
     Status,
 }
 

@@ -312,8 +312,14 @@ fn auth_command(config: &Config, command: &Command) -> ExitCode {
             Ok(runtime) => runtime.block_on(oauth::commands::run_login(config, url)),
             Err(code) => code,
         },
-        Command::Logout { url } => oauth::commands::run_logout(url),
-        _ => oauth::commands::run_status(),
+        Command::Logout { url } => match runtime() {
+            Ok(runtime) => runtime.block_on(oauth::commands::run_logout(config, url)),
+            Err(code) => code,
+        },
+        _ => match runtime() {
+            Ok(runtime) => runtime.block_on(oauth::commands::run_status(config)),
+            Err(code) => code,
+        },
     }
 }
 

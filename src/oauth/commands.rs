@@ -2,12 +2,19 @@
 //! person manages by hand. What they print goes to stdout (it is the
 //! command's output, not the protocol channel); the tokens themselves are
 //! never printed.
+//!
+//! With `[state]` and its `key` in the config, they work on the tokens
+//! every replica shares in Redis (a login there is every replica's, a
+//! logout ends it for all); Redis out of reach is then an error, whatever
+//! `on_unavailable` says: a person asked to change the shared tokens, and
+//! this machine's file is not them.
 
 use super::challenge::Challenge;
 use super::error::{shown, OAuthError};
 use super::fetch::Fetch;
+use super::kept::Kept;
 use super::login::{login, Ask};
-use super::store::{self, now_secs, Entry, LoginLock};
+use super::store::{self, now_secs, Entry};
 use crate::config::{Config, OAuthConfig, UpstreamConfig};
 use std::fmt::Write as _;
 use std::io::Write as _;
@@ -37,17 +44,49 @@ fn parse(url: &str) -> Result<Url, ExitCode> {
     }
 }
 
+/// Where the tokens are: `Some` (what to call `[state]`) when every
+/// replica shares them in Redis, connected; `None` for this machine's files.
+async fn shared(config: &Config) -> Result<Option<String>, String> {
+    let Some(state) = config.state.as_ref().filter(|s| s.key.is_some()) else {
+        return Ok(None);
+    };
+    #[cfg(feature = "state")]
+    {
+        let mut strict = state.clone();
+        strict.fallback = mcp_chain_middleware::shared::Fallback::Refuse;
+        crate::state::start(&strict)
+            .await
+            .map_err(|e| format!("{e}; nothing was changed"))?;
+        Ok(Some(format!("[state] {}", state.shown_url())))
+    }
+    #[cfg(not(feature = "state"))]
+    Err(format!(
+        "[state] {}: this mcp-chain was built without shared state (the `state` feature)",
+        state.shown_url()
+    ))
+}
+
 /// `mcp-chain login URL`.
 pub(crate) async fn run_login(config: &Config, url: &str) -> ExitCode {
     let server = match parse(url) {
         Ok(server) => server,
         Err(code) => return code,
     };
+    let shared = match shared(config).await {
+        Ok(shared) => shared,
+        Err(e) => {
+            eprintln!("mcp-chain: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     let (oauth, ca_file) = settings(config, &server);
     match login_to(&server, &oauth, ca_file.as_deref()).await {
         Ok(entry) => {
+            let kept = shared.map_or(String::new(), |state| {
+                format!("  kept in {state}, for every replica\n")
+            });
             say(&format!(
-                "logged in to {}\n{}",
+                "logged in to {}\n{}{kept}",
                 shown(&server),
                 describe(&entry)
             ));
@@ -66,12 +105,13 @@ async fn login_to(
     ca_file: Option<&std::path::Path>,
 ) -> Result<Entry, OAuthError> {
     let fetch = Fetch::new(ca_file)?;
-    let path = store::path(server)?;
+    let kept = Kept::of(server)?;
     let challenge = fetch.probe(server).await?;
-    let _lock = LoginLock::take(&path, oauth.login_timeout)
+    let _lock = kept
+        .lock(oauth.login_timeout)
         .await?
         .ok_or(OAuthError::TimedOut(oauth.login_timeout))?;
-    let stored = store::read(&path).ok().flatten().unwrap_or_default();
+    let stored = kept.read().await.ok().flatten().unwrap_or_default();
     let ask = Ask {
         server,
         config: oauth,
@@ -79,46 +119,85 @@ async fn login_to(
         held: &[],
     };
     let entry = login(&fetch, &ask, stored).await?;
-    store::write(&path, &entry)?;
+    kept.write(&entry).await?;
     Ok(entry)
 }
 
 /// `mcp-chain logout URL`.
-pub(crate) fn run_logout(url: &str) -> ExitCode {
+pub(crate) async fn run_logout(config: &Config, url: &str) -> ExitCode {
     let server = match parse(url) {
         Ok(server) => server,
         Err(code) => return code,
     };
-    match store::path(&server).map(|p| store::remove(&p)) {
-        Ok(Ok(true)) => {
-            say(&format!("logged out of {}\n", shown(&server)));
-            ExitCode::SUCCESS
-        }
-        Ok(Ok(false)) => {
-            say(&format!("no tokens were stored for {}\n", shown(&server)));
-            ExitCode::SUCCESS
-        }
-        Ok(Err(e)) | Err(e) => {
+    if let Err(e) = shared(config).await {
+        eprintln!("mcp-chain: {e}");
+        return ExitCode::FAILURE;
+    }
+    match Kept::of(&server).map(|kept| async move { kept.remove().await }) {
+        Ok(removing) => match removing.await {
+            Ok(true) => {
+                say(&format!("logged out of {}\n", shown(&server)));
+                ExitCode::SUCCESS
+            }
+            Ok(false) => {
+                say(&format!("no tokens were stored for {}\n", shown(&server)));
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("mcp-chain: {e}");
+                ExitCode::FAILURE
+            }
+        },
+        Err(e) => {
             eprintln!("mcp-chain: {e}");
             ExitCode::FAILURE
         }
     }
 }
 
-/// `mcp-chain auth status`.
-pub(crate) fn run_status() -> ExitCode {
-    let entries = match store::all() {
-        Ok(entries) => entries,
+/// `mcp-chain auth status`: the shared tokens first, with `[state]`.
+pub(crate) async fn run_status(config: &Config) -> ExitCode {
+    let mut out = String::new();
+    let mut failed = false;
+    match shared(config).await {
         Err(e) => {
             eprintln!("mcp-chain: {e}");
             return ExitCode::FAILURE;
         }
-    };
-    if entries.is_empty() {
-        say("no server has stored tokens\n");
-        return ExitCode::SUCCESS;
+        Ok(None) => {}
+        Ok(Some(state)) => match Kept::every_shared().await {
+            Ok(entries) => {
+                let _ = writeln!(out, "kept in {state}, for every replica:");
+                failed |= listed(&mut out, entries, "no server has tokens there\n");
+                out += "\nkept in this machine's files:\n";
+            }
+            Err(e) => {
+                eprintln!("mcp-chain: {e}");
+                return ExitCode::FAILURE;
+            }
+        },
     }
-    let mut out = String::new();
+    match store::all() {
+        Ok(entries) => failed |= listed(&mut out, entries, "no server has stored tokens\n"),
+        Err(e) => {
+            eprintln!("mcp-chain: {e}");
+            return ExitCode::FAILURE;
+        }
+    }
+    say(&out);
+    if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// Lists `entries` into `out` (`none` when there are none); whether one
+/// could not be read.
+fn listed(out: &mut String, entries: Vec<Result<Entry, store::StoreError>>, none: &str) -> bool {
+    if entries.is_empty() {
+        out.push_str(none);
+    }
     let mut failed = false;
     for entry in entries {
         match entry {
@@ -132,12 +211,7 @@ pub(crate) fn run_status() -> ExitCode {
             }
         }
     }
-    say(&out);
-    if failed {
-        ExitCode::FAILURE
-    } else {
-        ExitCode::SUCCESS
-    }
+    failed
 }
 
 /// What a person may see of an entry: never a token or a secret.

@@ -90,6 +90,46 @@ impl Kept {
         }
     }
 
+    /// Forgets the tokens: in Redis (an error when it cannot be asked:
+    /// a logout that might not have happened is not said to have) and in
+    /// this machine's file. Whether there were any.
+    pub(crate) async fn remove(&self) -> Result<bool, StoreError> {
+        match self {
+            Self::File(file) => store::remove(file),
+            #[cfg(feature = "state")]
+            Self::Shared {
+                server,
+                tokens,
+                file,
+            } => {
+                let shared = tokens.remove(server).await.map_err(|why| {
+                    StoreError::Shared(mcp_chain_middleware::shown::shown(&why.0, 300))
+                })?;
+                Ok(store::remove(file)? || shared)
+            }
+        }
+    }
+
+    /// Every server's entry kept in `[state]`, for `auth status`.
+    pub(crate) async fn every_shared() -> Result<Vec<Result<Entry, StoreError>>, StoreError> {
+        #[cfg(not(feature = "state"))]
+        return Ok(Vec::new());
+        #[cfg(feature = "state")]
+        let Some(tokens) = crate::state::tokens() else {
+            return Ok(Vec::new());
+        };
+        let shown = |why: mcp_chain_middleware::shared::Unavailable| {
+            StoreError::Shared(mcp_chain_middleware::shown::shown(&why.0, 300))
+        };
+        #[cfg(feature = "state")]
+        let entries = tokens.every().await.map_err(shown)?;
+        #[cfg(feature = "state")]
+        Ok(entries
+            .into_iter()
+            .map(|entry| store::from_bytes(&entry.map_err(shown)?, "[state]"))
+            .collect())
+    }
+
     /// The renewal lock, waiting at most `wait`; `None` when the wait ran
     /// out.
     pub(crate) async fn lock(&self, wait: Duration) -> Result<Option<KeptLock>, StoreError> {

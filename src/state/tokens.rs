@@ -51,9 +51,50 @@ impl SharedTokens {
     pub(crate) async fn read(&self, server: &str) -> Result<Option<Vec<u8>>, Unavailable> {
         let key = self.key("entry", server);
         let stored: Option<String> = self.link.ask(redis::cmd("GET").arg(&key)).await?;
-        let Some(stored) = stored else {
-            return Ok(None);
-        };
+        stored.map(|stored| self.open(&key, &stored)).transpose()
+    }
+
+    /// Every server's entry, decrypted (one that does not open: its error),
+    /// for `mcp-chain auth status`.
+    pub(crate) async fn every(&self) -> Result<Vec<Result<Vec<u8>, Unavailable>>, Unavailable> {
+        let entries = format!("{}oauth:entry:", self.link.prefix);
+        let pattern = format!("{}*", glob_escaped(&entries));
+        let mut keys = Vec::new();
+        let mut cursor = 0u64;
+        loop {
+            let mut scan = redis::cmd("SCAN");
+            scan.arg(cursor)
+                .arg("MATCH")
+                .arg(&pattern)
+                .arg("COUNT")
+                .arg(100);
+            let (next, found): (u64, Vec<String>) = self.link.ask(&scan).await?;
+            keys.extend(found);
+            if next == 0 {
+                break;
+            }
+            cursor = next;
+        }
+        let mut entries = Vec::new();
+        for key in keys {
+            let stored: Option<String> = self.link.ask(redis::cmd("GET").arg(&key)).await?;
+            if let Some(stored) = stored {
+                entries.push(self.open(&key, &stored));
+            }
+        }
+        Ok(entries)
+    }
+
+    /// Forgets `server`'s entry; `false` when none was stored.
+    pub(crate) async fn remove(&self, server: &str) -> Result<bool, Unavailable> {
+        let key = self.key("entry", server);
+        let gone: i64 = self.link.ask(redis::cmd("DEL").arg(&key)).await?;
+        Ok(gone > 0)
+    }
+
+    /// What was stored under `key`, decrypted: only a value sealed under
+    /// that very key opens.
+    fn open(&self, key: &str, stored: &str) -> Result<Vec<u8>, Unavailable> {
         let sealed = base64::engine::general_purpose::STANDARD
             .decode(stored.strip_prefix("v1:").unwrap_or_default())
             .map_err(|_| Unavailable("the stored tokens are not mcp-chain's".into()))?;
@@ -67,7 +108,6 @@ impl SharedTokens {
         };
         self.cipher
             .decrypt(Nonce::from_slice(nonce), payload)
-            .map(Some)
             .map_err(|_| {
                 Unavailable(
                     "the stored tokens do not open with [state] key (another key, or altered)"
@@ -149,6 +189,18 @@ impl SharedTokens {
             tokio::time::sleep(LOCK_POLL).await;
         }
     }
+}
+
+/// `text` with Redis's glob characters escaped (a prefix may hold them).
+fn glob_escaped(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if matches!(c, '*' | '?' | '[' | ']' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
 }
 
 /// Extends a lock's life only if it is still the holder's.

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import secrets
 import shutil
 import subprocess
@@ -100,3 +101,53 @@ def test_replicas_share_one_login_and_refresh_it_once(tmp_path: Path):
         assert not any(server.url in k for k in keys), "the server is named by a digest"
         for d in dirs:
             assert not list((d / "oauth").glob("*.json")), "a replica wrote a token file"
+
+
+def test_login_status_and_logout_work_on_the_shared_tokens(tmp_path: Path):
+    """`login`, `auth status` and `logout` with `[state]` in the config: a
+    login from one machine is every replica's (a replica on an empty disk
+    serves without a login of its own), status lists it from Redis, a
+    logout ends it for all; Redis out of reach is an error that changes
+    nothing, even with `on_unavailable = "local"`."""
+    prefix = f"mcp-chain:test-{secrets.token_hex(4)}:"
+    cli_state = tmp_path / "cli-state"
+    env = {"STATE_KEY": KEY, "MCP_CHAIN_STATE_DIR": str(cli_state),
+           "MCP_CHAIN_OPEN_URL": f"{sys.executable} {HERE / 'open_url.py'}"}
+
+    def run(*args: str, config: Path) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([str(harness.MCP_CHAIN), "--config", str(config), *args], capture_output=True,
+                              text=True, timeout=60, env={**os.environ, **env},
+                              stdin=subprocess.DEVNULL)
+
+    with redis() as rport, OAuthFixture() as server:
+        config = replica_config(rport, prefix)
+        login = run("login", server.url, config=config)
+        assert login.returncode == 0, login.stderr
+        assert "logged in to" in login.stdout and "kept in [state] redis://127.0.0.1" in login.stdout, login.stdout
+        assert not list(cli_state.glob("oauth/*.json")), "the login went to Redis, not this machine's file"
+        status = run("auth", "status", config=config)
+        assert status.returncode == 0, status.stderr
+        shared_part = status.stdout.split("kept in this machine's files:")[0]
+        assert "for every replica:" in shared_part and server.url in shared_part, status.stdout
+        assert "refreshable" in shared_part
+        issued = list(server.state.access) + list(server.state.refresh)
+        assert not any(t in login.stdout + login.stderr + status.stdout + status.stderr for t in issued)
+        with replica(config, server.url, tmp_path / "replica-state") as (port, _):
+            assert "result" in whoami(port, session_on(port), 1)
+        assert len(server.state.authorize) == 1, "the replica used the login made from the command line"
+
+        logout = run("logout", server.url, config=config)
+        assert logout.returncode == 0 and "logged out of" in logout.stdout, logout
+        after = run("auth", "status", config=config)
+        assert "no server has tokens there" in after.stdout, after.stdout
+        assert "no tokens were stored" in run("logout", server.url, config=config).stdout
+
+        away = tmp_path / "away.toml"
+        gone = harness.free_port()
+        away.write_text(config.read_text().replace(f":{rport}/", f":{gone}/")
+                        .replace('timeout = "2s"', 'timeout = "2s"\non_unavailable = "local"'))
+        for args in (("login", server.url), ("logout", server.url), ("auth", "status")):
+            done = run(*args, config=away)
+            assert done.returncode == 1, (args, done.stdout)
+            assert "cannot be reached" in done.stderr and "nothing was changed" in done.stderr, done.stderr
+        assert len(server.state.authorize) == 1, "no login was begun with Redis away"
