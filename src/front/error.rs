@@ -62,6 +62,7 @@ pub(super) enum FrontError {
     #[error("this caller holds as many sessions as it may (front.max_sessions_per_principal); end one first")]
     TooManyForCaller,
     /// `[state]` cannot count a caller's sessions, and fails closed.
+    #[cfg_attr(not(feature = "state"), allow(dead_code))]
     #[error(
         "this caller's sessions cannot be counted now ([state] is unavailable); try again later"
     )]

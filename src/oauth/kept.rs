@@ -112,22 +112,18 @@ impl Kept {
 
     /// Every server's entry kept in `[state]`, for `auth status`.
     pub(crate) async fn every_shared() -> Result<Vec<Result<Entry, StoreError>>, StoreError> {
-        #[cfg(not(feature = "state"))]
-        return Ok(Vec::new());
         #[cfg(feature = "state")]
-        let Some(tokens) = crate::state::tokens() else {
-            return Ok(Vec::new());
-        };
-        let shown = |why: mcp_chain_middleware::shared::Unavailable| {
-            StoreError::Shared(mcp_chain_middleware::shown::shown(&why.0, 300))
-        };
-        #[cfg(feature = "state")]
-        let entries = tokens.every().await.map_err(shown)?;
-        #[cfg(feature = "state")]
-        Ok(entries
-            .into_iter()
-            .map(|entry| store::from_bytes(&entry.map_err(shown)?, "[state]"))
-            .collect())
+        if let Some(tokens) = crate::state::tokens() {
+            let shown = |why: mcp_chain_middleware::shared::Unavailable| {
+                StoreError::Shared(mcp_chain_middleware::shown::shown(&why.0, 300))
+            };
+            let entries = tokens.every().await.map_err(shown)?;
+            return Ok(entries
+                .into_iter()
+                .map(|entry| store::from_bytes(&entry.map_err(shown)?, "[state]"))
+                .collect());
+        }
+        Ok(Vec::new())
     }
 
     /// The renewal lock, waiting at most `wait`; `None` when the wait ran
