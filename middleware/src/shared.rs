@@ -84,6 +84,18 @@ pub trait SharedState: Send + Sync + fmt::Debug + 'static {
         no_tables()
     }
 
+    /// The rows `fields` of `table`, in their order (`None` where there
+    /// is none): what a lookup that knows its rows reads, however large
+    /// the table grew.
+    fn pick(
+        &self,
+        table: &str,
+        fields: &[String],
+    ) -> StoreFuture<Result<Vec<Option<Vec<u8>>>, Unavailable>> {
+        let _ = (table, fields);
+        no_tables()
+    }
+
     /// Sets row `field` of `table` (with `only_new`, only when it has none:
     /// the first replica's wins) and, when it was set, tells every replica
     /// the table changed. Whether it was set.

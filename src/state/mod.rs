@@ -275,6 +275,18 @@ impl SharedState for Redis {
         Box::pin(tables::rows(self.link.clone(), table.to_owned()))
     }
 
+    fn pick(
+        &self,
+        table: &str,
+        fields: &[String],
+    ) -> StoreFuture<Result<Vec<Option<Vec<u8>>>, Unavailable>> {
+        Box::pin(tables::pick(
+            self.link.clone(),
+            table.to_owned(),
+            fields.to_vec(),
+        ))
+    }
+
     fn put(
         &self,
         table: &str,

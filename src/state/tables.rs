@@ -38,6 +38,19 @@ pub(super) async fn rows(link: Arc<Link>, name: String) -> Result<Rows, Unavaila
         .await
 }
 
+/// The rows `fields` of a table, in their order: one HMGET.
+pub(super) async fn pick(
+    link: Arc<Link>,
+    name: String,
+    fields: Vec<String>,
+) -> Result<Vec<Option<Vec<u8>>>, Unavailable> {
+    if fields.is_empty() {
+        return Ok(Vec::new());
+    }
+    link.ask(redis::cmd("HMGET").arg(table(&link, &name)).arg(fields))
+        .await
+}
+
 /// Sets a row (with `only_new`, only a missing one) and announces the
 /// table when it was set: one round trip, one transaction.
 pub(super) async fn put(

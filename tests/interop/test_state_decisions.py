@@ -148,6 +148,37 @@ def test_an_always_on_one_replica_holds_on_the_other_and_a_revoke_on_either_ends
         server.wait(timeout=20)
 
 
+def test_a_grant_for_the_tool_is_found_for_other_arguments_and_no_other_tool():
+    """`always = "tool"`: an "Always" on A lets B call the tool with other
+    arguments at once; a grant is looked up by its two possible rows (these
+    arguments, any arguments), so one for another tool lets nothing else
+    through."""
+    prefix = f"mcp-chain:test-{secrets.token_hex(4)}:"
+    layers = APPROVE.replace('tools = ["add"]', 'tools = ["add", "echo"]') + 'always = "tool"\n'
+    with redis() as rport:
+        path = two_replicas_config(rport, prefix, layers)
+        dirs = [Path(tempfile.mkdtemp()) for _ in range(2)]
+        with replica(path, env={"MCP_CHAIN_STATE_DIR": str(dirs[0])}) as (a, a_log), \
+                replica(path, env={"MCP_CHAIN_STATE_DIR": str(dirs[1])}) as (b, b_log):
+            a_url, b_url = console_of(a_log), console_of(b_log)
+            on_a, on_b = session_on(a), session_on(b)
+            with ThreadPoolExecutor(1) as pool:
+                asked = pool.submit(add, a, on_a, 1)
+                page = harness.wait_until(lambda: _waiting(a_url), 20)
+                assert page, "A never showed the call"
+                assert form_post(a_url, "decide", {"id": page, "choice": "allow_always"}) == 303
+                assert "result" in asked.result(timeout=20)
+            _, _, other = post(b, {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                                   "params": {"name": "add", "arguments": {"a": 1, "b": 1}}}, on_b)
+            assert other and other.get("result", {}).get("content"), ("the tool's grant, other arguments", other)
+            with ThreadPoolExecutor(1) as pool:
+                echo = pool.submit(post, b, {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                                             "params": {"name": "echo", "arguments": {"text": "hi"}}}, on_b)
+                assert harness.wait_until(lambda: _waiting(b_url), 20), "echo was let through by add's grant"
+                assert form_post(b_url, "decide", {"id": _waiting(b_url), "choice": "deny"}) == 303
+                assert echo.result(timeout=20)[2]["error"]["data"]["reason"] == "page_denied"
+
+
 def _answers(port: int) -> bool:
     with contextlib.suppress(Exception):
         return _redis(port, "PING").strip() == "PONG"

@@ -61,12 +61,20 @@ impl Grant {
     /// Its row in the shared table: one per server, tool, arguments and
     /// revision (granting it again changes nothing).
     fn row(&self) -> String {
+        Self::row_of(
+            &self.server,
+            &self.tool,
+            self.arguments.as_deref(),
+            &self.revision,
+        )
+    }
+
+    /// The row of a grant of `tool` on `server` under `revision`, for
+    /// these `arguments` (their hash) or, with `None`, for any.
+    fn row_of(server: &str, tool: &str, arguments: Option<&str>, revision: &str) -> String {
         shared::digest(&format!(
-            "{}\n{}\n{}\n{}",
-            self.server,
-            self.tool,
-            self.arguments.as_deref().unwrap_or("*"),
-            self.revision
+            "{server}\n{tool}\n{}\n{revision}",
+            arguments.unwrap_or("*"),
         ))
     }
 
@@ -202,10 +210,25 @@ impl Book {
         arguments: &str,
         revision: &str,
     ) -> Result<bool, Unavailable> {
-        let grants = self.all().await?;
-        Ok(grants
-            .iter()
-            .any(|g| g.matches(server, tool, arguments, revision)))
+        let matches = |g: &Grant| g.matches(server, tool, arguments, revision);
+        let Some(store) = shared::installed() else {
+            return Ok(self.grants().iter().any(matches));
+        };
+        // The two rows a grant for this call can be in: for these
+        // arguments, or for any; not every grant anyone gave.
+        let rows = [Some(arguments), None]
+            .map(|arguments| Grant::row_of(server, tool, arguments, revision));
+        match store.pick(GRANTS, &rows).await {
+            Ok(found) => Ok(found
+                .iter()
+                .flatten()
+                .filter_map(|bytes| serde_json::from_slice::<Grant>(bytes).ok())
+                .any(|g| matches(&g))),
+            Err(why) => Ok(self
+                .local_unless_refused(store.as_ref(), why)?
+                .iter()
+                .any(matches)),
+        }
     }
 
     /// Keeps a grant (one like it is not kept twice).
