@@ -40,6 +40,12 @@ def nginx(ports: dict[str, int], listen: int):
     block = nginx_block()
     for doc_port, port in {8081: ports["a"], 8082: ports["b"]}.items():
         block = block.replace(f"127.0.0.1:{doc_port}", f"127.0.0.1:{port}")
+    # Replicas past the two the docs name join the map and the upstream
+    # the same way.
+    for name, port in ports.items():
+        if name not in ("a", "b"):
+            block = block.replace("    default  mcp_any;", f"    ~^{name}-     127.0.0.1:{port};\n    default  mcp_any;")
+            block = block.replace("upstream mcp_any {\n", f"upstream mcp_any {{\n    server 127.0.0.1:{port};\n")
     block = block.replace("listen 8080;", f"listen 127.0.0.1:{listen};")
     prefix = Path(tempfile.mkdtemp(prefix="mcp-nginx-"))
     conf = prefix / "nginx.conf"

@@ -1,9 +1,9 @@
-"""Two replicas behind nginx (docs/deploy.md's block, as in
-test_replicas.py) sharing `[state]` on Debian's redis-server: one caller's
-calls spread over both replicas by the balancer, against a limit of
-100/min, are let through as one replica would let them (the bucket's 100,
-plus what it earned while the test ran), the rest refused with
-`retryAfterMs`."""
+"""Three replicas behind nginx (docs/deploy.md's block, as in
+test_replicas.py, with a third replica added the same way) sharing
+`[state]` on Debian's redis-server: one caller's 600 calls spread over
+the replicas by the balancer, against a limit of 100/min, are let
+through as one replica would let them (the bucket's 100, plus what it
+earned while the test ran), the rest refused with `retryAfterMs`."""
 
 from __future__ import annotations
 
@@ -20,9 +20,9 @@ from test_replicas import nginx
 from test_state import DEMO, TOKEN, post, redis
 
 
-def test_one_callers_calls_over_two_replicas_behind_nginx_meet_one_limit():
+def test_one_callers_calls_over_three_replicas_behind_nginx_meet_one_limit():
     prefix = f"mcp-chain:test-{secrets.token_hex(4)}:"
-    ports = {"a": harness.free_port(), "b": harness.free_port()}
+    ports = {"a": harness.free_port(), "b": harness.free_port(), "c": harness.free_port()}
     listen = harness.free_port()
     with redis() as rport, contextlib.ExitStack() as stack:
         for name, port in ports.items():
@@ -56,7 +56,7 @@ rules = [ {{ tool = "add", rate = "100/min" }} ]
             return sid
 
         sessions = [session() for _ in range(12)]
-        assert {s[:2] for s in sessions} == {"a-", "b-"}, "the balancer spread the sessions"
+        assert {s[:2] for s in sessions} == {"a-", "b-", "c-"}, "the balancer spread the sessions"
 
         def call(n: int) -> dict:
             sid = sessions[n % len(sessions)]
@@ -67,7 +67,7 @@ rules = [ {{ tool = "add", rate = "100/min" }} ]
 
         began = time.monotonic()
         with ThreadPoolExecutor(12) as pool:
-            answers = list(pool.map(call, range(300)))
+            answers = list(pool.map(call, range(600)))
         elapsed = time.monotonic() - began
         allowed = [a for a in answers if "result" in a]
         refused = [a for a in answers if "error" in a]
@@ -76,7 +76,7 @@ rules = [ {{ tool = "add", rate = "100/min" }} ]
         # many through).
         earned = math.ceil(elapsed * 100 / 60)
         assert 100 <= len(allowed) <= 100 + earned, (len(allowed), elapsed)
-        assert len(allowed) + len(refused) == 300
+        assert len(allowed) + len(refused) == 600
         for answer in refused:
             data = answer["error"]["data"]
             assert data["reason"] == "rate_limited" and data["retryAfterMs"] > 0, answer
