@@ -19,6 +19,7 @@ import secrets
 import shutil
 import subprocess
 import tempfile
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -114,6 +115,25 @@ def add(port: int, session: str, rid: int) -> dict:
                                "params": {"name": "add", "arguments": {"a": 1, "b": 2}}}, session)
     assert answer is not None and answer.get("id") == rid, answer
     return answer
+
+
+class Stream:
+    """A session's GET stream: the notifications a replica sends its client."""
+
+    def __init__(self, port: int, session: str) -> None:
+        self.heard: list[str] = []
+        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        self.conn.request("GET", "/mcp", headers={"Accept": "text/event-stream", "Mcp-Session-Id": session,
+                                                  "Authorization": f"Bearer {TOKEN}"})
+        response = self.conn.getresponse()
+        assert response.status == 200, response.status
+        threading.Thread(target=self._read, args=(response,), daemon=True).start()
+
+    def _read(self, response) -> None:
+        with contextlib.suppress(Exception):
+            for line in response:
+                if line.startswith(b"data: "):
+                    self.heard.append(json.loads(line[6:]).get("method", ""))
 
 
 def test_three_replicas_let_one_caller_through_as_often_as_one_would():
@@ -239,12 +259,13 @@ def test_rediss_with_a_private_ca(tmp_path: Path):
         assert done.returncode == 1 and "UnknownIssuer" in done.stderr, done.stderr
 
 
-def test_an_off_switch_on_one_replica_is_in_force_on_the_other():
+def test_an_off_switch_on_one_replica_is_in_force_on_the_others():
     """The console's off switch with `[state]`: a person turns `add` off on
-    replica A's console; replica B (its own console, its own state
-    directory) takes it up from Redis, announced by pub/sub: `add` leaves
-    B's list and B refuses its calls (`switched_off`); turned on again on A,
-    it is back on B."""
+    replica A's console; replicas B and C (their own consoles, their own
+    state directories) take it up from Redis, announced by pub/sub: `add`
+    leaves their lists, their clients are told `list_changed`, and they
+    refuse its calls (`switched_off`); turned on again on A, it is back on
+    both."""
     import re
     import urllib.parse
     import urllib.request
@@ -253,16 +274,19 @@ def test_an_off_switch_on_one_replica_is_in_force_on_the_other():
     with redis() as rport:
         path = config(rport, prefix, extra="", rate="1000/h")
         path.write_text(path.read_text() + '\n[console]\nlisten = "127.0.0.1:0"\nopen = "never"\n')
-        dirs = [Path(tempfile.mkdtemp()) for _ in range(2)]
+        dirs = [Path(tempfile.mkdtemp()) for _ in range(3)]
         with replica(path, env={"MCP_CHAIN_STATE_DIR": str(dirs[0])}) as (a, a_log), \
-                replica(path, env={"MCP_CHAIN_STATE_DIR": str(dirs[1])}) as (b, _):
-            on_a, on_b = session_on(a), session_on(b)
+                replica(path, env={"MCP_CHAIN_STATE_DIR": str(dirs[1])}) as (b, _), \
+                replica(path, env={"MCP_CHAIN_STATE_DIR": str(dirs[2])}) as (c, _):
+            on_a = session_on(a)
+            others = [(b, session_on(b)), (c, session_on(c))]
+            streams = [Stream(port, session) for port, session in others]
 
             def names(port: int, session: str) -> set[str]:
                 answer = post(port, {"jsonrpc": "2.0", "id": 50, "method": "tools/list"}, session)[2] or {}
                 return {t["name"] for t in answer["result"]["tools"]}
 
-            assert "add" in names(a, on_a) and "add" in names(b, on_b)
+            assert "add" in names(a, on_a) and all("add" in names(*o) for o in others)
             console = harness.wait_until(lambda: re.search(r"the approval page is at (\S+)", a_log.read_text()), 20)
             url = console.group(1)
 
@@ -276,11 +300,18 @@ def test_an_off_switch_on_one_replica_is_in_force_on_the_other():
                     urllib.request.urlopen(request, timeout=20)
 
             switch("off")
-            assert harness.wait_until(lambda: "add" not in names(b, on_b), 20), "B never took the switch up"
-            refused = add(b, on_b, 60)
-            assert refused["error"]["data"]["reason"] == "switched_off", refused
+            for (port, session), stream in zip(others, streams):
+                assert harness.wait_until(lambda: "add" not in names(port, session), 20), "never took the switch up"
+                assert harness.wait_until(
+                    lambda: "notifications/tools/list_changed" in stream.heard, 20), stream.heard
+                refused = add(port, session, 60)
+                assert refused["error"]["data"]["reason"] == "switched_off", refused
             assert any(":table:switches:" in k for k in redis_keys(rport, prefix)), "a row per tool off"
+            heard = [len(stream.heard) for stream in streams]
             switch("on")
-            assert harness.wait_until(lambda: "add" in names(b, on_b), 20), "B never took it back"
-            assert "result" in add(b, on_b, 61)
+            for (port, session), stream, before in zip(others, streams, heard):
+                assert harness.wait_until(lambda: "add" in names(port, session), 20), "never took it back"
+                assert harness.wait_until(
+                    lambda: "notifications/tools/list_changed" in stream.heard[before:], 20), stream.heard
+                assert "result" in add(port, session, 61)
             assert not any((d / "console" / "switches.json").exists() for d in dirs), "kept in Redis, not a file"

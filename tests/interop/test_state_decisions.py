@@ -1,6 +1,6 @@
 """A person's decisions kept as one by replicas on Debian's redis-server
-(`[state]`): an "Always" given on replica A's approval page holds on B
-(B does not ask), a revoke on B's console makes A ask again, and both
+(`[state]`): an "Always" given on replica A's approval page holds on B and C
+(neither asks), a revoke on B's console makes A ask again, and both
 replicas' records are one log; the grant names no argument in clear. A
 pin accepted with `mcp-chain pin accept` on B's config is in force on A
 within a second, and A's client is told `list_changed`; a replica started
@@ -13,13 +13,11 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import http.client
 import json
 import re
 import secrets
 import subprocess
 import tempfile
-import threading
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -27,7 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import harness
-from test_state import DEMO, TOKEN, post, redis, redis_argv, redis_keys, replica, session_on
+from test_state import DEMO, TOKEN, Stream, post, redis, redis_argv, redis_keys, replica, session_on
 
 
 def two_replicas_config(redis_port: int, prefix: str, layers: str, upstream: bool = False) -> Path:
@@ -97,9 +95,10 @@ def test_an_always_on_one_replica_holds_on_the_other_and_a_revoke_on_either_ends
     try:
         assert harness.wait_until(lambda: _answers(rport), 20), "redis-server never answered"
         path = two_replicas_config(rport, prefix, APPROVE)
-        dirs = [Path(tempfile.mkdtemp()) for _ in range(2)]
+        dirs = [Path(tempfile.mkdtemp()) for _ in range(3)]
         with replica(path, env={"MCP_CHAIN_STATE_DIR": str(dirs[0])}) as (a, a_log), \
-                replica(path, env={"MCP_CHAIN_STATE_DIR": str(dirs[1])}) as (b, b_log):
+                replica(path, env={"MCP_CHAIN_STATE_DIR": str(dirs[1])}) as (b, b_log), \
+                replica(path, env={"MCP_CHAIN_STATE_DIR": str(dirs[2])}) as (c, _):
             a_url, b_url = console_of(a_log), console_of(b_log)
             on_a, on_b = session_on(a), session_on(b)
             with ThreadPoolExecutor(1) as pool:
@@ -108,9 +107,11 @@ def test_an_always_on_one_replica_holds_on_the_other_and_a_revoke_on_either_ends
                 assert page, "A never showed the call"
                 assert form_post(a_url, "decide", {"id": page, "choice": "allow_always"}) == 303
                 assert "result" in asked.result(timeout=20), "allowed always on A"
-            # B: no call waits on its page, and the call is answered at once.
+            # B and C: no call waits on their pages, and it is answered at once.
             answered = add(b, on_b, 2)
             assert answered.get("result", {}).get("content"), ("granted on A, held on B", answered)
+            answered = add(c, session_on(c), 2)
+            assert answered.get("result", {}).get("content"), ("granted on A, held on C", answered)
             grants = [k for k in redis_keys(rport, prefix) if k.endswith("table:grants")]
             assert grants, redis_keys(rport, prefix)
             stored = _redis(rport, "HGETALL", grants[0])
@@ -195,25 +196,6 @@ def _waiting(url: str) -> str | None:
     page = urllib.request.urlopen(url, timeout=20).read().decode()
     found = re.search(r'name="id" value="(\d+)"', page)
     return found.group(1) if found else None
-
-
-class Stream:
-    """A session's GET stream: the notifications a replica sends its client."""
-
-    def __init__(self, port: int, session: str) -> None:
-        self.heard: list[str] = []
-        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-        self.conn.request("GET", "/mcp", headers={"Accept": "text/event-stream", "Mcp-Session-Id": session,
-                                                  "Authorization": f"Bearer {TOKEN}"})
-        response = self.conn.getresponse()
-        assert response.status == 200, response.status
-        threading.Thread(target=self._read, args=(response,), daemon=True).start()
-
-    def _read(self, response) -> None:
-        with contextlib.suppress(Exception):
-            for line in response:
-                if line.startswith(b"data: "):
-                    self.heard.append(json.loads(line[6:]).get("method", ""))
 
 
 PIN = """
