@@ -1,3 +1,4 @@
+use super::meta::SUBSCRIPTION_ID;
 use super::*;
 use crate::transport::queue::Taken;
 use mcp_chain_middleware::Direction;

@@ -27,6 +27,7 @@ pub(crate) mod resource;
 mod router;
 mod routes;
 mod session;
+mod sessions;
 mod stateless;
 
 use crate::config::{Config, FrontConfig};
@@ -36,7 +37,7 @@ use crate::transport::budget::Budget;
 use checks::{Checks, OAuth};
 use hyper_util::service::TowerToHyperService;
 use mcp_chain_middleware::session::SessionInfo;
-use session::Sessions;
+use sessions::Sessions;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,4 +1,4 @@
-//! One client session of the HTTP front, and the table of them.
+//! One client session of the HTTP front (the table of them is `sessions`).
 //!
 //! A session is the stdio relay with its client end swapped: what the
 //! client POSTs is parsed once and handed to the relay's reading side
@@ -8,8 +8,6 @@
 //! serves one client; its own connection to a URL) and its own instance
 //! of the chain.
 
-use super::error::FrontError;
-use super::quota;
 use super::resource::Principal;
 use super::routes::{self, Owner, Routes};
 use super::Front;
@@ -17,7 +15,6 @@ use crate::peer::{Peer, Read};
 use crate::relay::{self, Ending};
 use crate::transport::queue::Queue;
 use mcp_chain_middleware::session::SessionInfo;
-use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -85,7 +82,7 @@ pub(super) struct FrontSession {
 
 impl FrontSession {
     /// Starts a session for `caller`: its server, its chain, its router.
-    fn start(
+    pub(super) fn start(
         front: &Arc<Front>,
         kind: Kind,
         caller: &Caller,
@@ -228,7 +225,7 @@ impl FrontSession {
     /// Why the session should be reaped now, if it should.
     /// A session with a request in flight is never idle, and its idle
     /// time counts from its last request or answer, whichever came last.
-    fn expired(&self, front: &Front, now: Instant) -> Option<&'static str> {
+    pub(super) fn expired(&self, front: &Front, now: Instant) -> Option<&'static str> {
         let (streaming, busy, last_done) = {
             let routes = routes::lock(&self.routes);
             (routes.streaming(), routes.in_flight(), routes.last_done)
@@ -265,7 +262,7 @@ const LEGACY_GRACE: Duration = Duration::from_secs(5);
 /// 128 random bits, as 32 lowercase hex digits.
 /// After `replica-` when `[front] replica` names this one (a load balancer
 /// routes by it).
-fn new_id(replica: Option<&str>) -> String {
+pub(super) fn new_id(replica: Option<&str>) -> String {
     let mut bytes = [0u8; 16];
     getrandom::fill(&mut bytes).expect("the OS's random generator works");
     let random: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
@@ -292,141 +289,6 @@ pub(super) fn well_formed(id: &str, replica: Option<&str>) -> bool {
 pub(super) fn short(id: &str) -> &str {
     let random = id.rfind('-').map_or(0, |dash| dash + 1);
     id.get(..random + 8).unwrap_or(id)
-}
-
-/// The sessions of the front.
-#[derive(Default)]
-pub(super) struct Sessions {
-    map: Mutex<HashMap<String, Arc<FrontSession>>>,
-    /// Every session's task: shutdown waits for them.
-    pub(super) tasks: tokio_util::task::TaskTracker,
-}
-
-impl Sessions {
-    fn map(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<FrontSession>>> {
-        self.map.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// How many sessions there are.
-    pub(super) fn len(&self) -> usize {
-        self.map().len()
-    }
-
-    /// Starts a session, unless there are `max_sessions` already or its
-    /// caller holds `max_sessions_per_principal`.
-    pub(super) async fn open(
-        &self,
-        front: &Arc<Front>,
-        kind: Kind,
-        caller: &Caller,
-    ) -> Result<Arc<FrontSession>, FrontError> {
-        if self.len() >= front.settings.max_sessions {
-            return Err(FrontError::TooManySessions);
-        }
-        let id = new_id(front.settings.replica.as_deref());
-        let ticket = quota::ask(front, kind, caller, &id).await?;
-        self.admit(front, kind, caller, id, ticket)
-    }
-
-    /// Starts a session of the 2026-07-28 pool (no caller's count).
-    pub(super) fn open_pooled(
-        &self,
-        front: &Arc<Front>,
-        caller: &Caller,
-    ) -> Option<Arc<FrontSession>> {
-        let id = new_id(front.settings.replica.as_deref());
-        self.admit(front, Kind::Shared, caller, id, None).ok()
-    }
-
-    /// Starts session `id` if there is room, checked and taken with no
-    /// await between (one thread runs them).
-    fn admit(
-        &self,
-        front: &Arc<Front>,
-        kind: Kind,
-        caller: &Caller,
-        id: String,
-        ticket: Option<quota::Ticket>,
-    ) -> Result<Arc<FrontSession>, FrontError> {
-        let mut map = self.map();
-        let refused = if map.len() >= front.settings.max_sessions {
-            Some(FrontError::TooManySessions)
-        } else if ticket.as_ref().is_some_and(|t| !t.room(map.values())) {
-            Some(FrontError::TooManyForCaller)
-        } else {
-            None
-        };
-        let quota = ticket.map(|t| t.caller);
-        if let Some(refused) = refused {
-            drop(map);
-            if let Some(caller) = &quota {
-                quota::release(caller, &id);
-            }
-            return Err(refused);
-        }
-        let session = FrontSession::start(front, kind, caller, id, quota);
-        map.insert(session.id.clone(), session.clone());
-        Ok(session)
-    }
-
-    /// The sessions held here that count for a caller, by caller.
-    pub(super) fn held(&self) -> HashMap<String, Vec<String>> {
-        let mut held: HashMap<String, Vec<String>> = HashMap::new();
-        for session in self.map().values() {
-            if let Some(caller) = &session.quota {
-                held.entry(caller.clone())
-                    .or_default()
-                    .push(session.id.clone());
-            }
-        }
-        held
-    }
-
-    pub(super) fn get(&self, id: &str) -> Option<Arc<FrontSession>> {
-        self.map().get(id).cloned()
-    }
-
-    /// Takes a session out of the table (and out of its caller's count).
-    pub(super) fn remove(&self, id: &str) -> Option<Arc<FrontSession>> {
-        let removed = self.map().remove(id);
-        if let Some(caller) = removed.as_ref().and_then(|s| s.quota.as_deref()) {
-            quota::release(caller, id);
-        }
-        removed
-    }
-
-    /// Asks every session to end (`hurry`: at once).
-    pub(super) fn stop_all(&self, hurry: bool) {
-        for session in self.map().values() {
-            match hurry {
-                false => session.stop(),
-                true => session.hurry(),
-            }
-        }
-    }
-
-    /// Ends, every so often, the sessions that are idle, never finished
-    /// their handshake, or (legacy) lost their stream.
-    pub(super) async fn reap(front: Arc<Front>) {
-        let every = (front.settings.init_timeout.min(front.settings.session_idle) / 4)
-            .clamp(Duration::from_millis(100), Duration::from_secs(5));
-        let mut tick = tokio::time::interval(every);
-        loop {
-            tick.tick().await;
-            let now = Instant::now();
-            let expired: Vec<(Arc<FrontSession>, &str)> = front
-                .sessions
-                .map()
-                .values()
-                .filter_map(|s| s.expired(&front, now).map(|why| (s.clone(), why)))
-                .collect();
-            for (session, why) in expired {
-                tracing::info!(session = %short(&session.id), "ending a session: {why}");
-                front.sessions.remove(&session.id);
-                session.stop();
-            }
-        }
-    }
 }
 
 #[cfg(test)]

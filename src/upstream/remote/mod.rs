@@ -20,6 +20,7 @@
 
 mod answers;
 mod exchange;
+mod failure;
 mod http;
 mod legacy;
 mod link;
