@@ -318,10 +318,17 @@ fn judges_tools(layer: &AnyLayer) -> bool {
     )
 }
 
+/// A guard placed where it would judge `search`'s own tools.
+#[derive(Debug, thiserror::Error)]
+#[error("`{guard}` comes before `search`, so it would judge search_tools and call_tool, not the tool called; put search before it, in the shared chain when it is there (the layers after search judge call_tool as the tool it names)")]
+pub(crate) struct GuardBeforeSearch {
+    guard: &'static str,
+}
+
 /// `Err` naming the first layer of `outer` (a chain outside the one with
 /// a `search` layer, or the same chain before it) that judges tools, when
 /// `searching` holds a `search` layer.
-pub(crate) fn search_first(outer: &[Entry], searching: &[Entry]) -> Result<(), String> {
+pub(crate) fn search_first(outer: &[Entry], searching: &[Entry]) -> Result<(), GuardBeforeSearch> {
     let Some(at) = searching
         .iter()
         .position(|e| matches!(e.layer, AnyLayer::Search(_)))
@@ -333,10 +340,9 @@ pub(crate) fn search_first(outer: &[Entry], searching: &[Entry]) -> Result<(), S
         false => outer,
     };
     match before.iter().find(|e| judges_tools(&e.layer)) {
-        Some(guard) => Err(format!(
-            "`{}` comes before `search`, so it would judge search_tools and call_tool, not the tool called; put search before it, in the shared chain when it is there (the layers after search judge call_tool as the tool it names)",
-            guard.layer.name()
-        )),
+        Some(guard) => Err(GuardBeforeSearch {
+            guard: guard.layer.name(),
+        }),
         None => Ok(()),
     }
 }
@@ -387,7 +393,7 @@ mod tests {
         let filter = "type = \"filter\"\ntools = { deny = [\"x\"] }";
         let audit = "type = \"rate_limit\"\nrules = [{ rate = \"1/s\" }]";
         let before = entries(&[audit, filter, search]);
-        let refused = search_first(&before, &before).unwrap_err();
+        let refused = search_first(&before, &before).unwrap_err().to_string();
         assert!(
             refused.starts_with("`filter` comes before `search`"),
             "{refused}"

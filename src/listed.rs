@@ -33,8 +33,30 @@ const LISTINGS: [(&str, &str, &str, &str); 4] = [
     ),
 ];
 
+/// Why `check --list` could not list what the servers offer.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ListError {
+    #[error("cannot start: {0}")]
+    Runtime(std::io::Error),
+    #[error("the servers were not listed within {0:?}")]
+    TimedOut(Duration),
+    #[error("{0}")]
+    Relay(#[from] relay::RunError),
+    #[error("the session closed: {0}")]
+    Closed(std::io::Error),
+    #[error("the session ended before {0} was answered")]
+    Ended(String),
+    /// A listing answered with an error (the server's words, escaped).
+    #[error("{method}: {error}")]
+    Refused { method: String, error: String },
+}
+
 /// Lists what `served` offers, within `wait`; the report's text.
-pub(crate) fn report(config: &Config, served: &Served, wait: Duration) -> Result<String, String> {
+pub(crate) fn report(
+    config: &Config,
+    served: &Served,
+    wait: Duration,
+) -> Result<String, ListError> {
     let heard = Heard::default();
     let subscriber = tracing_subscriber::registry().with(heard.clone());
     // One thread: every task the relay spawns is polled here, under
@@ -42,13 +64,13 @@ pub(crate) fn report(config: &Config, served: &Served, wait: Duration) -> Result
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| format!("cannot start: {e}"))?;
+        .map_err(ListError::Runtime)?;
     let listed = tracing::subscriber::with_default(subscriber, || {
         runtime.block_on(async { tokio::time::timeout(wait, list(config, served)).await })
     });
     let listed = match listed {
         Ok(listed) => listed?,
-        Err(_) => return Err(format!("the servers were not listed within {wait:?}")),
+        Err(_) => return Err(ListError::TimedOut(wait)),
     };
     let mut report = String::from("listed, as a client sees it:\n");
     for ((method, _, _, _), names) in LISTINGS.iter().zip(&listed) {
@@ -77,7 +99,7 @@ pub(crate) fn report(config: &Config, served: &Served, wait: Duration) -> Result
 }
 
 /// Each listing's names (`None`: not offered), listed through a session.
-async fn list(config: &Config, served: &Served) -> Result<Vec<Option<Vec<String>>>, String> {
+async fn list(config: &Config, served: &Served) -> Result<Vec<Option<Vec<String>>>, ListError> {
     let (ours, theirs) = tokio::io::duplex(1 << 20);
     let (proxy_in, proxy_out) = tokio::io::split(theirs);
     let (_stop, signals) = tokio::sync::mpsc::channel(1);
@@ -102,9 +124,7 @@ async fn list(config: &Config, served: &Served) -> Result<Vec<Option<Vec<String>
         listed
     };
     let (ended, listed) = tokio::join!(relay, asking);
-    if let Err(e) = ended {
-        return Err(e.to_string());
-    }
+    ended?;
     listed
 }
 
@@ -115,7 +135,7 @@ struct Client<R, W> {
 }
 
 impl<R: tokio::io::AsyncRead + Unpin, W: tokio::io::AsyncWrite + Unpin> Client<R, W> {
-    async fn list_all(&mut self) -> Result<Vec<Option<Vec<String>>>, String> {
+    async fn list_all(&mut self) -> Result<Vec<Option<Vec<String>>>, ListError> {
         let initialize = json!({
             "protocolVersion": "2025-11-25",
             "capabilities": {},
@@ -139,7 +159,12 @@ impl<R: tokio::io::AsyncRead + Unpin, W: tokio::io::AsyncWrite + Unpin> Client<R
     }
 
     /// Every page of one listing: the names of its items.
-    async fn pages(&mut self, method: &str, array: &str, key: &str) -> Result<Vec<String>, String> {
+    async fn pages(
+        &mut self,
+        method: &str,
+        array: &str,
+        key: &str,
+    ) -> Result<Vec<String>, ListError> {
         let mut names = Vec::new();
         let mut cursor: Option<Value> = None;
         for _ in 0..PAGES_AT_MOST {
@@ -163,26 +188,26 @@ impl<R: tokio::io::AsyncRead + Unpin, W: tokio::io::AsyncWrite + Unpin> Client<R
         Ok(names)
     }
 
-    async fn send(&mut self, message: Value) -> Result<(), String> {
+    async fn send(&mut self, message: Value) -> Result<(), ListError> {
         let mut line = message.to_string();
         line.push('\n');
         self.write
             .write_all(line.as_bytes())
             .await
-            .map_err(|e| format!("the session closed: {e}"))
+            .map_err(ListError::Closed)
     }
 
     /// Asks `method` and waits for its answer (a server's question on the
     /// way is answered "not supported", a notification passed over).
-    async fn ask(&mut self, method: &str, params: Value) -> Result<Value, String> {
+    async fn ask(&mut self, method: &str, params: Value) -> Result<Value, ListError> {
         self.next += 1;
         let id = self.next;
         self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
             .await?;
         loop {
-            let line = self.lines.next_line().await.map_err(|e| e.to_string())?;
+            let line = self.lines.next_line().await.map_err(ListError::Closed)?;
             let Some(line) = line else {
-                return Err(format!("the session ended before {method} was answered"));
+                return Err(ListError::Ended(method.to_owned()));
             };
             let Ok(message) = serde_json::from_str::<Value>(&line) else {
                 continue;
@@ -196,7 +221,10 @@ impl<R: tokio::io::AsyncRead + Unpin, W: tokio::io::AsyncWrite + Unpin> Client<R
                 continue;
             }
             if let Some(error) = message.get("error") {
-                return Err(format!("{method}: {error}"));
+                return Err(ListError::Refused {
+                    method: method.to_owned(),
+                    error: mcp_chain_middleware::shown::shown(&error.to_string(), 300),
+                });
             }
             return Ok(message.get("result").cloned().unwrap_or(Value::Null));
         }

@@ -44,9 +44,20 @@ fn parse(url: &str) -> Result<Url, ExitCode> {
     }
 }
 
+/// Why the tokens every replica shares cannot be worked on.
+#[derive(Debug, thiserror::Error)]
+enum SharedError {
+    #[cfg(feature = "state")]
+    #[error("{0}; nothing was changed")]
+    Unreachable(crate::state::StateError),
+    #[cfg(not(feature = "state"))]
+    #[error("[state] {0}: this mcp-chain was built without shared state (the `state` feature)")]
+    NotBuilt(String),
+}
+
 /// Where the tokens are: `Some` (what to call `[state]`) when every
 /// replica shares them in Redis, connected; `None` for this machine's files.
-async fn shared(config: &Config) -> Result<Option<String>, String> {
+async fn shared(config: &Config) -> Result<Option<String>, SharedError> {
     let Some(state) = config.state.as_ref().filter(|s| s.key.is_some()) else {
         return Ok(None);
     };
@@ -56,14 +67,11 @@ async fn shared(config: &Config) -> Result<Option<String>, String> {
         strict.fallback = mcp_chain_middleware::shared::Fallback::Refuse;
         crate::state::start(&strict)
             .await
-            .map_err(|e| format!("{e}; nothing was changed"))?;
+            .map_err(SharedError::Unreachable)?;
         Ok(Some(format!("[state] {}", state.shown_url())))
     }
     #[cfg(not(feature = "state"))]
-    Err(format!(
-        "[state] {}: this mcp-chain was built without shared state (the `state` feature)",
-        state.shown_url()
-    ))
+    Err(SharedError::NotBuilt(state.shown_url()))
 }
 
 /// `mcp-chain login URL`.

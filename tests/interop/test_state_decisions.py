@@ -88,6 +88,17 @@ timeout = "60s"
 """
 
 
+def allow_always(port: int, url: str, session: str) -> None:
+    """Calls `add` on the replica at `port` and answers "Always" on its
+    page (at `url`) when the call waits there."""
+    with ThreadPoolExecutor(1) as pool:
+        asked = pool.submit(add, port, session, 1)
+        page = harness.wait_until(lambda: _waiting(url), 20)
+        assert page, "the replica never showed the call"
+        assert form_post(url, "decide", {"id": page, "choice": "allow_always"}) == 303
+        assert "result" in asked.result(timeout=20), "allowed always"
+
+
 def test_an_always_on_one_replica_holds_on_the_other_and_a_revoke_on_either_ends_it():
     prefix = f"mcp-chain:test-{secrets.token_hex(4)}:"
     rport = harness.free_port()
@@ -101,12 +112,7 @@ def test_an_always_on_one_replica_holds_on_the_other_and_a_revoke_on_either_ends
                 replica(path, env={"MCP_CHAIN_STATE_DIR": str(dirs[2])}) as (c, _):
             a_url, b_url = console_of(a_log), console_of(b_log)
             on_a, on_b = session_on(a), session_on(b)
-            with ThreadPoolExecutor(1) as pool:
-                asked = pool.submit(add, a, on_a, 1)
-                page = harness.wait_until(lambda: _waiting(a_url), 20)
-                assert page, "A never showed the call"
-                assert form_post(a_url, "decide", {"id": page, "choice": "allow_always"}) == 303
-                assert "result" in asked.result(timeout=20), "allowed always on A"
+            allow_always(a, a_url, on_a)
             # B and C: no call waits on their pages, and it is answered at once.
             answered = add(b, on_b, 2)
             assert answered.get("result", {}).get("content"), ("granted on A, held on B", answered)
@@ -163,12 +169,7 @@ def test_a_grant_for_the_tool_is_found_for_other_arguments_and_no_other_tool():
                 replica(path, env={"MCP_CHAIN_STATE_DIR": str(dirs[1])}) as (b, b_log):
             a_url, b_url = console_of(a_log), console_of(b_log)
             on_a, on_b = session_on(a), session_on(b)
-            with ThreadPoolExecutor(1) as pool:
-                asked = pool.submit(add, a, on_a, 1)
-                page = harness.wait_until(lambda: _waiting(a_url), 20)
-                assert page, "A never showed the call"
-                assert form_post(a_url, "decide", {"id": page, "choice": "allow_always"}) == 303
-                assert "result" in asked.result(timeout=20)
+            allow_always(a, a_url, on_a)
             _, _, other = post(b, {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
                                    "params": {"name": "add", "arguments": {"a": 1, "b": 1}}}, on_b)
             assert other and other.get("result", {}).get("content"), ("the tool's grant, other arguments", other)
