@@ -135,6 +135,11 @@ impl Config {
             }
             None => format!("{origin}: {message}"),
         };
+        if let Some(message) = state::password_in_file(text) {
+            return Err(ConfigError::Invalid {
+                problems: vec![at(None, text, &message)],
+            });
+        }
         let expanded = expand::expand(text, env).map_err(|errors| ConfigError::Invalid {
             problems: errors
                 .iter()

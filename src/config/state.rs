@@ -71,6 +71,26 @@ impl std::fmt::Debug for StateConfig {
     }
 }
 
+/// A password written into `[state] url` in the config file itself
+/// (`raw`, before `${VAR}` is expanded) rather than taken from the
+/// environment: refused, so a config can be shared, checked in or shown
+/// without giving Redis away. The password is never repeated.
+pub(super) fn password_in_file(raw: &str) -> Option<String> {
+    let value: toml::Value = toml::from_str(raw).ok()?;
+    let url = value.get("state")?.get("url")?.as_str()?;
+    let rest = url.split_once("://")?.1;
+    let head = &rest[..rest.find(['?', '#']).unwrap_or(rest.len())];
+    let password = head.rsplit_once('@')?.0.split_once(':')?.1;
+    let name = password
+        .strip_prefix("${")
+        .and_then(|p| p.strip_suffix('}'));
+    let from_environment =
+        password.is_empty() || name.is_some_and(|n| !n.is_empty() && !n.contains(['$', '{', '}']));
+    (!from_environment).then(|| {
+        "state.url: a password is written in the file; take it from the environment instead (redis://:${REDIS_PASSWORD}@host:6379/0)".to_owned()
+    })
+}
+
 pub(super) fn state(file: Option<StateFile>, problems: &mut Vec<Problem>) -> Option<StateConfig> {
     let file = file?;
     let mut problem = |message: String| problems.push((None, format!("state.{message}")));
@@ -161,6 +181,28 @@ mod tests {
             (config.fallback, config.timeout),
             (Fallback::Refuse, DEFAULT_STATE_TIMEOUT)
         );
+    }
+
+    #[test]
+    fn a_password_is_taken_from_the_environment_only() {
+        let config = |url: &str| format!("[state]\nurl = \"{url}\"\n");
+        for from_env in [
+            "redis://cache:6379/0",
+            "redis://:${REDIS_PASSWORD}@cache:6379/0",
+            "rediss://app:${PW}@cache/0",
+            "redis://app@cache/0",
+        ] {
+            assert_eq!(password_in_file(&config(from_env)), None, "{from_env}");
+        }
+        for written in [
+            "redis://:hunter2@cache:6379/0",
+            "redis://app:hunter2@cache/0",
+            "redis://:${PW}x@cache/0",
+            "redis://:pre${PW}@cache/0",
+        ] {
+            let problem = password_in_file(&config(written)).expect(written);
+            assert!(problem.starts_with("state.url:") && !problem.contains("hunter2"));
+        }
     }
 
     #[test]
