@@ -64,13 +64,13 @@ pub(super) async fn ask(
                 }))
             }
             Ok(false) => return Err(FrontError::TooManyForCaller),
-            Err(why) => {
-                let why = mcp_chain_middleware::shown::shown(&why.0, 300);
-                if shared.fallback == Fallback::Refuse {
-                    tracing::warn!("a new session refused: its caller's sessions cannot be counted ([state] unavailable: {why})");
-                    return Err(FrontError::StateUnavailable);
-                }
-                tracing::warn!("a caller's sessions counted on this replica alone ([state] unavailable: {why})");
+            // The store says it is away, once a minute.
+            Err(_) if shared.fallback == Fallback::Refuse => {
+                tracing::debug!("a new session refused: its caller's sessions cannot be counted");
+                return Err(FrontError::StateUnavailable);
+            }
+            Err(_) => {
+                tracing::debug!("a caller's sessions counted on this replica alone");
             }
         }
     }

@@ -132,7 +132,8 @@ pub(crate) async fn start(config: &StateConfig) -> Result<(), StateError> {
         config.prefix.clone(),
         store.changes.clone(),
     ));
-    let sessions = SharedSessions::new(store.link.clone(), config.fallback);
+    let sessions =
+        SharedSessions::new(store.link.clone(), config.fallback, Box::new(store.sayer()));
     let _ = SESSIONS.set(Arc::new(sessions));
     match &config.key {
         Some(key) => {

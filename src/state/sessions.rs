@@ -23,15 +23,31 @@ pub(crate) const LEASE: Duration = Duration::from_secs(30);
 /// How often a replica renews its sessions' leases.
 pub(crate) const RENEW_EVERY: Duration = Duration::from_secs(10);
 
+/// Says the store is away (at most once a minute, with every other use).
+type Say = Box<dyn Fn(&Unavailable) + Send + Sync>;
+
 /// Every caller's sessions, in Redis.
 pub(crate) struct SharedSessions {
     link: Arc<Link>,
     pub(crate) fallback: Fallback,
+    say: Say,
 }
 
 impl SharedSessions {
-    pub(super) fn new(link: Arc<Link>, fallback: Fallback) -> Self {
-        Self { link, fallback }
+    pub(super) fn new(link: Arc<Link>, fallback: Fallback, say: Say) -> Self {
+        Self {
+            link,
+            fallback,
+            say,
+        }
+    }
+
+    /// `answer`, its failure said.
+    fn said<T>(&self, answer: Result<T, Unavailable>) -> Result<T, Unavailable> {
+        if let Err(why) = &answer {
+            (self.say)(why);
+        }
+        answer
     }
 
     fn key(&self, caller: &str) -> String {
@@ -52,8 +68,8 @@ impl SharedSessions {
             max.to_string(),
             digest(session),
         ];
-        let let_in: i64 = self.link.run_on(&SCRIPT, &self.key(caller), args).await?;
-        Ok(let_in == 1)
+        let let_in = self.link.run_on::<i64>(&SCRIPT, &self.key(caller), args);
+        Ok(self.said(let_in.await)? == 1)
     }
 
     /// Stops counting `sessions`, by caller, in one round trip.
@@ -69,7 +85,7 @@ impl SharedSessions {
             }
             command.ignore();
         }
-        self.link.ask_all::<()>(&pipe).await
+        self.said(self.link.ask_all::<()>(&pipe).await)
     }
 
     /// Renews the leases of the sessions this replica holds, by caller
@@ -83,10 +99,8 @@ impl SharedSessions {
             args.extend(sessions.iter().map(|s| digest(s)));
             self.link.run_on::<i64>(&SCRIPT, &self.key(&caller), args)
         });
-        for answer in futures_util::future::join_all(asks).await {
-            answer?;
-        }
-        Ok(())
+        let answers = futures_util::future::join_all(asks).await;
+        self.said(answers.into_iter().try_for_each(|answer| answer.map(drop)))
     }
 }
 
