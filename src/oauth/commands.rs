@@ -141,21 +141,19 @@ pub(crate) async fn run_logout(config: &Config, url: &str) -> ExitCode {
         eprintln!("mcp-chain: {e}");
         return ExitCode::FAILURE;
     }
-    match Kept::of(&server).map(|kept| async move { kept.remove().await }) {
-        Ok(removing) => match removing.await {
-            Ok(true) => {
-                say(&format!("logged out of {}\n", shown(&server)));
-                ExitCode::SUCCESS
-            }
-            Ok(false) => {
-                say(&format!("no tokens were stored for {}\n", shown(&server)));
-                ExitCode::SUCCESS
-            }
-            Err(e) => {
-                eprintln!("mcp-chain: {e}");
-                ExitCode::FAILURE
-            }
-        },
+    let removed = match Kept::of(&server) {
+        Ok(kept) => kept.remove().await,
+        Err(e) => Err(e),
+    };
+    match removed {
+        Ok(true) => {
+            say(&format!("logged out of {}\n", shown(&server)));
+            ExitCode::SUCCESS
+        }
+        Ok(false) => {
+            say(&format!("no tokens were stored for {}\n", shown(&server)));
+            ExitCode::SUCCESS
+        }
         Err(e) => {
             eprintln!("mcp-chain: {e}");
             ExitCode::FAILURE
