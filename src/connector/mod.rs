@@ -28,7 +28,7 @@ use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll};
-use tokio::sync::oneshot;
+use tokio::sync::{oneshot, Notify};
 use tower::Service;
 
 /// Sends messages to one peer and waits for its answers.
@@ -50,6 +50,9 @@ struct Pending {
     state: State,
     /// Kept only by the upstream connector (see [`Connector::recording`]).
     handshake: Option<Handshake>,
+    /// Told each time the requests in flight are failed, for whoever keeps
+    /// books of its own on this peer (see [`Connector::failures`]).
+    failures: Option<Arc<Notify>>,
 }
 
 /// Whether the peer can be reached.
@@ -132,6 +135,43 @@ impl Connector {
         self.lock().handshake.clone()
     }
 
+    /// Records what passes by another way than this connector (a
+    /// multiplexer that writes its own handshake: the shared pool).
+    pub(crate) fn record(&self, edit: impl FnOnce(&mut Handshake)) {
+        if let Some(handshake) = self.lock().handshake.as_mut() {
+            edit(handshake);
+        }
+    }
+
+    /// Why the peer cannot take a request now (it is restarting, closing
+    /// or gone): the error such a request is answered with. `None` while
+    /// it is open.
+    pub(crate) fn refusal(&self) -> Option<ErrorObject> {
+        self.lock().state.refusal(self.peer)
+    }
+
+    /// The error a request in flight got when the peer went away (or
+    /// restarted); `None` while it is open.
+    pub(crate) fn failure(&self) -> Option<ErrorObject> {
+        match &self.lock().state {
+            State::Open => None,
+            State::Closed(reason) | State::Closing(reason) | State::Restarting(reason) => {
+                Some(closed_error(self.peer, reason))
+            }
+        }
+    }
+
+    /// Notified each time the requests in flight are failed (the peer
+    /// restarts, closes, is gone): a multiplexer that writes requests of
+    /// its own numbering past this connector (the shared pool) settles
+    /// its books then. One permit is kept, so no failure is missed.
+    pub(crate) fn failures(&self) -> Arc<Notify> {
+        self.lock()
+            .failures
+            .get_or_insert_with(Arc::default)
+            .clone()
+    }
+
     fn lock(&self) -> MutexGuard<'_, Pending> {
         // A panic while holding this lock is a bug we cannot recover from
         // anyway; keep serving with whatever state is there.
@@ -205,6 +245,9 @@ impl Connector {
         let entries: Vec<Entry> = {
             let mut pending = self.lock();
             pending.state = state;
+            if let Some(failures) = &pending.failures {
+                failures.notify_one();
+            }
             pending.by_origin.clear();
             pending.by_local.drain().map(|(_, e)| e).collect()
         };
@@ -233,14 +276,7 @@ impl Connector {
         let (tx, rx) = oneshot::channel();
         let origin = {
             let mut pending = self.lock();
-            let refusal = match &pending.state {
-                State::Open => None,
-                State::Closed(reason) | State::Closing(reason) => {
-                    Some(closed_error(self.peer, reason))
-                }
-                State::Restarting(reason) => Some(restarting_error(reason)),
-            };
-            if let Some(error) = refusal {
+            if let Some(error) = pending.state.refusal(self.peer) {
                 drop(pending);
                 return Box::pin(async move { Ok(Some(Message::error(Some(req.id), error))) });
             }
@@ -307,6 +343,17 @@ impl Connector {
                 .expect("read as an object above");
         }
         Some(note)
+    }
+}
+
+impl State {
+    /// The error a request sent to the peer now is answered with.
+    fn refusal(&self, peer: &str) -> Option<ErrorObject> {
+        match self {
+            Self::Open => None,
+            Self::Closed(reason) | Self::Closing(reason) => Some(closed_error(peer, reason)),
+            Self::Restarting(reason) => Some(restarting_error(reason)),
+        }
     }
 }
 

@@ -1,74 +1,106 @@
-//! One server connection of the shared pool: a relay with no layers to one
-//! server (a child, or a URL), initialized once by mcp-chain, started
-//! again when it ends. What its server says is routed to the sessions
-//! (see the module above); what the sessions send reaches it through
-//! [`PooledServer::send`].
+//! One server of the shared pool (a child, or a URL), started as
+//! `[upstream]` says, initialized once by mcp-chain, started again when it
+//! ends. Nothing stands between the pool and it: the pool's books already
+//! give every request an id no other session's can meet, so what the
+//! sessions send is written to the server as the pool renamed it, and
+//! what the server says is routed (`route.rs`) as it is read.
+//!
+//! The server's connector is kept for what the upstream needs of one: it
+//! says when the server restarts or is gone (the pool then answers what
+//! was in flight on it) and keeps the pool's handshake, which a restarted
+//! child is given again.
 
-use super::state::{deliver, severity, State};
-use super::{read, SharedPool, ASKED_REVISION};
+use super::{SharedPool, ASKED_REVISION};
 use crate::config::{Config, UpstreamConfig};
-use crate::peer::{Peer, Read};
-use crate::relay;
+use crate::connector::Connector;
+use crate::peer::{Peer, Source};
+use crate::relay::Starts;
 use crate::transport::budget::Budget;
-use crate::transport::queue::{Outgoing, Queue, Taken};
+use crate::transport::queue::{Outgoing, Queue};
+use crate::upstream::{End, StartError, Upstream};
 use mcp_chain_middleware::message::method;
-use mcp_chain_middleware::payload::Payload;
 use mcp_chain_middleware::{ErrorCode, ErrorObject, Message, RequestId};
 use serde_json::{json, Value};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
-use tokio::sync::mpsc;
-
-/// How many of the sessions' messages wait for a member's relay.
-const INBOX: usize = 256;
+use tokio::sync::{oneshot, watch};
 
 /// The longest wait before a member that ended starts again.
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
 
 pub(super) struct PooledServer {
     pub(super) index: usize,
-    /// The current relay's input, while it runs.
-    inbox: Mutex<Option<mpsc::Sender<Read>>>,
-    /// Asks the current relay to stop.
-    stopper: Mutex<Option<mpsc::Sender<()>>>,
+    /// The running server, while one runs.
+    link: Mutex<Option<Link>>,
+    /// Asks the running server to stop.
+    stopper: Mutex<Option<oneshot::Sender<()>>>,
     stopping: AtomicBool,
-    /// The id of the pool's `initialize` on the current relay.
+    /// The id of the pool's `initialize` on the running server.
     init_id: Mutex<Option<RequestId>>,
+}
+
+/// A running server: where its messages are written, and its connector.
+#[derive(Clone)]
+struct Link {
+    sink: Queue,
+    conn: Connector,
 }
 
 impl PooledServer {
     pub(super) fn new(index: usize) -> Arc<Self> {
         Arc::new(Self {
             index,
-            inbox: Mutex::new(None),
+            link: Mutex::new(None),
             stopper: Mutex::new(None),
             stopping: AtomicBool::new(false),
             init_id: Mutex::new(None),
         })
     }
 
+    /// Whether its server runs and takes requests (not restarting).
     pub(super) fn is_up(&self) -> bool {
-        lock(&self.inbox).is_some()
+        let link = lock(&self.link);
+        link.as_ref()
+            .is_some_and(|link| link.conn.refusal().is_none())
     }
 
-    /// Hands a message to the member's server; `false` when it is down.
-    pub(super) async fn send(&self, read: Read) -> bool {
-        let inbox = lock(&self.inbox).clone();
-        match inbox {
-            Some(inbox) => inbox.send(read).await.is_ok(),
-            None => false,
+    /// Writes a message (renamed by the pool) to the member's server.
+    /// `Err`: why it cannot take it (down, restarting, gone).
+    pub(super) async fn send(&self, message: Message) -> Result<(), ErrorObject> {
+        let link = lock(&self.link).clone();
+        let Some(link) = link else {
+            return Err(down());
+        };
+        if let Some(refusal) = link.conn.refusal() {
+            return Err(refusal);
+        }
+        match link.sink.send(Outgoing::One(message)).await {
+            true => Ok(()),
+            false => Err(down()),
         }
     }
 
     pub(super) fn stop(&self) {
         self.stopping.store(true, Ordering::Relaxed);
-        if let Some(stopper) = lock(&self.stopper).as_ref() {
-            let _ = stopper.try_send(());
+        if let Some(stopper) = lock(&self.stopper).take() {
+            let _ = stopper.send(());
         }
     }
 
-    /// Runs the member's relays, one after the other, until stopped.
+    /// Whether `id` is that of the pool's `initialize` on this server.
+    pub(super) fn is_handshake(&self, id: &RequestId) -> bool {
+        lock(&self.init_id).as_ref() == Some(id)
+    }
+
+    /// The server answered the pool's `initialize`: kept for a restart.
+    pub(super) fn handshaken(&self, result: Option<Value>) {
+        if let Some(link) = lock(&self.link).as_ref() {
+            link.conn.record(|handshake| handshake.result = result);
+        }
+    }
+
+    /// Runs the member's servers, one after the other, until stopped.
     pub(super) fn run(
         self: Arc<Self>,
         pool: Arc<SharedPool>,
@@ -80,47 +112,11 @@ impl PooledServer {
             let mut backoff = Duration::from_millis(500);
             while !self.stopping.load(Ordering::Relaxed) {
                 let started = tokio::time::Instant::now();
-                let (inbox, source) = mpsc::channel(INBOX);
-                let (stopper, signals) = mpsc::channel(4);
-                let queue = Queue::of_messages();
-                let init = pool.id("init");
-                let hello = json!({
-                    "protocolVersion": ASKED_REVISION,
-                    "capabilities": {"sampling": {}, "elicitation": {}, "roots": {"listChanged": true}},
-                    "clientInfo": {"name": "mcp-chain", "version": env!("CARGO_PKG_VERSION")},
-                });
-                let _ = inbox.try_send(read(Message::request(
-                    init.clone(),
-                    method::INITIALIZE,
-                    Some(hello),
-                )));
-                let initialized = Message::notification(method::NOTIFICATION_INITIALIZED, None);
-                let _ = inbox.try_send(read(initialized));
-                *lock(&self.init_id) = Some(init);
-                *lock(&self.stopper) = Some(stopper);
-                *lock(&self.inbox) = Some(inbox);
-                let router = tokio::spawn(route(pool.clone(), self.clone(), queue.clone()));
-                let client = Peer {
-                    source,
-                    sink: queue,
-                    lifecycle: router,
-                };
-                let ending = relay::session(
-                    &config,
-                    &budget,
-                    relay::SessionLayers::fixed(Vec::new()),
-                    &upstream,
-                    client,
-                    signals,
-                    None,
-                )
-                .await;
-                *lock(&self.inbox) = None;
-                match ending {
-                    Ok(relay::Ending::Clean) => {}
-                    Ok(relay::Ending::ServerGone(reason)) => {
+                match self.serve(&pool, &config, &budget, &upstream).await {
+                    Ok(End::Gone { reason, .. }) => {
                         tracing::warn!(member = self.index, %reason, "a server of the shared pool is gone; starting another");
                     }
+                    Ok(End::Stopped(_)) => {}
                     Err(e) => {
                         tracing::warn!(member = self.index, error = %e, "a server of the shared pool could not start")
                     }
@@ -135,176 +131,114 @@ impl PooledServer {
             }
         });
     }
+
+    /// Starts one server and serves it until it is gone or the pool stops.
+    async fn serve(
+        &self,
+        pool: &SharedPool,
+        config: &Config,
+        budget: &Arc<Budget>,
+        upstream: &UpstreamConfig,
+    ) -> Result<End, StartError> {
+        let queue = match upstream.takes_messages() {
+            false => Queue::default(),
+            true => Queue::of_messages(),
+        };
+        let conn = Connector::new(queue.clone(), "server").recording();
+        let failures = conn.failures();
+        let (stopper, stop) = oneshot::channel();
+        // Held while the server runs: a dropped sender reads as "hurry".
+        let (_hurry, hurry) = watch::channel(false);
+        let up = Upstream {
+            max_message_bytes: config.max_message_bytes,
+            budget: budget.clone(),
+            grace: config.shutdown_grace,
+            conn: conn.clone(),
+            // The pool answers its servers' questions itself (through its
+            // books); nothing is ever sent through this one.
+            downstream: Connector::new(Queue::of_messages(), "client"),
+            queue,
+            hurry,
+        };
+        let Peer {
+            mut source,
+            sink,
+            lifecycle,
+        } = upstream.start(up, stop)?;
+        let link = Link {
+            sink: sink.clone(),
+            conn: conn.clone(),
+        };
+        self.hello(pool, &link);
+        *lock(&self.link) = Some(link);
+        *lock(&self.stopper) = Some(stopper);
+        if self.stopping.load(Ordering::Relaxed) {
+            self.stop();
+        }
+        let mut restarted = lifecycle.restarted;
+        let mut end = lifecycle.end;
+        let mut reading = true;
+        let ended = loop {
+            tokio::select! {
+                read = source.next(), if reading => match read {
+                    Ok(Some(read)) => pool.server_read(self, read).await,
+                    // What ends its output is said by how it ended.
+                    Ok(None) | Err(_) => reading = false,
+                },
+                () = failures.notified() => {
+                    if let Some(error) = conn.failure() {
+                        pool.settle(self.index, error);
+                    }
+                }
+                Some(new) = restarted.recv() => pool.restarted(&new.refetch),
+                ended = &mut end => break ended,
+            }
+        };
+        *lock(&self.link) = None;
+        lock(&self.stopper).take();
+        let ended = ended.unwrap_or_else(|e| End::Gone {
+            reason: format!("the server's supervisor failed: {e}"),
+            failed: true,
+        });
+        let reason = match &ended {
+            End::Gone { reason, .. } => reason.clone(),
+            End::Stopped(_) => "mcp-chain is shutting down".to_owned(),
+        };
+        conn.close(&reason);
+        pool.settle(self.index, conn.failure().unwrap_or_else(down));
+        Ok(ended)
+    }
+
+    /// Writes the pool's handshake to a new server, and keeps it for a
+    /// restart. The pool asks for every client capability: the sessions'
+    /// clients are asked on the server's behalf (see `route.rs`).
+    fn hello(&self, pool: &SharedPool, link: &Link) {
+        let init = pool.id("init");
+        let hello = json!({
+            "protocolVersion": ASKED_REVISION,
+            "capabilities": {"sampling": {}, "elicitation": {}, "roots": {"listChanged": true}},
+            "clientInfo": {"name": "mcp-chain", "version": env!("CARGO_PKG_VERSION")},
+        });
+        link.conn.record(|handshake| {
+            handshake.initialize = Some(hello.clone().into());
+            handshake.result = None;
+            handshake.initialized = true;
+        });
+        *lock(&self.init_id) = Some(init.clone());
+        let initialize = Message::request(init, method::INITIALIZE, Some(hello));
+        let initialized = Message::notification(method::NOTIFICATION_INITIALIZED, None);
+        link.sink.push(Outgoing::One(initialize));
+        link.sink.push(Outgoing::One(initialized));
+    }
+}
+
+fn down() -> ErrorObject {
+    ErrorObject::new(
+        ErrorCode::CONNECTION_CLOSED,
+        "mcp-chain: the shared server went away",
+    )
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-/// Takes what the member's server says (after its relay) and routes it.
-async fn route(pool: Arc<SharedPool>, member: Arc<PooledServer>, queue: Queue) {
-    let mut taken = Taken::default();
-    while queue.take(&mut taken).await {
-        for outgoing in taken.messages.drain(..) {
-            match outgoing {
-                Outgoing::One(message) => pool.server_said(&member, message).await,
-                Outgoing::Batch(messages) => {
-                    for message in messages {
-                        pool.server_said(&member, message).await;
-                    }
-                }
-            }
-        }
-        taken.clear();
-    }
-}
-
-impl SharedPool {
-    /// One message from a member's server, to the sessions it is for.
-    async fn server_said(&self, member: &PooledServer, message: Message) {
-        match message {
-            Message::Response(_) | Message::Error(_) => self.answer(member, message),
-            Message::Notification(_) => self.notify(member, message),
-            Message::Request(mut request) => {
-                if request.method == method::PING {
-                    let pong = Message::response(request.id, json!({}));
-                    member.send(read(pong)).await;
-                    return;
-                }
-                let Some(port) = self.whose(member.index, &mut request) else {
-                    tracing::warn!(member = member.index, method = %request.method, "a shared server asked something of a client, and which one cannot be told; answered with an error");
-                    let error = ErrorObject::new(
-                        ErrorCode::INTERNAL_ERROR,
-                        "mcp-chain: this server is shared by several clients, and which one this request is for cannot be told",
-                    );
-                    member
-                        .send(read(Message::error(Some(request.id), error)))
-                        .await;
-                    return;
-                };
-                let mut state = self.state();
-                state.books.ask(member.index, port, &mut request);
-                if let Some(entry) = state.ports.get(&port) {
-                    deliver(&entry.inbox, read(Message::Request(request)), true);
-                }
-            }
-        }
-    }
-
-    fn answer(&self, member: &PooledServer, mut message: Message) {
-        let Some(id) = message.id().cloned() else {
-            return;
-        };
-        if lock(&member.init_id).as_ref() == Some(&id) {
-            if let Message::Response(response) = &message {
-                let result = response.result.to_value().ok().map(Arc::new);
-                self.handshake_tx.send_replace(result);
-            }
-            return;
-        }
-        let mut state = self.state();
-        // Only an answer to what was sent to this member, its session's
-        // id put back.
-        let Some(sent) = state.books.answered(member.index, &mut message) else {
-            return;
-        };
-        if let Some(entry) = state.ports.get(&sent.what) {
-            deliver(&entry.inbox, read(message), true);
-        }
-    }
-
-    fn notify(&self, member: &PooledServer, mut message: Message) {
-        let name = message.method().unwrap_or_default().to_owned();
-        // The one member each kind is routed by: progress, the most
-        // frequent, is not read whole.
-        let member_of = |message: &Message, key: &str| {
-            let params = message.params()?;
-            params.member(key).ok().flatten()
-        };
-        let mut state = self.state();
-        let mut to: Vec<u64> = Vec::new();
-        match name.as_str() {
-            method::NOTIFICATION_PROGRESS => {
-                // On a request sent to this member: its session's token.
-                let sent = state.books.progress(member.index, &mut message);
-                to.extend(sent.map(|sent| sent.what));
-            }
-            method::NOTIFICATION_MESSAGE => {
-                let level = member_of(&message, "level");
-                let level = level.as_ref().and_then(Value::as_str).and_then(severity);
-                // One naming a request is that request's session's alone
-                // (none, once it is answered); else every session's.
-                let related = related_port(&state, member.index, message.params_mut());
-                to = state
-                    .ports
-                    .iter()
-                    .filter(|(p, _)| related.is_none_or(|only| only == Some(**p)))
-                    .filter(|(_, e)| e.level.is_none_or(|min| level.is_none_or(|l| l >= min)))
-                    .map(|(p, _)| *p)
-                    .collect();
-            }
-            method::NOTIFICATION_RESOURCES_UPDATED => {
-                let uri = member_of(&message, "uri");
-                let uri = uri.as_ref().and_then(Value::as_str).unwrap_or_default();
-                to = state
-                    .ports
-                    .iter()
-                    .filter(|(_, e)| e.subscribed.contains(uri))
-                    .map(|(p, _)| *p)
-                    .collect();
-            }
-            m if m.ends_with("/list_changed") => to = state.ports.keys().copied().collect(),
-            method::NOTIFICATION_CANCELLED => {
-                // The member withdraws a question it asked a session.
-                to.extend(state.books.withdrawn(member.index, &mut message));
-            }
-            _ => tracing::debug!(
-                member = member.index,
-                "a notification of a shared server that belongs to no one session; dropped"
-            ),
-        }
-        for port in to {
-            if let Some(entry) = state.ports.get(&port) {
-                deliver(&entry.inbox, read(message.clone()), false);
-            }
-        }
-    }
-
-    /// The session a server's request belongs to: the one its metadata or
-    /// progress token names, else the only one with a request in flight
-    /// on that server.
-    fn whose(
-        &self,
-        member: usize,
-        request: &mut mcp_chain_middleware::message::Request,
-    ) -> Option<u64> {
-        let state = self.state();
-        if let Some(port) = related_port(&state, member, request.params.as_mut()) {
-            return port;
-        }
-        let meta = request
-            .params
-            .as_ref()
-            .and_then(|p| p.member("_meta").ok().flatten());
-        if let Some(token) = meta.as_ref().and_then(|m| m.get("progressToken")) {
-            return state.books.by_token(member, token).map(|sent| sent.what);
-        }
-        let mut ports = state.in_flight_on(member);
-        ports.sort_unstable();
-        ports.dedup();
-        match ports.as_slice() {
-            [one] => Some(*one),
-            _ => None,
-        }
-    }
-}
-
-/// The session whose request, sent to `member`, a message's `_meta`
-/// names as its related request, with that request's id put back as the
-/// session knows it. `None`: it names none; `Some(None)`: none in flight
-/// on that member. (The member's connector has already given the pool's
-/// id back for the server's own.)
-fn related_port(state: &State, member: usize, params: Option<&mut Payload>) -> Option<Option<u64>> {
-    let related = state.books.related(member, params)?;
-    Some(related.map(|sent| sent.what))
 }

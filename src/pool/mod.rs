@@ -1,16 +1,16 @@
 //! Many clients, few servers (`[front] upstream_sessions = "shared"`): the
 //! 2025-era sessions of the HTTP front share a pool of server connections
 //! instead of each starting its own. Beside the front, above the relay:
-//! the front's sessions start their server through it, and its members
-//! are relays of their own.
+//! the front's sessions start their server through it.
 //!
 //! Each client session is still a relay with its own chain (what a layer
 //! learns about a session stays the session's); what it would start as its
 //! server is a [`Port`] into the pool (`port.rs`). The pool's members
-//! (`member.rs`) are relays of their own, with no layers, to one server
-//! each, initialized once by mcp-chain. Between the two the pool renames
-//! every request's id (and progress token), spreads requests over the
-//! members, and routes what each server says back:
+//! (`member.rs`) are its servers themselves, each started as `[upstream]`
+//! says and initialized once by mcp-chain; no second relay stands before
+//! them. Between the two the pool renames every request's id (and
+//! progress token) in its books (`crate::books`), spreads requests over
+//! the members, and routes what each server says back (`route.rs`):
 //!
 //! - an answer to the session whose request it answers, with its own id;
 //! - progress to the session whose token it names;
@@ -25,7 +25,10 @@
 //!   its related request: to that request's session alone, or to none once
 //!   it is answered);
 //! - anything else from a server, which could belong to any session, is
-//!   dropped (logged).
+//!   dropped (logged);
+//! - a server that dies, restarts or is gone: what was in flight on it is
+//!   answered with an error at once, and a restart tells every session to
+//!   list again.
 //!
 //! A session's `initialize` is answered from the pool's handshake, its
 //! protocol version negotiated as a server would: the one asked for when
@@ -36,6 +39,7 @@
 
 mod member;
 mod port;
+mod route;
 mod state;
 
 pub(crate) use port::Port;

@@ -92,7 +92,7 @@ impl SharedPool {
                 let mut message = message;
                 let member = self.state().books.replied(|to| *to == port, &mut message);
                 if let Some(member) = member {
-                    self.members[member].send(read(message)).await;
+                    let _ = self.members[member].send(message).await;
                 }
             }
         }
@@ -150,13 +150,10 @@ impl SharedPool {
         };
         let mut message = Message::Request(request);
         let ours = self.state().books.send(member, port, &mut message);
-        if !self.members[member].send(read(message)).await {
+        if let Err(error) = self.members[member].send(message).await {
+            // Unless the server's failure already answered it.
             let sent = self.state().books.forget(&ours);
             if let Some(theirs) = sent.and_then(|sent| sent.theirs) {
-                let error = ErrorObject::new(
-                    ErrorCode::CONNECTION_CLOSED,
-                    "mcp-chain: the shared server went away",
-                );
                 self.to_port(port, Message::error(Some(theirs), error));
             }
         }
@@ -169,7 +166,7 @@ impl SharedPool {
                 // Only the session's own request, by the pool's id.
                 let member = self.state().books.cancelled(|p| *p == port, &mut message);
                 if let Some(member) = member {
-                    self.members[member].send(read(message)).await;
+                    let _ = self.members[member].send(message).await;
                 }
             }
             Some(method::NOTIFICATION_PROGRESS) => {
@@ -177,13 +174,13 @@ impl SharedPool {
                 // that server alone.
                 let member = (self.state().books).replied_progress(|to| *to == port, &mut message);
                 if let Some(member) = member {
-                    self.members[member].send(read(message)).await;
+                    let _ = self.members[member].send(message).await;
                 }
             }
             // The client's roots changed: every server may ask again.
             Some(_) => {
                 for member in &self.members {
-                    member.send(read(message.clone())).await;
+                    let _ = member.send(message.clone()).await;
                 }
             }
             None => {}
@@ -217,16 +214,15 @@ impl SharedPool {
             let params =
                 json!({"requestId": id.to_value(), "reason": "the client's session ended"});
             let note = Message::notification(method::NOTIFICATION_CANCELLED, Some(params));
-            self.members[member].send(read(note)).await;
+            let _ = self.members[member].send(note).await;
         }
         for (member, id) in refuse {
             let error = ErrorObject::new(
                 ErrorCode::CONNECTION_CLOSED,
                 "mcp-chain: the client's session ended",
             );
-            self.members[member]
-                .send(read(Message::error(Some(id), error)))
-                .await;
+            let error = Message::error(Some(id), error);
+            let _ = self.members[member].send(error).await;
         }
     }
 }

@@ -22,7 +22,7 @@ pub(super) async fn write_answer(
     drop(ticket);
 }
 
-pub(super) fn invalid_answer(invalid: Invalid) -> Message {
+pub(crate) fn invalid_answer(invalid: Invalid) -> Message {
     Message::error(
         invalid.id,
         ErrorObject::new(

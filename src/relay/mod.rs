@@ -27,6 +27,7 @@ mod lists;
 mod owed;
 mod side;
 
+pub(crate) use answer::invalid_answer;
 pub(crate) use layers::{Make, SessionLayers};
 
 use owed::Owed;

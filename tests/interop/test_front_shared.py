@@ -410,3 +410,84 @@ def test_a_session_cannot_cancel_another_sessions_request():
         assert status == 202
         slow.join(30)
         assert "result" in got["a"], got
+
+
+def test_a_pooled_server_restarted_on_failure_is_given_the_handshake_and_the_sessions_told(tmp_path):
+    """`restart = "on-failure"` on a pooled server: the call it died with
+    is answered -32000 at once, the new child gets the pool's handshake
+    again before anything else, every session hears list_changed, and
+    the same sessions go on without a new one."""
+    if harness.DIRECT:
+        pytest.skip("MCP_CHAIN_DIRECT=1: these cases test the proxy's own front")
+    harness.require_proxy_binary()
+    port = harness.free_port()
+    config = tmp_path / "front.toml"
+    config.write_text(f"""[front]
+upstream_sessions = "shared"
+shared_pool = 1
+
+[upstream]
+command = "{FAKE}"
+args = ["--label", "{harness.RUN_MARKER}"]
+restart = "on-failure"
+restart_backoff = "100ms"
+""")
+    argv = [str(harness.MCP_CHAIN), "--listen", f"127.0.0.1:{port}", "--config", str(config), "--log-level", "info"]
+    heard: dict[int, list[str]] = {0: [], 1: []}
+    outcome: dict[str, Any] = {}
+
+    async def scenario() -> None:
+        from mcp.shared.exceptions import MCPError
+
+        async with contextlib.AsyncExitStack() as stack:
+            a, b = await sdk_sessions(stack, f"http://127.0.0.1:{port}/mcp", [{"message_handler": recorder(heard, n)} for n in range(2)])
+            first = (await a.call_tool("env", {"names": []})).structured_content["pid"]
+            with anyio.fail_after(30):
+                try:
+                    await a.call_tool("crash", {"code": 3})
+                except MCPError as e:
+                    outcome["crash"] = e.error
+            with anyio.fail_after(30):
+                while not all("notifications/tools/list_changed" in h for h in heard.values()):
+                    await anyio.sleep(0.05)
+                while True:
+                    result = await b.call_tool("env", {"names": []})
+                    if not result.is_error:
+                        break
+                    await anyio.sleep(0.1)
+            outcome["pids"] = (first, result.structured_content["pid"])
+
+    with harness.listening(argv, port, "mcp-chain --listen (shared, restart)") as stderr:
+        anyio.run(scenario)
+        # What the new child read, in order: the pool's handshake first.
+        status, _, [answer] = post(port, {"jsonrpc": "2.0", "id": 9, "method": "debug/received"}, open_session(port))
+        log = stderr.read_text()
+    assert status == 200, answer
+    received = answer["result"]["messages"]
+    assert [m.get("method") for m in received[:2]] == ["initialize", "notifications/initialized"], received[:3]
+    assert received[0]["params"]["clientInfo"]["name"] == "mcp-chain"
+    assert [m.get("method") for m in received].count("initialize") == 1, "one handshake: sessions are answered by the pool"
+    crash = outcome["crash"]
+    assert crash.code == -32000 and "the server exited (exit status: 3)" in crash.message, crash
+    first, second = outcome["pids"]
+    assert first != second, "a new child"
+    assert "the server is back" in log
+
+
+def test_a_pool_of_servers_at_a_url_serves_every_session():
+    """The pool's servers at a URL (here another mcp-chain's front before
+    the fixture): each member is initialized over HTTP by mcp-chain, and
+    the sessions' calls, with the same ids, get their own answers."""
+    if harness.DIRECT:
+        pytest.skip("MCP_CHAIN_DIRECT=1: these cases test the proxy's own front")
+    inner = harness.free_port()
+    argv = [str(harness.MCP_CHAIN), "--listen", f"127.0.0.1:{inner}", "--", str(FAKE), "--label", harness.RUN_MARKER]
+    with harness.listening(argv, inner, "mcp-chain --listen (the pool's server)"):
+        with shared([f"http://127.0.0.1:{inner}/mcp"]) as (port, stderr):
+            a, b = open_session(port), open_session(port)
+            for rid in range(1, 5):
+                for session, text in ((a, "from a"), (b, "from b")):
+                    answer = call(port, session, rid, "echo", {"text": f"{text} {rid}"})
+                    assert answer["id"] == rid and f"{text} {rid}" in json.dumps(answer["result"]), answer
+            assert len(children()) == 2, "one server per member, each its own session at the URL"
+            assert "ERROR" not in stderr.read_text()

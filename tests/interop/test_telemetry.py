@@ -15,6 +15,7 @@ import json
 import shutil
 import subprocess
 import tempfile
+import urllib.error
 import urllib.parse
 import urllib.request
 from pathlib import Path
@@ -226,6 +227,16 @@ def prometheus_query(port: int, query: str) -> list:
     return body["data"]["result"]
 
 
+def prometheus_ready(port: int) -> bool:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/-/ready", timeout=5) as r:
+            return r.status == 200
+    except urllib.error.HTTPError as e:
+        if e.code == 503:
+            return False
+        raise
+
+
 def raw_get(port: int, path: str, host: str) -> int:
     """The status of a GET naming `host`, as a rebinding page's would."""
     import http.client
@@ -264,6 +275,8 @@ def test_prometheus_scrapes_the_counts_the_session_made(tmp_path):
                 f"--web.listen-address=127.0.0.1:{prom_port}"]
         try:
             with harness.listening(argv, prom_port, "prometheus", wait_s=30):
+                # The port opens before the TSDB does: the API answers 503 until /-/ready says 200.
+                assert harness.wait_until(lambda: prometheus_ready(prom_port), timeout=30, interval=0.2)
                 calls = 'mcp_server_operation_duration_seconds_count{mcp_method_name="tools/call",gen_ai_tool_name="echo"}'
 
                 def scraped():
