@@ -17,7 +17,7 @@ const ECHO: &str = r#"{"name":"PREFIXecho","arguments":{"text":"hello"}}"#;
 const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"mcp-chain-bench","version":"0"}}}"#;
 
 /// One keep-alive connection to a server's MCP endpoint.
-struct Conn {
+pub(crate) struct Conn {
     reader: BufReader<TcpStream>,
     host: String,
     path: String,
@@ -72,34 +72,42 @@ pub(crate) fn round_trips(
 /// loop.
 const LOAD_THREADS: u64 = 4;
 
-/// `total` calls from `in_flight` connections at once (a request in flight
-/// on each); answers per second.
-pub(crate) fn throughput(
-    url: &str,
-    session: &str,
-    prefix: &str,
-    in_flight: u64,
-    total: u64,
-) -> Result<f64> {
-    let each = (total / in_flight).max(1);
+/// `in_flight` keep-alive connections to `url`, spread over the load
+/// threads. A warm-up and its measure share them: connections closed and
+/// opened again at once would meet the server's cap before it saw the
+/// first ones close.
+pub(crate) fn connections(url: &str, in_flight: u64) -> Result<Vec<Vec<Conn>>> {
     let threads = in_flight.min(LOAD_THREADS);
     let mut groups: Vec<Vec<Conn>> = (0..threads).map(|_| Vec::new()).collect();
     for n in 0..in_flight {
         groups[(n % threads) as usize].push(Conn::open(url)?);
     }
+    Ok(groups)
+}
+
+/// `total` calls from every connection of `groups` at once (a request in
+/// flight on each); answers per second.
+pub(crate) fn throughput(
+    groups: &mut [Vec<Conn>],
+    session: &str,
+    prefix: &str,
+    total: u64,
+) -> Result<f64> {
+    let in_flight = groups.iter().map(Vec::len).sum::<usize>().max(1) as u64;
+    let each = (total / in_flight).max(1);
     let call = request(prefix);
     let started = Instant::now();
     let done: Vec<Result<()>> = std::thread::scope(|scope| {
         let workers: Vec<_> = groups
-            .into_iter()
-            .map(|mut conns| {
+            .iter_mut()
+            .map(|conns| {
                 let call = &call;
                 scope.spawn(move || -> Result<()> {
-                    for conn in &mut conns {
+                    for conn in conns.iter_mut() {
                         conn.send_call(session, call)?;
                     }
                     for round in 0..each {
-                        for conn in &mut conns {
+                        for conn in conns.iter_mut() {
                             conn.answer_call()?;
                             if round + 1 < each {
                                 conn.send_call(session, call)?;
