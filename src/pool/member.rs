@@ -65,6 +65,14 @@ impl PooledServer {
             .is_some_and(|link| link.conn.refusal().is_none())
     }
 
+    /// Why its server cannot take a request now, while it restarts (or
+    /// is closing); `None` when it can, or when no server runs.
+    pub(super) fn refusal(&self) -> Option<ErrorObject> {
+        lock(&self.link)
+            .as_ref()
+            .and_then(|link| link.conn.refusal())
+    }
+
     /// Writes a message (renamed by the pool) to the member's server.
     /// `Err`: why it cannot take it (down, restarting, gone).
     pub(super) async fn send(&self, message: Message) -> Result<(), ErrorObject> {

@@ -141,10 +141,14 @@ impl SharedPool {
             return;
         }
         let Some(member) = self.pick() else {
-            let error = ErrorObject::new(
-                ErrorCode::CONNECTION_CLOSED,
-                "mcp-chain: no server of the shared pool is up",
-            );
+            // A server restarting says when to retry (503); else none is up.
+            let restarting = self.members.iter().find_map(|m| m.refusal());
+            let error = restarting.unwrap_or_else(|| {
+                ErrorObject::new(
+                    ErrorCode::CONNECTION_CLOSED,
+                    "mcp-chain: no server of the shared pool is up",
+                )
+            });
             self.to_port(port, Message::error(Some(request.id), error));
             return;
         };
