@@ -189,3 +189,67 @@ async fn other_requests_ids_in_meta_are_left_alone() {
     let note = Message::Notification(conn.translate_from_peer(note)).to_value();
     assert_eq!(note["params"]["_meta"][SUBSCRIPTION_ID], local);
 }
+
+/// What a multiplexer writing past the connector (the shared pool) learns
+/// of it: each failure is told once even when nobody waits yet, and the
+/// errors it answers with are the connector's own.
+#[tokio::test]
+async fn failures_are_told_and_refusals_said() {
+    let (conn, _rx) = connector();
+    let failures = conn.failures();
+    assert!(conn.refusal().is_none() && conn.failure().is_none());
+    conn.suspend("the server exited (exit status: 3)");
+    // Told before anyone waited: the permit is kept.
+    tokio::time::timeout(std::time::Duration::from_secs(5), failures.notified())
+        .await
+        .expect("told of the restart");
+    let refusal = conn.refusal().expect("refused while restarting");
+    assert_eq!(refusal.code, ErrorCode::UPSTREAM_UNAVAILABLE);
+    assert_eq!(
+        refusal.data.as_ref().and_then(|d| d.get("reason")),
+        Some(&json!("restarting"))
+    );
+    let failure = conn.failure().expect("what was in flight got");
+    assert_eq!(failure.code, ErrorCode::CONNECTION_CLOSED);
+    assert!(failure.message.contains("exit status: 3"));
+    conn.resume();
+    assert!(conn.refusal().is_none());
+    // Nothing more to tell until the next failure.
+    let pending = futures_ready(failures.notified());
+    assert!(!pending, "no second notice for one failure");
+    conn.close("gone");
+    tokio::time::timeout(std::time::Duration::from_secs(5), failures.notified())
+        .await
+        .expect("told of the end");
+    assert_eq!(
+        conn.refusal().map(|e| e.code),
+        Some(ErrorCode::CONNECTION_CLOSED)
+    );
+}
+
+/// Whether `fut` is ready on its first poll.
+fn futures_ready(fut: impl std::future::Future<Output = ()>) -> bool {
+    let mut fut = std::pin::pin!(fut);
+    fut.as_mut()
+        .poll(&mut std::task::Context::from_waker(std::task::Waker::noop()))
+        .is_ready()
+}
+
+/// The handshake a multiplexer writes itself is kept for a restart's
+/// replay, as one that passed through would be.
+#[test]
+fn a_handshake_written_past_the_connector_is_recorded() {
+    let (conn, _rx) = connector();
+    conn.record(|h| h.initialized = true);
+    assert!(
+        conn.handshake().is_none(),
+        "only a recording connector keeps one"
+    );
+    let conn = conn.recording();
+    conn.record(|h| {
+        h.initialize = Some(json!({"protocolVersion": "2025-11-25"}).into());
+        h.initialized = true;
+    });
+    let kept = conn.handshake().expect("kept");
+    assert!(kept.initialize.is_some() && kept.initialized && kept.result.is_none());
+}
