@@ -104,7 +104,7 @@ impl SharedPool {
                     return;
                 }
                 let Some(port) = self.whose(member.index, &mut request) else {
-                    tracing::warn!(member = member.index, method = %request.method, "a shared server asked something of a client, and which one cannot be told; answered with an error");
+                    tracing::warn!(member = member.index, method = %mcp_chain_middleware::shown::shown(&request.method, 200), "a shared server asked something of a client, and which one cannot be told; answered with an error");
                     let error = ErrorObject::new(
                         ErrorCode::INTERNAL_ERROR,
                         "mcp-chain: this server is shared by several clients, and which one this request is for cannot be told",
