@@ -4,7 +4,7 @@
 //! layer changed is written back as the sender's text.
 
 use super::object::{self, find, Member, Slot};
-use super::Unreadable;
+use super::{Found, Payload, Repr, Unreadable};
 use crate::json::value::{self, ValueSeed};
 use crate::json::Out;
 use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
@@ -38,6 +38,12 @@ pub(crate) fn entries(text: &[u8], at: Range<usize>) -> Result<Vec<Entry>, serde
 
 pub(crate) fn write(entries: &[Entry], text: &[u8], out: &mut impl Out) {
     out.put(b"[");
+    write_items(entries, text, out);
+    out.put(b"]");
+}
+
+/// The items, comma-separated, without the brackets.
+fn write_items(entries: &[Entry], text: &[u8], out: &mut impl Out) {
     for (n, entry) in entries.iter().enumerate() {
         if n > 0 {
             out.put(b",");
@@ -49,7 +55,52 @@ pub(crate) fn write(entries: &[Entry], text: &[u8], out: &mut impl Out) {
             }
         }
     }
-    out.put(b"]");
+}
+
+// === impl Payload ===
+
+impl Payload {
+    /// Appends the items of the array member `name` of an object,
+    /// comma-separated, without the brackets (nothing for an empty one): a
+    /// listing's items as they now stand (a list a layer edited written
+    /// from its items, once), for a page that joins several. `false` when
+    /// there is no such member; `Err` when this is not an object or the
+    /// member is not an array.
+    pub fn write_items(&self, name: &str, out: &mut Vec<u8>) -> Result<bool, Unreadable> {
+        if let Repr::Object(o) = &self.repr {
+            let text = o.text.as_bytes();
+            if let Some(Slot::List(entries)) =
+                find(&o.members, text, name).map(|n| &o.members[n].value)
+            {
+                write_items(entries, text, out);
+                return Ok(true);
+            }
+        }
+        let start = out.len();
+        match self.find_member(name)? {
+            None => return Ok(false),
+            Some(Found::Text(text)) => out.extend_from_slice(&text),
+            Some(Found::Value(value)) => {
+                serde_json::to_writer(&mut *out, value).map_err(Unreadable::json)?
+            }
+        }
+        // The brackets taken off where the text was written.
+        let written = &out[start..];
+        let inner = written
+            .trim_ascii()
+            .strip_prefix(b"[")
+            .and_then(|t| t.strip_suffix(b"]"))
+            .map(|inner| inner.trim_ascii());
+        let Some(inner) = inner else {
+            out.truncate(start);
+            return Err(Unreadable::new(format!("\"{name}\" is not an array")));
+        };
+        let from = start + (inner.as_ptr() as usize - written.as_ptr() as usize);
+        let len = inner.len();
+        out.copy_within(from..from + len, start);
+        out.truncate(start + len);
+        Ok(true)
+    }
 }
 
 /// Reads a list whose items' places are kept as offsets in `text` plus

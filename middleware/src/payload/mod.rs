@@ -132,7 +132,7 @@ impl Payload {
     }
 
     /// Text mcp-chain wrote itself from pieces of payloads (what
-    /// [`Payload::write`] and [`Payload::write_member`] wrote) and
+    /// [`Payload::write`] and [`Payload::write_items`] wrote) and
     /// serde_json's output: one JSON value without line breaks, kept as
     /// text without being read again (a gateway's merged listing). Checked
     /// in debug builds.
@@ -143,23 +143,6 @@ impl Payload {
             "written payload text must be one JSON value without line breaks"
         );
         Self::from_text(Text::written(bytes))
-    }
-
-    /// Appends the member `name` of an object as JSON text (a list a layer
-    /// edited, as it now stands); `false` when there is no such member.
-    /// `Err` when this is not an object.
-    pub fn write_member(&self, name: &str, out: &mut Vec<u8>) -> Result<bool, Unreadable> {
-        match self.find_member(name)? {
-            None => Ok(false),
-            Some(Found::Text(text)) => {
-                out.extend_from_slice(&text);
-                Ok(true)
-            }
-            Some(Found::Value(value)) => {
-                serde_json::to_writer(out, value).map_err(Unreadable::json)?;
-                Ok(true)
-            }
-        }
     }
 
     fn with(repr: Repr) -> Self {

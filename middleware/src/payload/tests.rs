@@ -256,3 +256,55 @@ fn a_list_whose_keys_need_escapes_is_edited_and_ends() {
         Ok(json!({"to\"ols":1,"tools":[{"name":"b"}]}))
     );
 }
+
+#[test]
+fn a_listings_items_are_written_without_their_brackets_as_they_now_stand() {
+    let items = |p: &Payload, key: &str| {
+        let mut out = b"before".to_vec();
+        let wrote = p.write_items(key, &mut out);
+        (wrote, String::from_utf8(out).expect("utf-8"))
+    };
+    // As received: the sender's text between the brackets.
+    let p = result(r#"{"tools": [ {"name":"a"} , {"name":"b"} ] ,"nextCursor":"c"}"#);
+    assert_eq!(
+        items(&p, "tools"),
+        (Ok(true), r#"before{"name":"a"} , {"name":"b"}"#.into())
+    );
+    assert!(p.is_untouched());
+    // Edited: written from the items once, the dropped one gone.
+    let mut p = result(r#"{"tools":[{"name":"a","x":[1]},{"name":"b"}]}"#);
+    p.edit_items("tools", |item| {
+        let keep = item.str_member("name").as_deref() == Some("a");
+        item.set("name", json!("s__a"));
+        keep
+    })
+    .expect("a list");
+    assert_eq!(
+        items(&p, "tools"),
+        (Ok(true), r#"before{"name":"s__a","x":[1]}"#.into())
+    );
+    // Built as a value; empty; missing.
+    let p = Payload::from(json!({"tools": [{"name": "v"}, 2]}));
+    assert_eq!(
+        items(&p, "tools"),
+        (Ok(true), r#"before{"name":"v"},2"#.into())
+    );
+    assert_eq!(
+        items(&result(r#"{"tools":[ ]}"#), "tools"),
+        (Ok(true), "before".into())
+    );
+    assert_eq!(
+        items(&result(r#"{"tools":[]}"#), "prompts"),
+        (Ok(false), "before".into())
+    );
+    // Not an array, not an object: an error, and nothing written.
+    for (text, key) in [
+        (r#"{"tools":"[x]"}"#, "tools"),
+        (r#"{"tools":{"a":[]}}"#, "tools"),
+        ("[[1]]", "tools"),
+    ] {
+        let (wrote, out) = items(&result(text), key);
+        assert!(wrote.is_err(), "{text}");
+        assert_eq!(out, "before", "{text}");
+    }
+}

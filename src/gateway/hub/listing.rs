@@ -12,7 +12,7 @@
 //! of the item is not read), and the merged page is the parts' arrays
 //! written one after the other; nothing is parsed into values whole.
 
-use super::page::{items_of, Hints};
+use super::page::{add_items, Hints};
 use super::{error, Hub, Pending, State};
 use crate::gateway::names::{Continuation, Listing};
 use mcp_chain_middleware::message::{method, Response};
@@ -162,28 +162,21 @@ impl Hub {
         // The result is written here from the parts' arrays, as text: it is
         // not read again (`Payload::from_written`).
         let size = m.parts.iter().map(|(_, p)| p.json_len()).sum::<usize>();
-        let mut page = Vec::with_capacity(size + 128);
+        // Room for the names the prefixes lengthen, so the page is not
+        // grown (and copied) on the way.
+        let mut page = Vec::with_capacity(size + size / 8 + 128);
         page.extend_from_slice(format!("{{\"{array}\":[").as_bytes());
         let mut more = Continuation::new();
         let mut first = true;
         let mut hints = Hints::default();
-        let mut items = Vec::new();
         for (k, mut part) in m.parts {
             let next = self.items(k, m.listing, &mut part);
             more.extend(next.map(|cursor| (k, cursor)));
-            items.clear();
-            let Some(inner) = items_of(&part, array, &mut items) else {
+            if add_items(&part, array, &mut page, &mut first).is_none() {
                 tracing::warn!(server = %self.members[k].name, "gateway: a listing that is not an object with an array is left out");
                 continue;
-            };
-            hints.add(&Hints::of(&part));
-            if !inner.is_empty() {
-                if !first {
-                    page.push(b',');
-                }
-                page.extend_from_slice(inner);
-                first = false;
             }
+            hints.add(&Hints::of(&part));
         }
         page.push(b']');
         if !more.is_empty() {

@@ -4,16 +4,31 @@
 
 use mcp_chain_middleware::payload::Payload;
 
-/// The items of the array `array` of a listing, as text without the
-/// brackets (written into `buf`, as the part now stands); `None` when it
-/// is not an object or `array` is not an array (a missing one is empty).
-pub(super) fn items_of<'b>(part: &Payload, array: &str, buf: &'b mut Vec<u8>) -> Option<&'b [u8]> {
-    if !part.write_member(array, buf).ok()? {
-        return Some(&[]);
+/// Appends the items of the array `array` of a listing to `page`, as the
+/// part now stands, after a comma when the page holds items already
+/// (`first` says whether it does, and is kept up to date). `None`, with
+/// nothing written, when the part is not an object or `array` is not an
+/// array (a missing one is empty).
+pub(super) fn add_items(
+    part: &Payload,
+    array: &str,
+    page: &mut Vec<u8>,
+    first: &mut bool,
+) -> Option<()> {
+    let start = page.len();
+    if !*first {
+        page.push(b',');
     }
-    let text = buf.trim_ascii();
-    let inner = text.strip_prefix(b"[")?.strip_suffix(b"]")?;
-    Some(inner.trim_ascii())
+    let items = page.len();
+    match part.write_items(array, page) {
+        Ok(true) if page.len() > items => *first = false,
+        Ok(_) => page.truncate(start),
+        Err(_) => {
+            page.truncate(start);
+            return None;
+        }
+    }
+    Some(())
 }
 
 /// 2026-07-28 caching hints (`ttlMs`, `cacheScope`): a merged page is as
@@ -72,14 +87,15 @@ impl Hints {
 
 #[cfg(test)]
 mod tests {
-    use super::{items_of, Hints};
+    use super::{add_items, Hints};
     use mcp_chain_middleware::payload::Payload;
     use serde_json::json;
 
     fn items(page: serde_json::Value, array: &str) -> Option<String> {
         let mut buf = Vec::new();
+        let mut first = true;
         let part = Payload::from(page);
-        items_of(&part, array, &mut buf).map(|i| String::from_utf8(i.to_vec()).unwrap())
+        add_items(&part, array, &mut buf, &mut first).map(|()| String::from_utf8(buf).unwrap())
     }
 
     #[test]
