@@ -25,6 +25,7 @@
 
 mod config;
 mod cross;
+mod encoded;
 mod judge;
 mod normal;
 mod rules;

@@ -159,7 +159,7 @@ fn push_char(text: &mut String, spans: &mut Vec<Range<usize>>, c: char, span: Ra
 /// segment.
 pub(super) fn decoded(original: &str) -> Vec<(String, Range<usize>)> {
     let mut found = Vec::new();
-    for range in base64_runs(original) {
+    for range in super::encoded::segments(original) {
         let segment = original[range.clone()].trim_end_matches('=');
         let bytes = base64::engine::general_purpose::STANDARD_NO_PAD
             .decode(segment)
@@ -186,7 +186,7 @@ pub(super) fn decoded(original: &str) -> Vec<(String, Range<usize>)> {
 }
 
 /// The longest encoded segment decoded.
-const MAX_ENCODED: usize = 4096;
+pub(super) const MAX_ENCODED: usize = 4096;
 
 /// Mostly letters and spaces: words, not a key or a hash.
 fn looks_like_text(text: &str) -> bool {
@@ -198,89 +198,6 @@ fn looks_like_text(text: &str) -> bool {
     let n = text.chars().count();
     n > 0 && printable == n && spaces * 12 >= n
 }
-
-/// The runs of 16 to [`MAX_ENCODED`] base64 characters (either alphabet,
-/// padding included) that mix letters and digits or cases as encodings
-/// do (both cases): a plain word seldom does. A loop over the bytes, not a regex: it is
-/// run over every text a server returns.
-fn base64_runs(text: &str) -> impl Iterator<Item = Range<usize>> + '_ {
-    let bytes = text.as_bytes();
-    let class = |at: usize| CLASS[usize::from(bytes[at])];
-    let mut at = 0;
-    std::iter::from_fn(move || {
-        while at < bytes.len() {
-            if class(at) & BASE64 == 0 {
-                at += 1;
-                continue;
-            }
-            let start = at;
-            let mut seen = 0;
-            while at < bytes.len() && class(at) & BASE64 != 0 {
-                seen |= class(at);
-                at += 1;
-                if at - start > MAX_ENCODED {
-                    // Too long to be one: only its end is wanted.
-                    at = run_end(bytes, at);
-                    break;
-                }
-            }
-            let (upper, lower) = (seen & UPPER != 0, seen & LOWER != 0);
-            while at < bytes.len() && bytes[at] == b'=' && at - start < MAX_ENCODED {
-                at += 1;
-            }
-            let len = at - start;
-            if (16..=MAX_ENCODED).contains(&len) && upper && lower {
-                return Some(start..at);
-            }
-        }
-        None
-    })
-}
-
-/// Where the run of base64 characters going on at `at` ends: a block of
-/// 64 bytes at a time while every byte of it is one (compares the compiler
-/// turns into vector instructions), then a byte at a time.
-fn run_end(bytes: &[u8], mut at: usize) -> usize {
-    let base64 = |b: u8| {
-        ((b | 0x20).wrapping_sub(b'a') < 26)
-            | (b.wrapping_sub(b'0') < 10)
-            | (b == b'+')
-            | (b == b'/')
-            | (b == b'_')
-            | (b == b'-')
-    };
-    while let Some(block) = bytes.get(at..at + 64) {
-        if !block.iter().fold(true, |all, &b| all & base64(b)) {
-            break;
-        }
-        at += 64;
-    }
-    while at < bytes.len() && CLASS[usize::from(bytes[at])] & BASE64 != 0 {
-        at += 1;
-    }
-    at
-}
-
-/// A byte's class for the loops over every text a server returns: one
-/// table look-up a byte instead of a chain of tests.
-const BASE64: u8 = 1;
-const UPPER: u8 = 2;
-const LOWER: u8 = 4;
-const CLASS: [u8; 256] = {
-    let mut table = [0u8; 256];
-    let mut b = 0;
-    while b < 256 {
-        let c = b as u8;
-        table[b] = match c {
-            b'A'..=b'Z' => BASE64 | UPPER,
-            b'a'..=b'z' => BASE64 | LOWER,
-            b'0'..=b'9' | b'+' | b'/' | b'_' | b'-' => BASE64,
-            _ => 0,
-        };
-        b += 1;
-    }
-    table
-};
 
 /// Whether every byte is ASCII and no control but a line break or a tab:
 /// text read as it is. Folded a block at a time without stopping at each
@@ -307,24 +224,6 @@ mod tests {
             let plain =
                 b.is_ascii() && (!b.is_ascii_control() || matches!(b, b'\n' | b'\r' | b'\t'));
             assert_eq!(all_plain(&[b'a', b, b'z']), plain, "byte {b}");
-            let is_b64 = b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'_' | b'-');
-            assert_eq!(CLASS[usize::from(b)] & BASE64 != 0, is_b64, "byte {b}");
-            assert_eq!(
-                CLASS[usize::from(b)] & UPPER != 0,
-                b.is_ascii_uppercase(),
-                "byte {b}"
-            );
-            assert_eq!(
-                CLASS[usize::from(b)] & LOWER != 0,
-                b.is_ascii_lowercase(),
-                "byte {b}"
-            );
-            for place in [3, 70, 130] {
-                let mut run = vec![b'a'; 200];
-                run[place] = b;
-                let end = if is_b64 { 200 } else { place };
-                assert_eq!(run_end(&run, 0), end, "byte {b} at {place}");
-            }
         }
         let long = "plain text\n".repeat(100);
         assert!(all_plain(long.as_bytes()));

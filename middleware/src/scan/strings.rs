@@ -9,14 +9,18 @@ use std::fmt;
 /// The strings (object keys too) of the JSON `bytes`, a line each, and
 /// the length in characters of the longest.
 pub(super) fn strings_of(bytes: &[u8]) -> Result<(String, usize), serde_json::Error> {
-    let mut gathered = Gathered::default();
-    let mut reader = serde_json::Deserializer::from_slice(bytes);
+    let mut gathered = Gathered {
+        // About what the strings come to: a listing is mostly strings.
+        text: String::with_capacity(bytes.len()),
+        longest: 0,
+    };
+    // Checked as UTF-8 once (a vector pass), not string by string.
+    let mut reader = serde_json::Deserializer::from_str(crate::json::value::utf8(bytes)?);
     Collect(&mut gathered).deserialize(&mut reader)?;
     reader.end()?;
     Ok((gathered.text, gathered.longest))
 }
 
-#[derive(Default)]
 struct Gathered {
     text: String,
     longest: usize,
