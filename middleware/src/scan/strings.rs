@@ -30,12 +30,16 @@ struct Collect<'a>(&'a mut Gathered);
 
 impl Collect<'_> {
     fn push(self, s: &str) {
-        let chars = if s.is_ascii() {
-            s.len()
-        } else {
-            s.chars().count()
-        };
-        self.0.longest = self.0.longest.max(chars);
+        // A string no longer in bytes than the longest so far in
+        // characters is no longer in characters: not counted.
+        if s.len() > self.0.longest {
+            let chars = if s.is_ascii() {
+                s.len()
+            } else {
+                s.chars().count()
+            };
+            self.0.longest = self.0.longest.max(chars);
+        }
         self.0.text.push_str(s);
         self.0.text.push('\n');
     }
