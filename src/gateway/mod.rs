@@ -164,15 +164,9 @@ fn start_member(
     let writer = tokio::spawn(async move {
         let mut taken = Taken::default();
         while taking.take(&mut taken).await {
-            for outgoing in taken.messages.drain(..) {
-                let messages = match outgoing {
-                    Outgoing::One(message) => vec![message],
-                    Outgoing::Batch(messages) => messages,
-                };
-                for message in messages {
-                    if heard.send(Event::FromServer(k, message)).await.is_err() {
-                        return;
-                    }
+            for message in taken.messages.drain(..).flat_map(Outgoing::into_messages) {
+                if heard.send(Event::FromServer(k, message)).await.is_err() {
+                    return;
                 }
             }
             taken.clear();
@@ -278,14 +272,8 @@ impl Run {
                         client_done = true;
                         continue;
                     }
-                    for outgoing in taken.messages.drain(..) {
-                        let messages = match outgoing {
-                            Outgoing::One(message) => vec![message],
-                            Outgoing::Batch(messages) => messages,
-                        };
-                        for message in messages {
-                            self.hub.client_sent(message).await;
-                        }
+                    for message in taken.messages.drain(..).flat_map(Outgoing::into_messages) {
+                        self.hub.client_sent(message).await;
                     }
                     taken.clear();
                 }

@@ -54,14 +54,8 @@ impl Starts for Port {
                         if !more {
                             break;
                         }
-                        for outgoing in taken.messages.drain(..) {
-                            let messages = match outgoing {
-                                Outgoing::One(message) => vec![message],
-                                Outgoing::Batch(messages) => messages,
-                            };
-                            for message in messages {
-                                pool.session_sent(port, message).await;
-                            }
+                        for message in taken.messages.drain(..).flat_map(Outgoing::into_messages) {
+                            pool.session_sent(port, message).await;
                         }
                         taken.clear();
                     }

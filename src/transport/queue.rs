@@ -34,6 +34,16 @@ pub(crate) enum Outgoing {
 }
 
 impl Outgoing {
+    /// Its messages, one by one: a lone message without a `Vec` made for
+    /// it (what a gateway's hub or the pool reads a session's output as).
+    pub(crate) fn into_messages(self) -> impl Iterator<Item = Message> {
+        let (one, batch) = match self {
+            Self::One(message) => (Some(message), Vec::new()),
+            Self::Batch(messages) => (None, messages),
+        };
+        one.into_iter().chain(batch)
+    }
+
     /// About how many bytes its line takes, without writing it: what a
     /// queue of messages counts against [`MAX_QUEUED_BYTES`].
     fn estimated_len(&self) -> usize {

@@ -219,6 +219,18 @@ impl Payload {
         }
     }
 
+    /// Whether the payload could hold `word` (in a key or a string): false
+    /// only for text as received that cannot spell it, written or escaped.
+    /// One search of the text: a caller asking after several members that
+    /// share a word (`task`, `taskId`) passes a payload without it over at
+    /// the cost of one, not one per member.
+    pub fn may_spell(&self, word: &str) -> bool {
+        match (&self.repr, self.look.get()) {
+            (Repr::Text(text), None) => may_spell(text.as_bytes(), word),
+            _ => true,
+        }
+    }
+
     /// The string member `name` of an object. `None` when there is no such
     /// member. `Err` when this is not an object, or the member is not a
     /// string serde_json reads.

@@ -41,6 +41,28 @@ fn a_member_spelled_with_escapes_is_found() {
 }
 
 #[test]
+fn a_word_the_text_cannot_spell_is_ruled_out_and_nothing_else() {
+    let plain = result(r#"{"content":[{"type":"text","text":"done"}]}"#);
+    assert!(!plain.may_spell("task"));
+    assert!(plain.is_untouched());
+    // Written, inside a longer key or a string, or spelled with an escape.
+    for text in [
+        r#"{"taskId":"t1"}"#,
+        r#"{"_meta":{"io.modelcontextprotocol/related-task":{}}}"#,
+        r#"{"text":"a task"}"#,
+        r#"{"\u0074askId":"t1"}"#,
+        r#"{"t\u0061skId":"t1"}"#,
+    ] {
+        assert!(result(text).may_spell("task"), "{text}");
+    }
+    // What is not the sender's text any more is never ruled out.
+    assert!(Payload::from(json!({"a": 1})).may_spell("task"));
+    let mut edited = result(r#"{"a":1}"#);
+    edited.set_member("b", json!(2)).expect("an object");
+    assert!(edited.may_spell("task"));
+}
+
+#[test]
 fn string_members_read_as_serde_json_reads_them() {
     let p = result(r#"{"name":"a\"b\u00e9","n":5,"name2":"plain"}"#);
     assert_eq!(p.str_member("name").expect("ok").as_deref(), Some("a\"bé"));

@@ -15,8 +15,12 @@ const RELATED: &str = "io.modelcontextprotocol/related-task";
 
 /// Whether `payload` may name a task: a task's state or a created task,
 /// or a `related-task` in its `_meta` (read one level deep: a big tool
-/// result is not parsed again for this).
+/// result is not parsed again for this). Every one of those keys holds
+/// `task`: a payload that cannot spell it is passed over with one search.
 pub(super) fn may_name_a_task(payload: &mcp_chain_middleware::payload::Payload) -> bool {
+    if !payload.may_spell("task") {
+        return false;
+    }
     let has = |name: &str| matches!(payload.member(name), Ok(Some(_)));
     has("taskId")
         || has("task")
@@ -100,5 +104,40 @@ mod tests {
         assert_eq!(answer["_meta"][RELATED]["taskId"], "a__t1", "not b's task");
         inward(&names, 0, &mut answer);
         assert_eq!(answer["_meta"][RELATED]["taskId"], "t1");
+    }
+
+    /// A server's result as received (text, not yet read).
+    fn received(result: &str) -> mcp_chain_middleware::payload::Payload {
+        use mcp_chain_middleware::message::Incoming;
+        let line = format!(r#"{{"jsonrpc":"2.0","id":1,"result":{result}}}"#);
+        match Incoming::parse(line.as_bytes()) {
+            Ok(Incoming::Single(Ok(mcp_chain_middleware::Message::Response(r)))) => r.result,
+            other => panic!("{line}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_task_id_spelled_with_escapes_is_renamed_and_a_plain_result_left_as_sent() {
+        let servers = [("a".into(), "a".into())];
+        let names = Names::new(std::sync::Arc::new(ServerNames::new("__", &servers)));
+        let rename = |payload: &mut mcp_chain_middleware::payload::Payload| {
+            edited(payload, |v| outward(&names, 0, v))
+        };
+        let mut escaped = received(r#"{"\u0074askId":"t1","status":"working"}"#);
+        rename(&mut escaped);
+        assert_eq!(escaped.to_value().expect("json")["taskId"], "a__t1");
+        let mut related =
+            received(r#"{"_meta":{"io.modelcontextprotocol/related-\u0074ask":{"taskId":"t2"}}}"#);
+        rename(&mut related);
+        assert_eq!(
+            related.to_value().expect("json")["_meta"][RELATED]["taskId"],
+            "a__t2"
+        );
+        let mut plain = received(r#"{"content":[{"type":"text","text":"done"}]}"#);
+        rename(&mut plain);
+        assert!(
+            plain.is_untouched(),
+            "a result naming no task is written as sent"
+        );
     }
 }
