@@ -247,15 +247,34 @@ pub(super) struct PlaceSet {
 }
 
 impl PlaceSet {
-    pub(super) fn new(rules: &[Rule], place: Place) -> Self {
-        let mut owners = Vec::new();
-        let mut patterns = Vec::new();
-        for (r, rule) in rules.iter().enumerate().filter(|(_, r)| r.reads(place)) {
-            for (n, (pattern, _)) in rule.patterns.iter().enumerate() {
-                owners.push((r, n));
-                patterns.push(pattern.as_str());
-            }
+    /// One set per place: descriptions, results, instructions. Places
+    /// whose rules come to the same patterns share one compiled set (the
+    /// built-in rules read descriptions and instructions alike, and
+    /// compiling a set is most of what `scan` costs at start-up).
+    pub(super) fn per_place(rules: &[Rule]) -> [PlaceSet; 3] {
+        let mut made: Vec<PlaceSet> = Vec::with_capacity(3);
+        for place in [Place::Descriptions, Place::Results, Place::Instructions] {
+            let owners = Self::owners(rules, place);
+            let set = match made.iter().find(|set| set.owners == owners) {
+                Some(same) => same.clone(),
+                None => Self::compile(rules, owners),
+            };
+            made.push(set);
         }
+        made.try_into().expect("one set per place")
+    }
+
+    /// Each pattern of the rules that read `place`: its rule, its place in
+    /// the rule.
+    fn owners(rules: &[Rule], place: Place) -> Vec<(usize, usize)> {
+        let reading = rules.iter().enumerate().filter(|(_, r)| r.reads(place));
+        reading
+            .flat_map(|(r, rule)| (0..rule.patterns.len()).map(move |n| (r, n)))
+            .collect()
+    }
+
+    fn compile(rules: &[Rule], owners: Vec<(usize, usize)>) -> Self {
+        let patterns = owners.iter().map(|&(r, n)| rules[r].patterns[n].0.as_str());
         let set = RegexSet::new(patterns).expect("every rule's patterns compile");
         PlaceSet { set, owners }
     }

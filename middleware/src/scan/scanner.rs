@@ -48,8 +48,7 @@ const PER_INPUT: usize = 300;
 
 impl Scanner {
     pub(super) fn new(rules: Vec<Rule>) -> Self {
-        let sets = [Place::Descriptions, Place::Results, Place::Instructions]
-            .map(|place| PlaceSet::new(&rules, place));
+        let sets = PlaceSet::per_place(&rules);
         Scanner { rules, sets }
     }
 
