@@ -57,6 +57,8 @@ pub(crate) enum Refused {
     Invalid(#[from] ConfigError),
     #[error("{0} changed; restart mcp-chain to apply it (nothing was applied)")]
     NeedsRestart(&'static str),
+    #[error("the config could not be read: {0}")]
+    Failed(String),
     #[error("front.tokens: the front listens on {0}, off loopback, and would be open to anyone without a token; nothing was applied (restart with --allow-unauthenticated to mean it)")]
     Exposed(SocketAddr),
 }
@@ -96,9 +98,17 @@ impl Reloader {
     }
 
     /// Reads the file again and, if it is valid and changes only what can
-    /// change live, publishes the policy it names.
+    /// change live, publishes the policy it names (what [`Self::run`] does
+    /// on each trigger, the reading on a thread of its own).
+    #[cfg(test)]
     pub(crate) fn reload(&mut self) -> Result<Applied, Refused> {
         let config = Config::load(&self.path)?;
+        self.apply(config)
+    }
+
+    /// Publishes what `config` names, if it changes only what can change
+    /// live.
+    fn apply(&mut self, config: Config) -> Result<Applied, Refused> {
         if let Some(what) = needs_restart(&self.running, &config.sources) {
             return Err(Refused::NeedsRestart(what));
         }
@@ -155,7 +165,15 @@ impl Reloader {
         let file = self.path.display().to_string();
         loop {
             triggers.next().await;
-            match self.reload() {
+            // Read and checked on a thread of its own: compiling a chain
+            // (scan's rules, schemas) takes tens of milliseconds, and the
+            // sessions' one thread keeps relaying meanwhile.
+            let path = self.path.clone();
+            let loaded = match tokio::task::spawn_blocking(move || Config::load(&path)).await {
+                Ok(loaded) => loaded.map_err(Refused::from),
+                Err(e) => Err(Refused::Failed(e.to_string())),
+            };
+            match loaded.and_then(|config| self.apply(config)) {
                 Ok(Applied { kept, fresh }) => {
                     tracing::warn!(config = %file, kept, fresh, "config reloaded: {fresh} layers new or changed, {kept} kept with their state");
                     let (kept, fresh) = (kept.to_string(), fresh.to_string());
