@@ -57,8 +57,10 @@ pub(crate) enum Refused {
     Invalid(#[from] ConfigError),
     #[error("{0} changed; restart mcp-chain to apply it (nothing was applied)")]
     NeedsRestart(&'static str),
-    #[error("the config could not be read: {0}")]
-    Failed(String),
+    /// Reading the config stopped short (a panic): said without its
+    /// message, which could quote the file, on its way to the audit.
+    #[error("reading the config stopped unexpectedly; nothing was applied")]
+    Failed,
     #[error("front.tokens: the front listens on {0}, off loopback, and would be open to anyone without a token; nothing was applied (restart with --allow-unauthenticated to mean it)")]
     Exposed(SocketAddr),
 }
@@ -171,7 +173,7 @@ impl Reloader {
             let path = self.path.clone();
             let loaded = match tokio::task::spawn_blocking(move || Config::load(&path)).await {
                 Ok(loaded) => loaded.map_err(Refused::from),
-                Err(e) => Err(Refused::Failed(e.to_string())),
+                Err(_) => Err(Refused::Failed),
             };
             match loaded.and_then(|config| self.apply(config)) {
                 Ok(Applied { kept, fresh }) => {

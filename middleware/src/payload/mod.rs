@@ -204,13 +204,11 @@ impl Payload {
     /// when there is no such member. `Err` when this is not an object or
     /// the member cannot be read.
     pub fn member(&self, name: &str) -> Result<Option<Value>, Unreadable> {
-        if let (Repr::Text(text), None) = (&self.repr, self.look.get()) {
-            // A 10 MB result that cannot spell the name is not read to
-            // find out.
-            let text = text.as_bytes();
-            if text.first() == Some(&b'{') && !may_spell(text, name) {
-                return Ok(None);
-            }
+        // A 10 MB result that cannot spell the name is not read to find
+        // out (an object's; what is not one is still an error).
+        let object = matches!(&self.repr, Repr::Text(t) if t.as_bytes().first() == Some(&b'{'));
+        if object && !self.may_spell(name) {
+            return Ok(None);
         }
         match self.find_member(name)? {
             None => Ok(None),
