@@ -17,12 +17,25 @@ pub(super) fn segments(text: &str) -> Vec<Range<usize>> {
     let mut found = Vec::new();
     let mut from = 0;
     while let Some(stretch) = next_stretch(bytes, from) {
-        // What follows the stretch cannot be part of a segment in it: the
-        // runs are read as if the text ended there.
-        runs(&bytes[..stretch.end], stretch.start, &mut found);
+        // A segment mixes cases: a stretch all of one (a hex hash, an id,
+        // words joined by dashes) holds none and is not walked.
+        if mixes_cases(&bytes[stretch.clone()]) {
+            // What follows the stretch cannot be part of a segment in it:
+            // the runs are read as if the text ended there.
+            runs(&bytes[..stretch.end], stretch.start, &mut found);
+        }
         from = stretch.end;
     }
     found
+}
+
+/// Whether `bytes` hold an upper-case and a lower-case ASCII letter, as
+/// arithmetic the compiler turns into vector compares.
+fn mixes_cases(bytes: &[u8]) -> bool {
+    let cases = bytes.iter().fold(0u8, |seen, &b| {
+        seen | u8::from(b.wrapping_sub(b'A') < 26) | (u8::from(b.wrapping_sub(b'a') < 26) << 1)
+    });
+    cases == 3
 }
 
 /// Whether `b` is a base64 character (either alphabet) or padding, as
@@ -123,15 +136,17 @@ fn runs(bytes: &[u8], mut at: usize, found: &mut Vec<Range<usize>>) {
     }
 }
 
-/// Where the bytes `is` holds for, going on at `at`, end: a block of 64
-/// bytes at a time while every byte of it is one (compares the compiler
-/// turns into vector instructions), then a byte at a time.
-fn end_of(bytes: &[u8], mut at: usize, is: fn(u8) -> bool) -> usize {
-    while let Some(block) = bytes.get(at..at + 64) {
-        if !block.iter().fold(true, |all, &b| all & is(b)) {
-            break;
+/// Where the bytes `is` holds for, going on at `at`, end: 64 bytes at a
+/// time while every byte of a block is one (compares the compiler turns
+/// into vector instructions), then 8 at a time, then a byte at a time.
+pub(super) fn end_of(bytes: &[u8], mut at: usize, is: fn(u8) -> bool) -> usize {
+    for block in [64, 8] {
+        while let Some(part) = bytes.get(at..at + block) {
+            if !part.iter().fold(true, |all, &b| all & is(b)) {
+                break;
+            }
+            at += block;
         }
-        at += 64;
     }
     while at < bytes.len() && is(bytes[at]) {
         at += 1;
