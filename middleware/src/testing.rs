@@ -20,3 +20,15 @@ where
         .expect("answered");
     out.expect("an answer").to_value()
 }
+
+/// A fixed-seed generator (xorshift) for tests that read many generated
+/// inputs: each call a number below `n`, the same sequence every run.
+pub(crate) fn numbers(seed: u64) -> impl FnMut(usize) -> usize {
+    let mut seed = seed;
+    move |n| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        (seed % n as u64) as usize
+    }
+}

@@ -210,13 +210,7 @@ mod tests {
         // a space, a non-ASCII letter), lengths around the block sizes and
         // the limits, from a fixed-seed generator.
         let pieces = ["a", "B", "7", "=", " ", "+", "é", "aB3xY9", "=="];
-        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
-        let mut next = move |n: usize| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            (seed % n as u64) as usize
-        };
+        let mut next = crate::testing::numbers(0x9E37_79B9_7F4A_7C15);
         let mut with_segments = 0;
         for round in 0..3000 {
             let len = [5, 17, 63, 64, 65, 130, 700, 5000][round % 8];

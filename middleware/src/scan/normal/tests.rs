@@ -154,13 +154,7 @@ fn the_normal_text_and_its_map_are_what_a_character_at_a_time_gives() {
         "~/.ssh",
         "\u{202E}",
     ];
-    let mut seed = 0x2545_F491_4F6C_DD1Du64;
-    let mut next = move |n: usize| {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        (seed % n as u64) as usize
-    };
+    let mut next = crate::testing::numbers(0x2545_F491_4F6C_DD1D);
     let mut compared = 0;
     for round in 0..4000 {
         let mut original = String::new();
@@ -202,13 +196,7 @@ fn percent_segments_read_word_by_word_are_those_of_the_whole_text() {
     let pieces = [
         "%20", "%2F", "%zz", "%", "a", "é", " ", "\n", "\u{0B}", "\u{00A0}", "%41b",
     ];
-    let mut seed = 0x9E37_79B9_7F4A_7C15u64;
-    let mut next = move |n: usize| {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        (seed % n as u64) as usize
-    };
+    let mut next = crate::testing::numbers(0x9E37_79B9_7F4A_7C15);
     let mut with_segments = 0;
     for round in 0..3000 {
         let mut text = String::new();
