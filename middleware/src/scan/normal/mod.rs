@@ -108,6 +108,10 @@ fn is_printable(b: u8) -> bool {
     (0x20..0x7F).contains(&b)
 }
 
+/// The search for two spaces, built once.
+static TWO_SPACES: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+    std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"  "));
+
 /// The normal text as it is written.
 struct Writer {
     text: String,
@@ -131,7 +135,7 @@ impl Writer {
         }
         // Two spaces are found by a vector search; what lies between is
         // copied as it is.
-        while let Some(two) = memchr::memmem::find(&bytes[from..], b"  ") {
+        while let Some(two) = TWO_SPACES.find(&bytes[from..]) {
             let keep = from + two + 1;
             self.copy(&run[from..keep], at + from);
             from = past_spaces(keep);
@@ -298,9 +302,10 @@ pub(super) fn decoded(original: &str) -> Vec<(String, Range<usize>)> {
     }
     // A percent-encoded segment has no white space: only the words
     // around a `%` (a vector search) are read by the pattern, not the
-    // whole text.
+    // whole text; past a few dozen such words, the rest at once (many
+    // short readings would cost more than one long one).
     let bytes = original.as_bytes();
-    let mut read_to = 0;
+    let (mut read_to, mut words) = (0, 0);
     for at in memchr::memchr_iter(b'%', bytes) {
         if at < read_to {
             continue;
@@ -309,10 +314,14 @@ pub(super) fn decoded(original: &str) -> Vec<(String, Range<usize>)> {
             .iter()
             .rposition(u8::is_ascii_whitespace)
             .map_or(0, |n| n + 1);
-        let end = bytes[at..]
-            .iter()
-            .position(u8::is_ascii_whitespace)
-            .map_or(bytes.len(), |n| at + n);
+        words += 1;
+        let end = match words > WORDS_APART {
+            true => bytes.len(),
+            false => bytes[at..]
+                .iter()
+                .position(u8::is_ascii_whitespace)
+                .map_or(bytes.len(), |n| at + n),
+        };
         read_to = end;
         for m in PERCENT.find_iter(&original[start..end]) {
             if m.len() > MAX_ENCODED {
@@ -323,9 +332,16 @@ pub(super) fn decoded(original: &str) -> Vec<(String, Range<usize>)> {
                 found.push((text.into_owned(), start + m.start()..start + m.end()));
             }
         }
+        if end == bytes.len() {
+            break;
+        }
     }
     found
 }
+
+/// How many words holding a `%` are read apart before the rest of a text
+/// is read at once.
+const WORDS_APART: usize = 32;
 
 /// The longest encoded segment decoded.
 pub(super) const MAX_ENCODED: usize = 4096;
