@@ -758,7 +758,7 @@ fn measure(opts: &Options, fixture: &Path, proxy: &Path, work: &Path) -> Result<
         }
         if opts.wants("1mib") {
             each(&mut sessions, &mut |mode, s| {
-                let t = workload::big_results(s, 1 << 20, 2, plan.mib1_calls)?;
+                let t = workload::big_results(s, 1 << 20, false, 2, plan.mib1_calls)?;
                 report.add(Figure::Result1MiB, mode, stats::median(&t));
                 let (_, hwm) = s.memory_kib()?;
                 report.add(Figure::PeakRss1MiB, mode, hwm as f64 / 1024.0);
@@ -767,8 +767,14 @@ fn measure(opts: &Options, fixture: &Path, proxy: &Path, work: &Path) -> Result<
         }
         if opts.wants("10mib") {
             each(&mut sessions, &mut |mode, s| {
-                let t = workload::big_results(s, 10 << 20, 1, plan.mib10_calls)?;
+                let t = workload::big_results(s, 10 << 20, false, 1, plan.mib10_calls)?;
                 report.add(Figure::Result10MiB, mode, stats::median(&t));
+                // What reading a result costs `scan` on text like a real
+                // one's, against the empty chain.
+                if matches!(mode, Mode::Empty | Mode::Scan) {
+                    let t = workload::big_results(s, 10 << 20, true, 1, plan.mib10_calls)?;
+                    report.add(Figure::ResultProse10MiB, mode, stats::median(&t));
+                }
                 Ok(())
             })?;
         }

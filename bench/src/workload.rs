@@ -67,14 +67,16 @@ pub(crate) fn throughput(s: &mut Session, in_flight: u64, total: u64) -> Result<
     Ok(total as f64 / started.elapsed().as_secs_f64())
 }
 
-/// `tools/call blob` returning `bytes` of text; each call's time in ms.
+/// `tools/call blob` returning `bytes` of text (one letter repeated, or
+/// with `prose` sentences); each call's time in ms.
 pub(crate) fn big_results(
     s: &mut Session,
     bytes: usize,
+    prose: bool,
     warm_up: usize,
     calls: usize,
 ) -> Result<Vec<f64>> {
-    let args = format!(r#"{{"bytes":{bytes}}}"#);
+    let args = format!(r#"{{"bytes":{bytes},"prose":{prose}}}"#);
     for _ in 0..warm_up {
         s.call_tool("blob", &args)?;
         check_len(s, bytes)?;

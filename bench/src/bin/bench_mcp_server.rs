@@ -9,7 +9,9 @@
 //! - `tools/list` → N tools: `echo`, `blob`, `notify` and `tool_0003` …,
 //!   each with a description and an input schema (about 150 bytes apiece).
 //! - `tools/call echo` → a one-word text result.
-//! - `tools/call blob {"bytes": N}` → a text result of N bytes.
+//! - `tools/call blob {"bytes": N}` → a text result of N bytes (one
+//!   letter repeated; with `"prose": true`, sentences with accents, ids
+//!   and a URL).
 //! - `tools/call notify {"count": N}` → N `notifications/message` first,
 //!   then the result.
 //! - anything else with an id → -32601; notifications are ignored.
@@ -66,6 +68,9 @@ struct Params<'a> {
 struct Arguments {
     #[serde(default)]
     bytes: Option<usize>,
+    /// The text as prose (sentences, accents, ids) instead of one letter.
+    #[serde(default)]
+    prose: bool,
     #[serde(default)]
     count: Option<usize>,
 }
@@ -74,8 +79,14 @@ struct Arguments {
 struct Cache {
     tools: usize,
     tools_list: Option<Vec<u8>>,
-    blobs: HashMap<usize, Vec<u8>>,
+    blobs: HashMap<(usize, bool), Vec<u8>>,
 }
+
+/// What a prose result repeats: release notes as a server might return
+/// them, with characters outside ASCII, a hash, an id, a URL, numbers and
+/// the words the scan rules look for, in sentences that ask nothing of
+/// the model. JSON-safe as it is (no quote, no backslash).
+const PROSE: &str = "Release notes — version 4.2.1 (build 9f86d081884c7d65): the café’s ordering service now returns “open” and “closed” hours for each weekday; see https://example.com/docs/hours for the schema. Each entry has an id such as 3f2b8c1e-5d4a-4e6f-9a7b-1c2d3e4f5a6b, a price in € or £, and the user who last changed it. Requests that time out are retried twice, 250 ms apart, before the error is reported to the caller; read the changelog before you upgrade from 3.x. Größere Anfragen werden in Teilen gesendet. ";
 
 impl Cache {
     /// Built on first use, so start-up stays cheap.
@@ -84,11 +95,15 @@ impl Cache {
         self.tools_list.get_or_insert_with(|| tools_list(n))
     }
 
-    fn blob(&mut self, bytes: usize) -> &[u8] {
-        self.blobs.entry(bytes).or_insert_with(|| {
+    fn blob(&mut self, bytes: usize, prose: bool) -> &[u8] {
+        self.blobs.entry((bytes, prose)).or_insert_with(|| {
             let mut out = Vec::with_capacity(bytes + 64);
             out.extend_from_slice(br#"{"content":[{"type":"text","text":""#);
-            out.resize(out.len() + bytes, b'x');
+            let end = out.len() + bytes;
+            while prose && out.len() + PROSE.len() <= end {
+                out.extend_from_slice(PROSE.as_bytes());
+            }
+            out.resize(end, if prose { b' ' } else { b'x' });
             out.extend_from_slice(br#""}]}"#);
             out
         })
@@ -165,8 +180,9 @@ fn handle(line: &[u8], cache: &mut Cache, out: &mut impl Write) -> io::Result<()
             match name {
                 "echo" => write_result(out, &id, br#"{"content":[{"type":"text","text":"ok"}]}"#),
                 "blob" => {
-                    let bytes = args.and_then(|a| a.bytes).unwrap_or(0);
-                    write_result(out, &id, cache.blob(bytes))
+                    let (bytes, prose) =
+                        args.map_or((0, false), |a| (a.bytes.unwrap_or(0), a.prose));
+                    write_result(out, &id, cache.blob(bytes, prose))
                 }
                 "notify" => {
                     let count = args.and_then(|a| a.count).unwrap_or(0);
