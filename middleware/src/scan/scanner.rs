@@ -282,41 +282,33 @@ fn cut_sentences(text: &str, ranges: Vec<Range<usize>>) -> String {
     // every window would otherwise be read once per match).
     let mut ranges = ranges;
     ranges.sort_by_key(|r| r.start);
+    // Whether a sentence ends just before `at`.
+    let ends_before = |at: usize| {
+        text[..at]
+            .char_indices()
+            .next_back()
+            .is_some_and(|(at, c)| ends_at(at, c))
+    };
     let mut spans: Vec<Range<usize>> = Vec::new();
     for r in ranges {
-        let floor = spans.last().map_or(0, |s| s.end);
-        let ends_before = |at: usize| {
-            text[..at]
-                .char_indices()
-                .next_back()
-                .is_some_and(|(at, c)| ends_at(at, c))
-        };
-        let before = |from: usize| {
-            text[from..r.start]
-                .char_indices()
-                .rev()
-                .find(|&(at, c)| ends_at(from + at, c))
-        };
-        let start = match r.start >= floor {
-            false => None,
-            true => match before(floor) {
-                Some((at, _)) => Some(floor + at + 1),
-                // No sentence ends between: this one began where the cut
-                // before it ended, if that ended a sentence.
-                None if floor == 0 || ends_before(floor) => Some(floor),
-                None => None,
-            },
-        };
-        match (start, spans.last_mut()) {
-            (Some(start), _) => spans.push(start..sentence_end(r.end)),
-            // In the sentence cut before it.
-            (None, Some(last)) => {
+        if let Some(last) = spans.last_mut() {
+            // In the sentence cut before it: the range starts inside that
+            // cut, or the cut ran to the text's end without ending one.
+            if r.start < last.end || (last.end > 0 && !ends_before(last.end)) {
                 if r.end >= last.end {
                     last.end = sentence_end(r.end);
                 }
+                continue;
             }
-            (None, None) => unreachable!("a range before the text's start"),
         }
+        // Back to the cut before it at most: that one ended a sentence.
+        let floor = spans.last().map_or(0, |s| s.end);
+        let start = text[floor..r.start]
+            .char_indices()
+            .rev()
+            .find(|&(at, c)| ends_at(floor + at, c))
+            .map_or(floor, |(at, _)| floor + at + 1);
+        spans.push(start..sentence_end(r.end));
     }
     let mut out = String::with_capacity(text.len());
     let mut at = 0;
