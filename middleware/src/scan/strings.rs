@@ -30,7 +30,7 @@ pub(super) fn strings_of(bytes: &[u8]) -> Result<(String, usize), NotJson> {
         longest: 0,
     };
     let mut at = 0;
-    while let Some(open) = memchr::memchr(b'"', &bytes[at..]) {
+    while let Some(open) = find(&bytes[at..], |b| b == b'"', |b| memchr::memchr(b'"', b)) {
         let start = at + open + 1;
         let (end, escaped) = closing_quote(bytes, start).ok_or(NotJson)?;
         if escaped {
@@ -52,7 +52,8 @@ pub(super) fn strings_of(bytes: &[u8]) -> Result<(String, usize), NotJson> {
 fn closing_quote(bytes: &[u8], start: usize) -> Option<(usize, bool)> {
     let (mut at, mut escaped) = (start, false);
     loop {
-        at += memchr::memchr2(b'"', b'\\', bytes.get(at..)?)?;
+        let stop = |b| b == b'"' || b == b'\\';
+        at += find(bytes.get(at..)?, stop, |b| memchr::memchr2(b'"', b'\\', b))?;
         if bytes[at] == b'"' {
             return Some((at, escaped));
         }
@@ -61,6 +62,26 @@ fn closing_quote(bytes: &[u8], start: usize) -> Option<(usize, bool)> {
         at += 2;
     }
 }
+
+/// Where in `bytes` the first byte `stop` holds for is: looked for a
+/// byte at a time among the first [`NEAR`] bytes, where it most often is
+/// (the next string of a listing is a few bytes away, and most of its
+/// strings are short), then by `search`, a vector search, which costs more
+/// to start than a short walk.
+fn find(
+    bytes: &[u8],
+    stop: impl Fn(u8) -> bool,
+    search: impl Fn(&[u8]) -> Option<usize>,
+) -> Option<usize> {
+    let near = &bytes[..bytes.len().min(NEAR)];
+    match near.iter().position(|&b| stop(b)) {
+        Some(at) => Some(at),
+        None => search(&bytes[near.len()..]).map(|at| at + near.len()),
+    }
+}
+
+/// How far [`find`] walks before it searches.
+const NEAR: usize = 16;
 
 struct Gathered {
     text: String,
