@@ -27,6 +27,7 @@ mod config;
 mod cross;
 mod encoded;
 mod judge;
+mod lanes;
 mod normal;
 mod rules;
 mod scanner;

@@ -13,8 +13,9 @@
 
 // Bytes, ASCII case-folding: the text is folded to Latin before it is
 // read, and a Unicode-aware set is several times slower over every result.
+use super::lanes::Lanes;
 use regex::bytes::{Regex, RegexSet, RegexSetBuilder};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 /// Where a rule reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -250,6 +251,9 @@ const DFA_CACHE: usize = 8 << 20;
 #[derive(Debug, Clone)]
 pub(super) struct PlaceSet {
     set: RegexSet,
+    /// The same patterns, asked whether any matches a stretch at a time
+    /// (`lanes.rs`).
+    lanes: Option<Arc<Lanes>>,
     /// For each pattern of the set: its rule and its place in the rule.
     owners: Vec<(usize, usize)>,
 }
@@ -287,7 +291,8 @@ impl PlaceSet {
             .dfa_size_limit(DFA_CACHE)
             .build()
             .expect("every rule's patterns compile");
-        PlaceSet { set, owners }
+        let lanes = Lanes::new(set.patterns(), DFA_CACHE).map(Arc::new);
+        PlaceSet { set, lanes, owners }
     }
 
     /// The rules with a pattern matching `text`, each once, with where.
@@ -299,7 +304,11 @@ impl PlaceSet {
         let mut found: Vec<(usize, &Rule, std::ops::Range<usize>)> = Vec::new();
         // Most text matches nothing: asked first whether anything does,
         // which stops at the first match and needs no record of which.
-        if !self.set.is_match(text.as_bytes()) {
+        let text_matches = match &self.lanes {
+            Some(lanes) => lanes.is_match(text.as_bytes()),
+            None => None,
+        };
+        if !text_matches.unwrap_or_else(|| self.set.is_match(text.as_bytes())) {
             return found;
         }
         for hit in self.set.matches(text.as_bytes()).iter() {
