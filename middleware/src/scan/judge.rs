@@ -182,6 +182,14 @@ impl Shared {
 
     /// Reads a result; cuts or refuses as configured.
     pub(super) fn judge_result(&self, response: &mut Response) -> Option<ErrorObject> {
+        // A result whose every string the rules pass (the common case) is
+        // read where it stands in the message's text: no value built.
+        let text = response.result.text();
+        if text
+            .is_some_and(|t| self.scanner.clean_strings(t.as_bytes(), Place::Results) == Ok(true))
+        {
+            return None;
+        }
         let cut = self.actions.results == ResultAction::Redact;
         let mut found = Vec::new();
         let read = response.result.edit_value(|value| {

@@ -26,6 +26,7 @@
 mod config;
 mod cross;
 mod encoded;
+mod first_look;
 mod judge;
 mod lanes;
 mod normal;

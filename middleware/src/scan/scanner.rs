@@ -27,7 +27,7 @@ pub(super) struct Scanner {
 }
 
 /// How much of a text is read at once, and how much two windows share.
-const WINDOW: usize = 64 * 1024;
+pub(super) const WINDOW: usize = 64 * 1024;
 const OVERLAP: usize = 2 * 1024;
 
 /// The char boundary at or before `at` (the end past it).

@@ -15,6 +15,8 @@
 //! visitor is kept in the tests, and the walk is held to it over
 //! generated texts).
 
+use std::borrow::Cow;
+
 /// Why a text's strings could not be gathered: it is not the JSON a
 /// payload holds (a string never closed, an escape serde_json refuses).
 #[derive(Debug, PartialEq, Eq)]
@@ -30,22 +32,37 @@ pub(super) fn strings_of(bytes: &[u8]) -> Result<(String, usize), NotJson> {
         text: String::with_capacity(bytes.len()),
         longest: 0,
     };
+    each_string(text, |s| {
+        gathered.push(&s);
+        true
+    })?;
+    Ok((gathered.text, gathered.longest))
+}
+
+/// Each string (object keys too) of the JSON text `text`, in the order
+/// they stand, given to `visit` until it returns `false`: one without an
+/// escape as it stands in `text`, one with an escape decoded.
+pub(super) fn each_string<'t>(
+    text: &'t str,
+    mut visit: impl FnMut(Cow<'t, str>) -> bool,
+) -> Result<(), NotJson> {
+    let bytes = text.as_bytes();
     let mut at = 0;
     while let Some(open) = find(&bytes[at..], |b| b == b'"', |b| memchr::memchr(b'"', b)) {
         let start = at + open + 1;
         let (end, escaped) = closing_quote(bytes, start).ok_or(NotJson)?;
-        if escaped {
+        let string = match escaped {
             // From quote to quote: both ASCII, so both on a character's
             // boundary whatever the text holds.
-            let decoded: String =
-                serde_json::from_str(&text[start - 1..=end]).map_err(|_| NotJson)?;
-            gathered.push(&decoded);
-        } else {
-            gathered.push(&text[start..end]);
+            true => Cow::Owned(serde_json::from_str(&text[start - 1..=end]).map_err(|_| NotJson)?),
+            false => Cow::Borrowed(&text[start..end]),
+        };
+        if !visit(string) {
+            break;
         }
         at = end + 1;
     }
-    Ok((gathered.text, gathered.longest))
+    Ok(())
 }
 
 /// Where the string whose contents start at `start` closes, and whether
