@@ -22,7 +22,6 @@
 
 use base64::Engine as _;
 use std::borrow::Cow;
-use std::collections::HashMap;
 use std::ops::Range;
 use unicode_normalization::char::decompose_compatible;
 use unicode_security::confusable_detection::skeleton;
@@ -112,6 +111,16 @@ fn is_printable(b: u8) -> bool {
 static TWO_SPACES: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
     std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"  "));
 
+/// Where the first two spaces in `bytes` are: a vector search in a long
+/// run, a walk in a short one (prose between two accents is a few dozen
+/// bytes, shorter than a vector search takes to start).
+fn two_spaces(bytes: &[u8]) -> Option<usize> {
+    match bytes.len() < 64 {
+        true => bytes.windows(2).position(|w| w == b"  "),
+        false => TWO_SPACES.find(bytes),
+    }
+}
+
 /// The normal text as it is written.
 struct Writer {
     text: String,
@@ -135,7 +144,7 @@ impl Writer {
         }
         // Two spaces are found by a vector search; what lies between is
         // copied as it is.
-        while let Some(two) = TWO_SPACES.find(&bytes[from..]) {
+        while let Some(two) = two_spaces(&bytes[from..]) {
             let keep = from + two + 1;
             self.copy(&run[from..keep], at + from);
             from = past_spaces(keep);
@@ -207,8 +216,9 @@ impl<'a> Normal<'a> {
             pieces: Vec::new(),
         };
         let mut invisible = Vec::new();
-        // Each character outside ASCII folded once however often it comes.
-        let mut seen: HashMap<char, String> = HashMap::new();
+        // Each character outside ASCII folded once however often it comes
+        // (looked up with foldhash: SipHash was a tenth of reading prose).
+        let mut seen: foldhash::HashMap<char, String> = foldhash::HashMap::default();
         let bytes = original.as_bytes();
         let mut at = 0;
         while at < bytes.len() {
