@@ -142,8 +142,8 @@ impl Writer {
         if self.text.is_empty() || self.text.ends_with(' ') {
             from = past_spaces(0);
         }
-        // Two spaces are found by a vector search; what lies between is
-        // copied as it is.
+        // Two spaces are found by a search (`two_spaces`); what lies
+        // between is copied as it is.
         while let Some(two) = two_spaces(&bytes[from..]) {
             let keep = from + two + 1;
             self.copy(&run[from..keep], at + from);
