@@ -1,6 +1,7 @@
-//! Every string of a listing's JSON text, gathered for the listing's first,
-//! whole reading: one pass over all its strings before any item is read
-//! on its own (building a map per tool cost more than reading the text).
+//! Every string of a listing's or a result's JSON text, for their first,
+//! whole reading: one pass over all their strings before any item is read
+//! on its own (building a map per tool cost more than reading the text)
+//! or a result is built as a value (`first_look.rs`).
 //!
 //! The text is a payload's: serde_json read it when its line was parsed,
 //! so it is one valid JSON value, and in valid JSON a `"` outside a string
